@@ -1,0 +1,114 @@
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+void *
+ovl_xmalloc(size_t n)
+{
+	void *p = malloc(n != 0 ? n : 1);
+
+	if (p == NULL)
+		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *
+ovl_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n != 0 ? n : 1, size != 0 ? size : 1);
+
+	if (p == NULL)
+		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *
+ovl_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n != 0 ? n : 1);
+
+	if (q == NULL)
+		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu bytes)", n);
+	return q;
+}
+
+char *
+ovl_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(ovl_xmalloc(n), s, n);
+}
+
+static size_t
+grow(size_t cap, size_t need)
+{
+	size_t c = cap != 0 ? cap : 64;
+
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			ovl_errx(OVL_EXIT_DATA, "out of memory");
+		c *= 2;
+	}
+	return c;
+}
+
+unsigned char *
+ovl_buf_reserve(struct ovl_buf *b, size_t extra)
+{
+	if (extra > SIZE_MAX - b->len)
+		ovl_errx(OVL_EXIT_DATA, "out of memory");
+	if (b->len + extra > b->cap) {
+		b->cap = grow(b->cap, b->len + extra);
+		b->p = ovl_xrealloc(b->p, b->cap);
+	}
+	return b->p + b->len;
+}
+
+void
+ovl_buf_append(struct ovl_buf *b, const void *data, size_t n)
+{
+	if (n == 0)
+		return;
+	memcpy(ovl_buf_reserve(b, n), data, n);
+	b->len += n;
+}
+
+void
+ovl_buf_free(struct ovl_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+uint32_t *
+ovl_u32vec_reserve(struct ovl_u32vec *v, size_t extra)
+{
+	if (extra > SIZE_MAX / 4 - v->len)
+		ovl_errx(OVL_EXIT_DATA, "out of memory");
+	if (v->len + extra > v->cap) {
+		v->cap = grow(v->cap, v->len + extra);
+		v->p = ovl_xrealloc(v->p, v->cap * sizeof(uint32_t));
+	}
+	return v->p + v->len;
+}
+
+void
+ovl_u32vec_push(struct ovl_u32vec *v, uint32_t x)
+{
+	if (v->len == v->cap)
+		ovl_u32vec_reserve(v, 1);
+	v->p[v->len++] = x;
+}
+
+void
+ovl_u32vec_free(struct ovl_u32vec *v)
+{
+	free(v->p);
+	v->p = NULL;
+	v->len = v->cap = 0;
+}

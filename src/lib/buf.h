@@ -1,0 +1,42 @@
+/*
+ * buf: growable byte and uint32 arrays for hot loops that must not
+ * allocate per item: reset the length, keep the storage.
+ *
+ * Growth failures exit with status 1 ("out of memory"): every caller would
+ * do the same. Callers bound sizes before growing (never from an untrusted
+ * length without a check).
+ */
+#ifndef OVL_BUF_H
+#define OVL_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ovl_buf {
+	unsigned char	*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+struct ovl_u32vec {
+	uint32_t	*p;
+	size_t		 len;
+	size_t		 cap;
+};
+
+/* Make room for at least extra more bytes beyond len; returns p + len. */
+unsigned char *ovl_buf_reserve(struct ovl_buf *b, size_t extra);
+void	ovl_buf_append(struct ovl_buf *b, const void *data, size_t n);
+void	ovl_buf_free(struct ovl_buf *b);
+
+uint32_t *ovl_u32vec_reserve(struct ovl_u32vec *v, size_t extra);
+void	ovl_u32vec_push(struct ovl_u32vec *v, uint32_t x);
+void	ovl_u32vec_free(struct ovl_u32vec *v);
+
+/* malloc/realloc/strdup that exit 1 on failure. */
+void	*ovl_xmalloc(size_t n);
+void	*ovl_xcalloc(size_t n, size_t size);
+void	*ovl_xrealloc(void *p, size_t n);
+char	*ovl_xstrdup(const char *s);
+
+#endif

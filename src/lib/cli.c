@@ -1,0 +1,93 @@
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "num.h"
+
+#ifndef OVL_VERSION
+#define OVL_VERSION "0.0.0"
+#endif
+
+void
+ovl_cli_init(const struct ovl_cli *cli)
+{
+	const char *env;
+	int64_t v;
+
+	ovl_err_setprog(cli->prog);
+	env = getenv("OVL_VERBOSE");
+	if (env != NULL && *env != '\0' && ovl_num_i64(env, &v) == 0 &&
+	    v >= -1 && v <= 9)
+		ovl_verbose = (int)v;
+}
+
+static void
+print_synopsis(FILE *fp, const struct ovl_cli *cli)
+{
+	const char *p = cli->synopsis, *nl;
+	int first = 1;
+
+	while (*p != '\0') {
+		nl = strchr(p, '\n');
+		if (nl == NULL)
+			nl = p + strlen(p);
+		fprintf(fp, "%s%.*s\n", first ? "usage: " : "       ",
+		    (int)(nl - p), p);
+		first = 0;
+		p = *nl != '\0' ? nl + 1 : nl;
+	}
+}
+
+void
+ovl_cli_usage(const struct ovl_cli *cli)
+{
+	print_synopsis(stderr, cli);
+	exit(OVL_EXIT_USAGE);
+}
+
+void
+ovl_cli_usagex(const struct ovl_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ovl_vwarnx(fmt, ap);
+	va_end(ap);
+	ovl_cli_usage(cli);
+}
+
+int
+ovl_cli_common(const struct ovl_cli *cli, int opt)
+{
+	switch (opt) {
+	case 'h':
+		print_synopsis(stdout, cli);
+		if (cli->help != NULL)
+			fputs(cli->help, stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			ovl_err(OVL_EXIT_DATA, "write error on standard output");
+		exit(OVL_EXIT_OK);
+	case 'V':
+		printf("%s %s\n", cli->prog, OVL_VERSION);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			ovl_err(OVL_EXIT_DATA, "write error on standard output");
+		exit(OVL_EXIT_OK);
+	case 'v':
+		if (ovl_verbose < 0)
+			ovl_verbose = 0;
+		ovl_verbose++;
+		return 1;
+	case 'q':
+		ovl_verbose = -1;
+		return 1;
+	case '?':
+	case ':':
+		ovl_cli_usage(cli);
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,41 @@
+/*
+ * cli: the options every tool shares, handled once.
+ *
+ * -h/--help prints the help on stdout and exits 0; -V/--version prints
+ * "ovl-<tool> X.Y.Z" and exits 0; -v/--verbose and -q/--quiet set ovl_verbose.
+ * A usage error prints "usage:" and the synopsis on stderr and exits 2.
+ * OVL_VERBOSE in the environment gives the default verbosity; flags win.
+ */
+#ifndef OVL_CLI_H
+#define OVL_CLI_H
+
+#include <getopt.h>
+
+struct ovl_cli {
+	const char	*prog;		/* "ovl-source" */
+	const char	*synopsis;	/* one or more lines, each "ovl-x [options] ..." */
+	const char	*help;		/* the option list printed after the synopsis */
+};
+
+#define OVL_CLI_SHORTOPTS "hVvq"
+#define OVL_CLI_LONGOPTS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }, \
+	{ "verbose", no_argument, NULL, 'v' }, \
+	{ "quiet", no_argument, NULL, 'q' }
+
+/* Set the program name for messages and read OVL_VERBOSE. Call first in main. */
+void	ovl_cli_init(const struct ovl_cli *cli);
+/*
+ * Handle one of the shared options returned by getopt_long: 'h', 'V', 'v',
+ * 'q' and '?'. Returns 1 when the option was one of them (and it did not
+ * exit), 0 when the caller must handle it.
+ */
+int	ovl_cli_common(const struct ovl_cli *cli, int opt);
+/* Print "usage:" and the synopsis on stderr and exit 2. */
+void	ovl_cli_usage(const struct ovl_cli *cli) __attribute__((noreturn));
+/* Print "prog: message", then the usage lines, and exit 2. */
+void	ovl_cli_usagex(const struct ovl_cli *cli, const char *fmt, ...)
+	    __attribute__((noreturn, format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,543 @@
+#include "frame.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "num.h"
+
+const char *
+ovl_frame_strerror(int rc)
+{
+	switch (rc) {
+	case OVL_F_OK:
+		return "ok";
+	case OVL_F_NEED:
+		return "incomplete frame";
+	case OVL_F_EMAGIC:
+		return "bad magic (not an overlord stream)";
+	case OVL_F_EVERSION:
+		return "unknown major version";
+	case OVL_F_ETOOBIG:
+		return "oversized frame";
+	case OVL_F_ECRC:
+		return "bad CRC";
+	case OVL_F_EHEADER:
+		return "bad frame header";
+	case OVL_F_EPAYLOAD:
+		return "malformed payload";
+	case OVL_F_ETRUNC:
+		return "truncated stream (end of file without END)";
+	default:
+		return "unknown error";
+	}
+}
+
+const char *
+ovl_kind_name(unsigned kind)
+{
+	static const char *names[] = { NULL, "META", "DOC", "CHUNK_END", "SEQ",
+	    "BARRIER", "STATE", "END" };
+
+	if (kind >= 1 && kind < sizeof(names) / sizeof(names[0]))
+		return names[kind];
+	return "UNKNOWN";
+}
+
+void
+ovl_stream_hdr_encode(uint8_t out[OVL_STREAM_HDR_LEN])
+{
+	memcpy(out, OVL_MAGIC, OVL_MAGIC_LEN);
+	out[8] = OVL_VERSION_MAJOR & 0xff;
+	out[9] = OVL_VERSION_MAJOR >> 8;
+	out[10] = OVL_VERSION_MINOR & 0xff;
+	out[11] = OVL_VERSION_MINOR >> 8;
+	ovl_put32(out + 12, ovl_crc32c(0, out, 12));
+}
+
+int
+ovl_stream_hdr_check(const uint8_t *buf, size_t n, uint16_t *minor)
+{
+	size_t m = n < OVL_MAGIC_LEN ? n : OVL_MAGIC_LEN;
+
+	if (memcmp(buf, OVL_MAGIC, m) != 0)
+		return OVL_F_EMAGIC;
+	if (n < OVL_STREAM_HDR_LEN)
+		return OVL_F_NEED;
+	if (ovl_crc32c(0, buf, 12) != ovl_le32(buf + 12))
+		return OVL_F_ECRC;
+	if ((unsigned)(buf[8] | buf[9] << 8) != OVL_VERSION_MAJOR)
+		return OVL_F_EVERSION;
+	if (minor != NULL)
+		*minor = (uint16_t)(buf[10] | buf[11] << 8);
+	return OVL_F_OK;
+}
+
+int
+ovl_frame_parse(const uint8_t *buf, size_t n, uint32_t max, struct ovl_frame *f)
+{
+	uint32_t len, crc;
+
+	f->size = OVL_FRAME_HDR_LEN;
+	if (n < OVL_FRAME_HDR_LEN)
+		return OVL_F_NEED;
+	len = ovl_le32(buf);
+	if (max > OVL_FRAME_LIMIT)
+		max = OVL_FRAME_LIMIT;
+	if (len > max)
+		return OVL_F_ETOOBIG;
+	if ((len & 3) != 0 || buf[6] != 0 || buf[7] != 0)
+		return OVL_F_EHEADER;
+	f->size = (size_t)OVL_FRAME_HDR_LEN + len;
+	if (n < f->size)
+		return OVL_F_NEED;
+	crc = ovl_crc32c(0, buf, 8);
+	crc = ovl_crc32c(crc, buf + OVL_FRAME_HDR_LEN, len);
+	if (crc != ovl_le32(buf + 8))
+		return OVL_F_ECRC;
+	f->len = len;
+	f->kind = buf[4];
+	f->flags = buf[5];
+	f->payload = buf + OVL_FRAME_HDR_LEN;
+	return OVL_F_OK;
+}
+
+void
+ovl_frame_seal(uint8_t *frame, uint8_t kind, uint8_t flags, uint32_t len)
+{
+	uint32_t crc;
+
+	ovl_put32(frame, len);
+	frame[4] = kind;
+	frame[5] = flags;
+	frame[6] = frame[7] = 0;
+	crc = ovl_crc32c(0, frame, 8);
+	crc = ovl_crc32c(crc, frame + OVL_FRAME_HDR_LEN, len);
+	ovl_put32(frame + 8, crc);
+}
+
+/* ---- cursors ---- */
+
+char *
+ovl_cursor_format(const struct ovl_cursor *c, char *buf)
+{
+	snprintf(buf, OVL_CURSOR_STRLEN, "%" PRIu32 ":%" PRIu32 ":%" PRIu64
+	    ":%" PRIu64, c->epoch, c->chunk, c->off, c->rec);
+	return buf;
+}
+
+int
+ovl_cursor_parse(const char *s, struct ovl_cursor *c)
+{
+	char tmp[OVL_CURSOR_STRLEN], *field[4], *p;
+	uint64_t v[4];
+	int i;
+
+	if (s == NULL || strlen(s) >= sizeof(tmp))
+		return (errno = EINVAL), -1;
+	strcpy(tmp, s);
+	p = tmp;
+	for (i = 0; i < 4; i++) {
+		field[i] = p;
+		p = strchr(p, ':');
+		if (i < 3) {
+			if (p == NULL)
+				return (errno = EINVAL), -1;
+			*p++ = '\0';
+		} else if (p != NULL)
+			return (errno = EINVAL), -1;
+	}
+	for (i = 0; i < 4; i++)
+		if (ovl_num_u64(field[i], &v[i]) != 0)
+			return -1;
+	if (v[0] > UINT32_MAX || v[1] > UINT32_MAX)
+		return (errno = ERANGE), -1;
+	c->epoch = (uint32_t)v[0];
+	c->chunk = (uint32_t)v[1];
+	c->off = v[2];
+	c->rec = v[3];
+	return 0;
+}
+
+int
+ovl_cursor_cmp(const struct ovl_cursor *a, const struct ovl_cursor *b)
+{
+	if (a->epoch != b->epoch)
+		return a->epoch < b->epoch ? -1 : 1;
+	if (a->chunk != b->chunk)
+		return a->chunk < b->chunk ? -1 : 1;
+	if (a->rec != b->rec)
+		return a->rec < b->rec ? -1 : 1;
+	return 0;
+}
+
+/* ---- DOC ---- */
+
+uint32_t
+ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len)
+{
+	uint64_t n = OVL_DOC_FIXED + (uint64_t)ntokens * 4 + text_len;
+
+	if (n > OVL_FRAME_LIMIT)
+		return 0;
+	return ovl_align4(n);
+}
+
+void
+ovl_doc_encode(uint8_t *p, const struct ovl_doc *d)
+{
+	uint32_t len = ovl_doc_payload_len(d->ntokens, d->text_len);
+	uint32_t end = OVL_DOC_FIXED + d->ntokens * 4 + d->text_len;
+	uint32_t flags = d->flags & ~OVL_DOC_TEXT;
+
+	if (d->text_len > 0)
+		flags |= OVL_DOC_TEXT;
+	ovl_put32(p + 0, d->source);
+	ovl_put32(p + 4, flags);
+	ovl_put32(p + 8, d->epoch);
+	ovl_put32(p + 12, d->chunk);
+	ovl_put32(p + 16, d->nchunks);
+	ovl_put32(p + 20, d->nimages);
+	ovl_put64(p + 24, d->record);
+	ovl_put64(p + 32, d->next_off);
+	ovl_put64(p + 40, d->next_rec);
+	ovl_put64(p + 48, d->mix_pos);
+	ovl_put64(p + 56, d->mix_tokens);
+	ovl_put32(p + 64, d->ntokens);
+	ovl_put32(p + 68, d->text_len);
+	ovl_put64(p + 72, d->start_off);
+	if (d->tokens != NULL && d->ntokens > 0)
+		memcpy(p + OVL_DOC_FIXED, d->tokens, (size_t)d->ntokens * 4);
+	if (d->text_len > 0)
+		memcpy(p + OVL_DOC_FIXED + d->ntokens * 4, d->text, d->text_len);
+	memset(p + end, 0, len - end);
+}
+
+int
+ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d)
+{
+	const uint8_t *p = f->payload;
+
+	if (f->kind != OVL_DOC || f->len < OVL_DOC_FIXED)
+		return OVL_F_EPAYLOAD;
+	d->source = ovl_le32(p + 0);
+	d->flags = ovl_le32(p + 4);
+	d->epoch = ovl_le32(p + 8);
+	d->chunk = ovl_le32(p + 12);
+	d->nchunks = ovl_le32(p + 16);
+	d->nimages = ovl_le32(p + 20);
+	d->record = ovl_le64(p + 24);
+	d->next_off = ovl_le64(p + 32);
+	d->next_rec = ovl_le64(p + 40);
+	d->mix_pos = ovl_le64(p + 48);
+	d->mix_tokens = ovl_le64(p + 56);
+	d->ntokens = ovl_le32(p + 64);
+	d->text_len = ovl_le32(p + 68);
+	d->start_off = ovl_le64(p + 72);
+	if (d->ntokens > (f->len - OVL_DOC_FIXED) / 4 ||
+	    ovl_doc_payload_len(d->ntokens, d->text_len) != f->len)
+		return OVL_F_EPAYLOAD;
+	if (((d->flags & OVL_DOC_TEXT) != 0) != (d->text_len > 0))
+		return OVL_F_EPAYLOAD;
+	if (d->nchunks != 0 && d->chunk >= d->nchunks)
+		return OVL_F_EPAYLOAD;
+	d->tokens = (const uint32_t *)(const void *)(p + OVL_DOC_FIXED);
+	d->text = (const char *)(p + OVL_DOC_FIXED + (size_t)d->ntokens * 4);
+	return OVL_F_OK;
+}
+
+void
+ovl_doc_cursor(const struct ovl_doc *d, struct ovl_cursor *c)
+{
+	c->epoch = d->epoch;
+	c->chunk = d->chunk;
+	c->off = d->next_off;
+	c->rec = d->next_rec;
+}
+
+void
+ovl_doc_set_mixed(uint8_t *p, uint32_t source, uint64_t mix_pos,
+    uint64_t mix_tokens)
+{
+	ovl_put32(p + 0, source);
+	ovl_put32(p + 4, ovl_le32(p + 4) | OVL_DOC_MIXED);
+	ovl_put64(p + 48, mix_pos);
+	ovl_put64(p + 56, mix_tokens);
+}
+
+/* ---- CHUNK_END ---- */
+
+void
+ovl_chunk_end_encode(uint8_t *p, const struct ovl_chunk_end *c)
+{
+	ovl_put32(p + 0, c->source);
+	ovl_put32(p + 4, c->epoch);
+	ovl_put32(p + 8, c->chunk);
+	ovl_put32(p + 12, c->nchunks);
+	ovl_put64(p + 16, c->ndocs);
+	ovl_put64(p + 24, c->nbytes);
+}
+
+int
+ovl_chunk_end_decode(const struct ovl_frame *f, struct ovl_chunk_end *c)
+{
+	const uint8_t *p = f->payload;
+
+	if (f->kind != OVL_CHUNK_END || f->len != OVL_CHUNK_END_LEN)
+		return OVL_F_EPAYLOAD;
+	c->source = ovl_le32(p + 0);
+	c->epoch = ovl_le32(p + 4);
+	c->chunk = ovl_le32(p + 8);
+	c->nchunks = ovl_le32(p + 12);
+	c->ndocs = ovl_le64(p + 16);
+	c->nbytes = ovl_le64(p + 24);
+	if (c->chunk >= c->nchunks)
+		return OVL_F_EPAYLOAD;
+	return OVL_F_OK;
+}
+
+/* ---- SEQ ---- */
+
+uint32_t
+ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces)
+{
+	uint64_t n = OVL_SEQ_FIXED + (uint64_t)ntokens * 8 +
+	    ((uint64_t)npieces + 1) * 4 + (uint64_t)npieces * OVL_PIECE_LEN;
+
+	if (n > OVL_FRAME_LIMIT)
+		return 0;
+	return ovl_align4(n);
+}
+
+uint32_t *
+ovl_seq_tokens(uint8_t *p)
+{
+	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED);
+}
+
+uint32_t *
+ovl_seq_positions(uint8_t *p, uint32_t ntokens)
+{
+	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 4);
+}
+
+uint32_t *
+ovl_seq_cu(uint8_t *p, uint32_t ntokens)
+{
+	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 8);
+}
+
+static size_t
+piece_off(uint32_t ntokens, uint32_t npieces, uint32_t i)
+{
+	return OVL_SEQ_FIXED + (size_t)ntokens * 8 + ((size_t)npieces + 1) * 4 +
+	    (size_t)i * OVL_PIECE_LEN;
+}
+
+void
+ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
+{
+	ovl_put64(p + 0, s->step);
+	ovl_put32(p + 8, s->rank);
+	ovl_put32(p + 12, s->mb);
+	ovl_put32(p + 16, s->ntokens);
+	ovl_put32(p + 20, s->npieces);
+	ovl_put32(p + 24, s->seq_len);
+	ovl_put32(p + 28, s->flags);
+	if (s->tokens != NULL)
+		memcpy(ovl_seq_tokens(p), s->tokens, (size_t)s->ntokens * 4);
+	if (s->positions != NULL)
+		memcpy(ovl_seq_positions(p, s->ntokens), s->positions,
+		    (size_t)s->ntokens * 4);
+	if (s->cu_seqlens != NULL)
+		memcpy(ovl_seq_cu(p, s->ntokens), s->cu_seqlens,
+		    ((size_t)s->npieces + 1) * 4);
+}
+
+void
+ovl_seq_put_piece(uint8_t *p, uint32_t ntokens, uint32_t npieces, uint32_t i,
+    const struct ovl_piece *pc)
+{
+	uint8_t *q = p + piece_off(ntokens, npieces, i);
+
+	ovl_put32(q + 0, pc->source);
+	ovl_put32(q + 4, pc->epoch);
+	ovl_put32(q + 8, pc->chunk);
+	ovl_put32(q + 12, pc->offset);
+	ovl_put64(q + 16, pc->record);
+	ovl_put64(q + 24, pc->mix_pos);
+	ovl_put32(q + 32, pc->length);
+	ovl_put32(q + 36, 0);
+}
+
+int
+ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
+{
+	const uint8_t *p = f->payload;
+	uint32_t i, len;
+
+	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED)
+		return OVL_F_EPAYLOAD;
+	s->step = ovl_le64(p + 0);
+	s->rank = ovl_le32(p + 8);
+	s->mb = ovl_le32(p + 12);
+	s->ntokens = ovl_le32(p + 16);
+	s->npieces = ovl_le32(p + 20);
+	s->seq_len = ovl_le32(p + 24);
+	s->flags = ovl_le32(p + 28);
+	if (s->ntokens > f->len / 8 || s->npieces > f->len / OVL_PIECE_LEN)
+		return OVL_F_EPAYLOAD;
+	len = ovl_seq_payload_len(s->ntokens, s->npieces);
+	if (len == 0 || len != f->len)
+		return OVL_F_EPAYLOAD;
+	s->tokens = (const uint32_t *)(const void *)(p + OVL_SEQ_FIXED);
+	s->positions = s->tokens + s->ntokens;
+	s->cu_seqlens = s->positions + s->ntokens;
+	s->pieces = p + piece_off(s->ntokens, s->npieces, 0);
+	if (s->cu_seqlens[0] != 0)
+		return OVL_F_EPAYLOAD;
+	for (i = 0; i < s->npieces; i++)
+		if (s->cu_seqlens[i + 1] < s->cu_seqlens[i])
+			return OVL_F_EPAYLOAD;
+	if (s->cu_seqlens[s->npieces] > s->ntokens)
+		return OVL_F_EPAYLOAD;
+	return OVL_F_OK;
+}
+
+void
+ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *pc)
+{
+	const uint8_t *q = s->pieces + (size_t)i * OVL_PIECE_LEN;
+
+	pc->source = ovl_le32(q + 0);
+	pc->epoch = ovl_le32(q + 4);
+	pc->chunk = ovl_le32(q + 8);
+	pc->offset = ovl_le32(q + 12);
+	pc->record = ovl_le64(q + 16);
+	pc->mix_pos = ovl_le64(q + 24);
+	pc->length = ovl_le32(q + 32);
+}
+
+/* ---- BARRIER ---- */
+
+void
+ovl_barrier_encode(uint8_t *p, const struct ovl_barrier *b)
+{
+	ovl_put64(p + 0, b->n);
+	ovl_put64(p + 8, b->step);
+	ovl_put64(p + 16, b->mix_pos);
+	ovl_put64(p + 24, b->tokens);
+	ovl_put32(p + 32, b->offset);
+	ovl_put32(p + 36, 0);
+}
+
+int
+ovl_barrier_decode(const struct ovl_frame *f, struct ovl_barrier *b)
+{
+	const uint8_t *p = f->payload;
+
+	if (f->kind != OVL_BARRIER || f->len != OVL_BARRIER_LEN)
+		return OVL_F_EPAYLOAD;
+	b->n = ovl_le64(p + 0);
+	b->step = ovl_le64(p + 8);
+	b->mix_pos = ovl_le64(p + 16);
+	b->tokens = ovl_le64(p + 24);
+	b->offset = ovl_le32(p + 32);
+	return OVL_F_OK;
+}
+
+/* ---- STATE, META ---- */
+
+uint32_t
+ovl_state_payload_len(uint32_t text_len)
+{
+	if (text_len > OVL_FRAME_LIMIT - OVL_STATE_FIXED - 3)
+		return 0;
+	return ovl_align4((uint64_t)OVL_STATE_FIXED + text_len);
+}
+
+void
+ovl_state_encode(uint8_t *p, const struct ovl_state *s)
+{
+	uint32_t len = ovl_state_payload_len(s->text_len);
+
+	ovl_put32(p + 0, s->stage);
+	ovl_put32(p + 4, s->text_len);
+	ovl_put64(p + 8, s->n);
+	memcpy(p + OVL_STATE_FIXED, s->text, s->text_len);
+	memset(p + OVL_STATE_FIXED + s->text_len, 0,
+	    len - OVL_STATE_FIXED - s->text_len);
+}
+
+int
+ovl_state_decode(const struct ovl_frame *f, struct ovl_state *s)
+{
+	const uint8_t *p = f->payload;
+
+	if (f->kind != OVL_STATE || f->len < OVL_STATE_FIXED)
+		return OVL_F_EPAYLOAD;
+	s->stage = ovl_le32(p + 0);
+	s->text_len = ovl_le32(p + 4);
+	s->n = ovl_le64(p + 8);
+	if (s->text_len > f->len - OVL_STATE_FIXED ||
+	    ovl_state_payload_len(s->text_len) != f->len)
+		return OVL_F_EPAYLOAD;
+	s->text = (const char *)(p + OVL_STATE_FIXED);
+	return OVL_F_OK;
+}
+
+uint32_t
+ovl_meta_payload_len(uint32_t text_len)
+{
+	if (text_len > OVL_FRAME_LIMIT - OVL_META_FIXED - 3)
+		return 0;
+	return ovl_align4((uint64_t)OVL_META_FIXED + text_len);
+}
+
+void
+ovl_meta_encode(uint8_t *p, const char *text, uint32_t text_len)
+{
+	uint32_t len = ovl_meta_payload_len(text_len);
+
+	ovl_put32(p + 0, text_len);
+	ovl_put32(p + 4, 0);
+	memcpy(p + OVL_META_FIXED, text, text_len);
+	memset(p + OVL_META_FIXED + text_len, 0,
+	    len - OVL_META_FIXED - text_len);
+}
+
+int
+ovl_meta_decode(const struct ovl_frame *f, const char **text, uint32_t *text_len)
+{
+	const uint8_t *p = f->payload;
+	uint32_t n;
+
+	if (f->kind != OVL_META || f->len < OVL_META_FIXED)
+		return OVL_F_EPAYLOAD;
+	n = ovl_le32(p);
+	if (n > f->len - OVL_META_FIXED || ovl_meta_payload_len(n) != f->len)
+		return OVL_F_EPAYLOAD;
+	*text = (const char *)(p + OVL_META_FIXED);
+	*text_len = n;
+	return OVL_F_OK;
+}
+
+/* ---- END ---- */
+
+void
+ovl_end_encode(uint8_t *p, uint64_t nframes)
+{
+	ovl_put64(p, nframes);
+	ovl_put64(p + 8, 0);
+}
+
+int
+ovl_end_decode(const struct ovl_frame *f, uint64_t *nframes)
+{
+	if (f->kind != OVL_END || f->len != OVL_END_LEN)
+		return OVL_F_EPAYLOAD;
+	*nframes = ovl_le64(f->payload);
+	return OVL_F_OK;
+}

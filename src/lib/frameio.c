@@ -1,0 +1,401 @@
+#include "frameio.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "err.h"
+#include "io.h"
+#include "num.h"
+
+#define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
+#define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
+
+struct ovl_reader {
+	int		 fd;
+	char		*name;
+	uint32_t	 max;
+	uint8_t		*buf;
+	size_t		 cap;
+	size_t		 start;		/* first unconsumed byte */
+	size_t		 end;		/* one past the last valid byte */
+	uint64_t	 base;		/* stream offset of buf[0] */
+	uint64_t	 frame_off;	/* stream offset of the last frame */
+	uint64_t	 count;
+	int		 state;		/* 0 header, 1 frames, 2 done, <0 error */
+	int		 eof;
+	unsigned	 minor;
+	char		 errmsg[512];
+};
+
+static uint32_t
+default_max(void)
+{
+	const char *env = getenv("OVL_FRAME_MAX");
+	uint64_t v;
+
+	if (env != NULL && ovl_num_size(env, &v) == 0 && v >= 64 &&
+	    v <= OVL_FRAME_LIMIT)
+		return (uint32_t)v;
+	return OVL_FRAME_MAX_DEFAULT;
+}
+
+struct ovl_reader *
+ovl_reader_new(int fd, const char *name, uint32_t max)
+{
+	struct ovl_reader *r = ovl_xcalloc(1, sizeof(*r));
+
+	r->fd = fd;
+	r->name = ovl_xstrdup(name);
+	r->max = max != 0 ? max : default_max();
+	if (r->max > OVL_FRAME_LIMIT)
+		r->max = OVL_FRAME_LIMIT;
+	r->cap = RD_CHUNK;
+	r->buf = ovl_xmalloc(r->cap);
+	ovl_io_pipe_grow(fd);
+	return r;
+}
+
+void
+ovl_reader_free(struct ovl_reader *r)
+{
+	if (r == NULL)
+		return;
+	free(r->buf);
+	free(r->name);
+	free(r);
+}
+
+static int
+fail(struct ovl_reader *r, int rc, uint64_t off, const char *detail)
+{
+	snprintf(r->errmsg, sizeof(r->errmsg), "'%s': %s at byte offset %" PRIu64
+	    "%s%s", r->name, ovl_frame_strerror(rc), off,
+	    detail != NULL ? ": " : "", detail != NULL ? detail : "");
+	r->frame_off = off;
+	r->state = rc;
+	return rc;
+}
+
+/*
+ * Make buf[start..end) hold at least need bytes, reading as needed.
+ * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
+ * non-blocking fd has nothing more, -1 on a read error (errmsg set).
+ */
+static int
+fill(struct ovl_reader *r, size_t need)
+{
+	ssize_t n;
+
+	while (r->end - r->start < need) {
+		if (r->eof)
+			return 0;
+		if (r->start > 0 && (r->start + need > r->cap ||
+		    r->cap - r->end < RD_CHUNK / 4)) {
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->base += r->start;
+			r->end -= r->start;
+			r->start = 0;
+		}
+		if (need > r->cap || r->cap - r->end < RD_CHUNK / 4) {
+			size_t ncap = r->cap;
+			while (ncap < need || ncap - r->end < RD_CHUNK / 4)
+				ncap *= 2;
+			r->buf = ovl_xrealloc(r->buf, ncap);
+			r->cap = ncap;
+		}
+		n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		if (n > 0) {
+			r->end += (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			r->eof = 1;
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return OVL_RD_AGAIN;
+		snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
+		    r->name, strerror(errno));
+		r->state = OVL_F_ETRUNC;
+		return -1;
+	}
+	return 1;
+}
+
+int
+ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
+{
+	uint16_t minor;
+	uint64_t nframes;
+	int rc, got;
+
+	if (r->state < 0)
+		return r->state;
+	if (r->state == 2)
+		return OVL_RD_EOF;
+	if (r->state == 0) {
+		got = fill(r, OVL_STREAM_HDR_LEN);
+		if (got == OVL_RD_AGAIN)
+			return OVL_RD_AGAIN;
+		if (got < 0)
+			return r->state;
+		rc = ovl_stream_hdr_check(r->buf + r->start, r->end - r->start,
+		    &minor);
+		if (rc == OVL_F_NEED)
+			return fail(r, r->end == r->start ? OVL_F_ETRUNC :
+			    OVL_F_ETRUNC, r->base + r->end,
+			    r->end == r->start ? "empty stream" :
+			    "inside the stream header");
+		if (rc != OVL_F_OK)
+			return fail(r, rc, r->base + r->start, NULL);
+		r->minor = minor;
+		r->start += OVL_STREAM_HDR_LEN;
+		r->state = 1;
+	}
+	got = fill(r, OVL_FRAME_HDR_LEN);
+	if (got == OVL_RD_AGAIN)
+		return OVL_RD_AGAIN;
+	if (got < 0)
+		return r->state;
+	rc = ovl_frame_parse(r->buf + r->start, r->end - r->start, r->max, f);
+	if (rc == OVL_F_NEED) {
+		if (got == 0)
+			return fail(r, OVL_F_ETRUNC, r->base + r->start,
+			    r->end == r->start ? NULL : "inside a frame header");
+		got = fill(r, f->size);
+		if (got == OVL_RD_AGAIN)
+			return OVL_RD_AGAIN;
+		if (got < 0)
+			return r->state;
+		if (got == 0)
+			return fail(r, OVL_F_ETRUNC, r->base + r->start,
+			    "inside a frame");
+		rc = ovl_frame_parse(r->buf + r->start, r->end - r->start,
+		    r->max, f);
+	}
+	if (rc != OVL_F_OK) {
+		char detail[64];
+		const char *d = NULL;
+		if (rc == OVL_F_ETOOBIG) {
+			snprintf(detail, sizeof(detail), "%" PRIu32
+			    " bytes, limit %" PRIu32,
+			    ovl_le32(r->buf + r->start), r->max);
+			d = detail;
+		}
+		return fail(r, rc, r->base + r->start, d);
+	}
+	r->frame_off = r->base + r->start;
+	r->start += f->size;
+	if (f->kind == OVL_END) {
+		if (ovl_end_decode(f, &nframes) != OVL_F_OK)
+			return fail(r, OVL_F_EPAYLOAD, r->frame_off, "END frame");
+		if (nframes != r->count)
+			return fail(r, OVL_F_EPAYLOAD, r->frame_off,
+			    "END frame count does not match the frames read");
+		r->state = 2;
+		return OVL_RD_FRAME;
+	}
+	r->count++;
+	return OVL_RD_FRAME;
+}
+
+const char *
+ovl_reader_error(const struct ovl_reader *r)
+{
+	return r->errmsg;
+}
+
+void
+ovl_reader_die(const struct ovl_reader *r)
+{
+	ovl_errx(OVL_EXIT_FRAME, "%s", r->errmsg);
+}
+
+uint64_t
+ovl_reader_offset(const struct ovl_reader *r)
+{
+	return r->frame_off;
+}
+
+uint64_t
+ovl_reader_count(const struct ovl_reader *r)
+{
+	return r->count;
+}
+
+int
+ovl_reader_fd(const struct ovl_reader *r)
+{
+	return r->fd;
+}
+
+const char *
+ovl_reader_name(const struct ovl_reader *r)
+{
+	return r->name;
+}
+
+unsigned
+ovl_reader_minor(const struct ovl_reader *r)
+{
+	return r->minor;
+}
+
+/* ---- writer ---- */
+
+struct ovl_writer {
+	int		 fd;
+	char		*name;
+	uint8_t		*buf;
+	size_t		 cap;
+	size_t		 len;
+	size_t		 open;		/* offset of the frame begun, or SIZE_MAX */
+	uint32_t	 open_len;
+	uint64_t	 written;
+	uint64_t	 count;
+	int		 started;
+};
+
+struct ovl_writer *
+ovl_writer_new(int fd, const char *name)
+{
+	struct ovl_writer *w = ovl_xcalloc(1, sizeof(*w));
+
+	w->fd = fd;
+	w->name = ovl_xstrdup(name);
+	w->cap = WR_FLUSH * 2;
+	w->buf = ovl_xmalloc(w->cap);
+	w->open = SIZE_MAX;
+	ovl_io_pipe_grow(fd);
+	return w;
+}
+
+void
+ovl_writer_free(struct ovl_writer *w)
+{
+	if (w == NULL)
+		return;
+	free(w->buf);
+	free(w->name);
+	free(w);
+}
+
+static void
+write_out(struct ovl_writer *w, size_t n)
+{
+	if (n == 0)
+		return;
+	if (ovl_io_write_full(w->fd, w->buf, n) != 0) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on '%s'", w->name);
+	}
+	memmove(w->buf, w->buf + n, w->len - n);
+	w->len -= n;
+	w->written += n;
+}
+
+void
+ovl_writer_flush(struct ovl_writer *w)
+{
+	write_out(w, w->len);
+}
+
+static void
+ensure(struct ovl_writer *w, size_t extra)
+{
+	if (w->len >= WR_FLUSH)
+		write_out(w, w->len);
+	if (w->cap - w->len < extra) {
+		size_t ncap = w->cap;
+		while (ncap - w->len < extra)
+			ncap *= 2;
+		w->buf = ovl_xrealloc(w->buf, ncap);
+		w->cap = ncap;
+	}
+}
+
+static void
+start(struct ovl_writer *w)
+{
+	if (w->started)
+		return;
+	ensure(w, OVL_STREAM_HDR_LEN);
+	ovl_stream_hdr_encode(w->buf + w->len);
+	w->len += OVL_STREAM_HDR_LEN;
+	w->started = 1;
+}
+
+uint8_t *
+ovl_writer_begin(struct ovl_writer *w, uint32_t len)
+{
+	if ((len & 3) != 0 || len > OVL_FRAME_LIMIT || w->open != SIZE_MAX)
+		ovl_errx(OVL_EXIT_DATA, "internal error: bad frame length %" PRIu32
+		    " for '%s'", len, w->name);
+	start(w);
+	ensure(w, (size_t)OVL_FRAME_HDR_LEN + len);
+	w->open = w->len;
+	w->open_len = len;
+	return w->buf + w->len + OVL_FRAME_HDR_LEN;
+}
+
+void
+ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
+{
+	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
+	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
+	w->open = SIZE_MAX;
+	if (kind != OVL_END)
+		w->count++;
+}
+
+void
+ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
+    const void *payload, uint32_t len)
+{
+	uint8_t *p = ovl_writer_begin(w, len);
+
+	if (len > 0)
+		memcpy(p, payload, len);
+	ovl_writer_finish(w, kind, flags);
+}
+
+void
+ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
+{
+	start(w);
+	ensure(w, f->size);
+	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
+	w->len += f->size;
+	if (f->kind != OVL_END)
+		w->count++;
+}
+
+void
+ovl_writer_end(struct ovl_writer *w)
+{
+	uint8_t *p = ovl_writer_begin(w, OVL_END_LEN);
+
+	ovl_end_encode(p, w->count);
+	ovl_writer_finish(w, OVL_END, 0);
+	ovl_writer_flush(w);
+}
+
+uint64_t
+ovl_writer_offset(const struct ovl_writer *w)
+{
+	return w->written + w->len;
+}
+
+uint64_t
+ovl_writer_count(const struct ovl_writer *w)
+{
+	return w->count;
+}

@@ -1,0 +1,102 @@
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+
+ssize_t
+ovl_io_read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)buf + got, n - got);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && got > 0)
+			break;
+		return -1;
+	}
+	return (ssize_t)got;
+}
+
+int
+ovl_io_write_full(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+void
+ovl_io_pipe_grow(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		int cur = fcntl(fd, F_GETPIPE_SZ);
+		if (cur >= 0 && (unsigned)cur < OVL_PIPE_SIZE)
+			(void)fcntl(fd, F_SETPIPE_SZ, (int)OVL_PIPE_SIZE);
+	}
+}
+
+int
+ovl_io_isatty(int fd)
+{
+	return isatty(fd);
+}
+
+void
+ovl_io_refuse_tty(int fd)
+{
+	if (isatty(fd))
+		ovl_errx(OVL_EXIT_USAGE, "refusing to write binary frames to a "
+		    "terminal (use --json, or redirect)");
+}
+
+void
+ovl_io_die_epipe(void)
+{
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+	_exit(128 + SIGPIPE);
+}
+
+void
+ovl_io_close_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+	if (fclose(stdout) != 0) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "cannot close standard output");
+	}
+}

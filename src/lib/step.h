@@ -1,0 +1,55 @@
+/*
+ * step: where training steps begin in the mixed token stream.
+ *
+ * A step takes pieces from the mixed stream in order. A document is cut
+ * into pieces of at most seq_len tokens, from its start or from where the
+ * previous step left it; a piece that does not fit the rest of the step's
+ * budget closes the step and opens the next, which takes that piece first.
+ * The step's sequence length and budget follow the schedule at the mixed
+ * token count where the step begins.
+ *
+ * ovl-mix (to place barriers at step boundaries) and ovl-construct (to
+ * build the steps) run this same code on the same configuration, so they
+ * agree on every boundary: a boundary is "offset O of the document at mixed
+ * position X".
+ */
+#ifndef OVL_STEP_H
+#define OVL_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ovl_stepcfg {
+	uint32_t	 nseq;		/* sequences per step: ranks x micro-batches */
+	uint64_t	 budget;	/* tokens per step; 0: nseq x seq_len */
+	size_t		 nstages;	/* seq-len schedule points, >= 1 */
+	const uint64_t	*at;		/* mixed tokens where stage i begins; at[0] = 0 */
+	const uint32_t	*seq_len;	/* sequence length of stage i, >= 1 */
+};
+
+struct ovl_stepcut {
+	const struct ovl_stepcfg *cfg;
+	uint64_t	 step;		/* the current step */
+	uint64_t	 used;		/* tokens placed in the current step */
+	uint64_t	 start;		/* mixed tokens before the current step */
+	uint32_t	 seq_len;	/* of the current step */
+	uint64_t	 budget;	/* of the current step */
+};
+
+/* Start at step 0, token 0. cfg must outlive s. */
+void	ovl_stepcut_init(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg);
+/* Continue from a saved (step, start, used), as in a STATE. */
+void	ovl_stepcut_restore(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg,
+	    uint64_t step, uint64_t start, uint64_t used);
+/*
+ * Place the next piece of a document that has left > 0 tokens to go.
+ * Returns the piece's length (1 .. seq_len). *opened is set to 1 when the
+ * piece opens a new step (s->step was advanced first; a boundary lies just
+ * before the piece), else 0.
+ */
+uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
+/* Sequence length and budget of a step beginning after `start` mixed tokens. */
+uint32_t ovl_stepcfg_seq_len(const struct ovl_stepcfg *cfg, uint64_t start);
+uint64_t ovl_stepcfg_budget(const struct ovl_stepcfg *cfg, uint64_t start);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * tok: tokenizers behind one small interface.
+ *
+ * A spec names the tokenizer: "bytes" (UTF-8 bytes as ids 0..255, end of
+ * document 256, vocabulary 257) or "tiktoken:FILE[:PATTERN]" (BPE, see
+ * bpe.h). A tokenizer is used by one thread; encoding allocates nothing
+ * once its buffers have grown.
+ */
+#ifndef OVL_TOK_H
+#define OVL_TOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct ovl_tok;
+
+/*
+ * Open the tokenizer a spec names. On failure returns NULL and writes a
+ * message (no program prefix) into err[0..errlen).
+ */
+struct ovl_tok *ovl_tok_open(const char *spec, char *err, size_t errlen);
+void	ovl_tok_free(struct ovl_tok *t);
+/* "bytes", "tiktoken:cl100k", ...: what the stream META records. */
+const char *ovl_tok_name(const struct ovl_tok *t);
+/* Ids are below this (special tokens included). */
+uint32_t ovl_tok_vocab(const struct ovl_tok *t);
+/* The end-of-document id appended after every document. */
+uint32_t ovl_tok_eod(const struct ovl_tok *t);
+/*
+ * Choose the end-of-document token by its text ("<|endoftext|>") or its
+ * decimal id. 0, or -1 with a message in err when it is not known.
+ */
+int	ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err,
+	    size_t errlen);
+/*
+ * Append the ids of text[0..n) to out (the end-of-document id is not
+ * appended). Returns 0, or -1 when text is not valid UTF-8, with the byte
+ * offset of the first invalid byte in *bad_off and out unchanged.
+ */
+int	ovl_tok_encode(struct ovl_tok *t, const char *text, size_t n,
+	    struct ovl_u32vec *out, size_t *bad_off);
+
+/* Length of the longest valid UTF-8 prefix of s[0..n): n when all valid. */
+size_t	ovl_utf8_valid(const char *s, size_t n);
+
+/* ---- for implementations ---------------------------------------- */
+
+struct ovl_tok_ops {
+	int	(*encode)(void *impl, const char *text, size_t n,
+		    struct ovl_u32vec *out, size_t *bad_off);
+	/* Id of a special token's text, or -1. May be NULL. */
+	int64_t	(*special)(void *impl, const char *name);
+	void	(*free)(void *impl);
+};
+
+struct ovl_tok {
+	const struct ovl_tok_ops *ops;
+	void		*impl;
+	char		*name;
+	uint32_t	 vocab;
+	uint32_t	 eod;
+};
+
+#endif

@@ -1,0 +1,27 @@
+#!/usr/bin/env bats
+# The project itself: man pages lint-clean, the test runner's contract.
+
+load test_helper
+
+@test "every man page is mandoc -Tlint clean (warnings and up)" {
+	run -0 env OVL_SRCDIR="$OVL_SRCDIR" "$OVL_SRCDIR/scripts/lint"
+}
+
+@test "run-tests ends with one plain 'N passed, N failed' line" {
+	# (printf: bats would rewrite @test lines of a heredoc in this file)
+	printf '%s "passes" { true; }\n%s "fails" { false; }\n' @test @test \
+	    > "$BATS_TEST_TMPDIR/tiny.bats"
+	run -1 env -i PATH="$PATH" HOME="$HOME" BATS="$OVL_BATS" OVL_BUILDDIR="$OVL_BUILDDIR" \
+	    OVL_SRCDIR="$OVL_SRCDIR" "$OVL_SRCDIR/scripts/run-tests" "$BATS_TEST_TMPDIR/tiny.bats" 3>&-
+	[ "${lines[-1]}" = "1 passed, 1 failed" ]
+}
+
+@test "run-tests fails loudly when bats is missing" {
+	run -2 env BATS=/nonexistent "$OVL_SRCDIR/scripts/run-tests"
+	[[ "$output" == *"bats not found"* ]]
+}
+
+@test "bootstrap rejects an unknown command with status 2" {
+	run -2 "$OVL_SRCDIR/scripts/bootstrap" frobnicate
+	[[ "$output" == usage:* ]]
+}

@@ -1,0 +1,317 @@
+/*
+ * The stream format: encode every frame kind, decode it back, and hold the
+ * reader to its contract on every truncation and every single-bit flip of
+ * a small stream.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "frame.h"
+#include "frameio.h"
+#include "unit.h"
+
+static struct ovl_buf stream;
+
+static uint8_t *
+add(uint8_t kind, uint32_t len)
+{
+	uint8_t *f = ovl_buf_reserve(&stream, OVL_FRAME_HDR_LEN + len);
+
+	memset(f, 0, OVL_FRAME_HDR_LEN + len);
+	(void)kind;
+	return f;
+}
+
+static void
+seal(uint8_t *f, uint8_t kind, uint32_t len)
+{
+	ovl_frame_seal(f, kind, 0, len);
+	stream.len += OVL_FRAME_HDR_LEN + len;
+}
+
+static const uint32_t toks[] = { 72, 105, 256 };
+
+static void
+build(void)
+{
+	struct ovl_doc d = { 0 };
+	struct ovl_chunk_end ce = { 3, 1, 2, 5, 17, 4096 };
+	struct ovl_barrier b = { 2, 16, 99, 65536, 7 };
+	struct ovl_state st = { OVL_STAGE_MIX, 5, 4, "a 1\n" };
+	struct ovl_seq sq = { 0 };
+	struct ovl_piece pc = { 1, 0, 2, 5, 9, 99, 3 };
+	uint32_t pos[] = { 0, 1, 2 }, cu[] = { 0, 3 };
+	uint8_t *f;
+	uint32_t len, frames = 0;
+	const char meta[] = "vocab 257\n";
+
+	stream.len = 0;
+	ovl_stream_hdr_encode(ovl_buf_reserve(&stream, OVL_STREAM_HDR_LEN));
+	stream.len += OVL_STREAM_HDR_LEN;
+
+	len = ovl_meta_payload_len(sizeof(meta) - 1);
+	f = add(OVL_META, len);
+	ovl_meta_encode(f + OVL_FRAME_HDR_LEN, meta, sizeof(meta) - 1);
+	seal(f, OVL_META, len), frames++;
+
+	d.source = 1; d.epoch = 0; d.chunk = 2; d.nchunks = 5; d.record = 9;
+	d.next_off = 123; d.next_rec = 10; d.ntokens = 3; d.tokens = toks;
+	d.text = "Hi"; d.text_len = 2; d.start_off = 100;
+	len = ovl_doc_payload_len(d.ntokens, d.text_len);
+	f = add(OVL_DOC, len);
+	ovl_doc_encode(f + OVL_FRAME_HDR_LEN, &d);
+	seal(f, OVL_DOC, len), frames++;
+
+	f = add(OVL_CHUNK_END, OVL_CHUNK_END_LEN);
+	ovl_chunk_end_encode(f + OVL_FRAME_HDR_LEN, &ce);
+	seal(f, OVL_CHUNK_END, OVL_CHUNK_END_LEN), frames++;
+
+	f = add(OVL_BARRIER, OVL_BARRIER_LEN);
+	ovl_barrier_encode(f + OVL_FRAME_HDR_LEN, &b);
+	seal(f, OVL_BARRIER, OVL_BARRIER_LEN), frames++;
+
+	len = ovl_state_payload_len(st.text_len);
+	f = add(OVL_STATE, len);
+	ovl_state_encode(f + OVL_FRAME_HDR_LEN, &st);
+	seal(f, OVL_STATE, len), frames++;
+
+	sq.step = 4; sq.rank = 1; sq.mb = 0; sq.ntokens = 3; sq.npieces = 1;
+	sq.seq_len = 8; sq.tokens = toks; sq.positions = pos; sq.cu_seqlens = cu;
+	len = ovl_seq_payload_len(3, 1);
+	f = add(OVL_SEQ, len);
+	ovl_seq_encode(f + OVL_FRAME_HDR_LEN, &sq);
+	ovl_seq_put_piece(f + OVL_FRAME_HDR_LEN, 3, 1, 0, &pc);
+	seal(f, OVL_SEQ, len), frames++;
+
+	f = add(OVL_END, OVL_END_LEN);
+	ovl_end_encode(f + OVL_FRAME_HDR_LEN, frames);
+	seal(f, OVL_END, OVL_END_LEN);
+}
+
+static void
+test_crc32c(void)
+{
+	CHECK(ovl_crc32c(0, "123456789", 9) == 0xe3069283u);
+	CHECK(ovl_crc32c(ovl_crc32c(0, "1234", 4), "56789", 5) == 0xe3069283u);
+	CHECK(ovl_crc32c(0, "", 0) == 0);
+}
+
+static void
+test_roundtrip(void)
+{
+	const uint8_t *p;
+	size_t n;
+	struct ovl_frame f;
+	struct ovl_doc d;
+	struct ovl_chunk_end ce;
+	struct ovl_barrier b;
+	struct ovl_state st;
+	struct ovl_seq sq;
+	struct ovl_piece pc;
+	uint64_t nf;
+	const char *text;
+	uint32_t tl;
+	uint16_t minor;
+
+	build();
+	p = stream.p;
+	n = stream.len;
+	CHECK(ovl_stream_hdr_check(p, n, &minor) == OVL_F_OK && minor == 0);
+	p += OVL_STREAM_HDR_LEN, n -= OVL_STREAM_HDR_LEN;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_meta_decode(&f, &text, &tl) == OVL_F_OK && tl == 10 &&
+	    memcmp(text, "vocab 257\n", 10) == 0);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_doc_decode(&f, &d) == OVL_F_OK);
+	CHECK(d.source == 1 && d.chunk == 2 && d.nchunks == 5 && d.record == 9);
+	CHECK(d.next_off == 123 && d.next_rec == 10 && d.start_off == 100);
+	CHECK(d.ntokens == 3 && memcmp(d.tokens, toks, 12) == 0);
+	CHECK(d.text_len == 2 && memcmp(d.text, "Hi", 2) == 0);
+	CHECK(((uintptr_t)d.tokens & 3) == 0);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_chunk_end_decode(&f, &ce) == OVL_F_OK && ce.source == 3 &&
+	    ce.chunk == 2 && ce.nchunks == 5 && ce.ndocs == 17 && ce.nbytes == 4096);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_barrier_decode(&f, &b) == OVL_F_OK && b.n == 2 && b.step == 16 &&
+	    b.mix_pos == 99 && b.tokens == 65536 && b.offset == 7);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_state_decode(&f, &st) == OVL_F_OK && st.stage == OVL_STAGE_MIX &&
+	    st.n == 5 && st.text_len == 4 && memcmp(st.text, "a 1\n", 4) == 0);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_seq_decode(&f, &sq) == OVL_F_OK && sq.step == 4 && sq.rank == 1 &&
+	    sq.ntokens == 3 && sq.npieces == 1 && sq.cu_seqlens[1] == 3 &&
+	    sq.positions[2] == 2 && sq.tokens[2] == 256);
+	ovl_seq_piece(&sq, 0, &pc);
+	CHECK(pc.source == 1 && pc.chunk == 2 && pc.offset == 5 &&
+	    pc.record == 9 && pc.mix_pos == 99 && pc.length == 3);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_end_decode(&f, &nf) == OVL_F_OK && nf == 6);
+	p += f.size, n -= f.size;
+	CHECK(n == 0);
+}
+
+static void
+test_limits(void)
+{
+	uint8_t hdr[OVL_FRAME_HDR_LEN] = { 0 };
+	struct ovl_frame f;
+
+	ovl_put32(hdr, 1024);
+	CHECK(ovl_frame_parse(hdr, sizeof(hdr), 512, &f) == OVL_F_ETOOBIG);
+	ovl_put32(hdr, 6);
+	CHECK(ovl_frame_parse(hdr, sizeof(hdr), 512, &f) == OVL_F_EHEADER);
+	ovl_put32(hdr, 8);
+	CHECK(ovl_frame_parse(hdr, sizeof(hdr), 512, &f) == OVL_F_NEED &&
+	    f.size == 20);
+	ovl_put32(hdr, 0xfffffffcu);
+	CHECK(ovl_frame_parse(hdr, sizeof(hdr), UINT32_MAX, &f) == OVL_F_ETOOBIG);
+	CHECK(ovl_doc_payload_len(UINT32_MAX, 0) == 0);
+	CHECK(ovl_seq_payload_len(UINT32_MAX / 4, 2) == 0);
+}
+
+/* Read a whole byte string through the reader; returns the final code. */
+static int
+read_all(const uint8_t *buf, size_t n, int *nframes)
+{
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	FILE *fp = tmpfile();
+	int rc;
+
+	fwrite(buf, 1, n, fp);
+	fflush(fp);
+	lseek(fileno(fp), 0, SEEK_SET);
+	r = ovl_reader_new(fileno(fp), "test", 0);
+	*nframes = 0;
+	while ((rc = ovl_reader_next(r, &f)) == OVL_RD_FRAME)
+		(*nframes)++;
+	ovl_reader_free(r);
+	fclose(fp);
+	return rc;
+}
+
+static void
+test_reader_whole(void)
+{
+	int nf, rc;
+
+	build();
+	rc = read_all(stream.p, stream.len, &nf);
+	CHECK(rc == OVL_RD_EOF);
+	CHECK(nf == 7);
+}
+
+static void
+test_truncation_every_byte(void)
+{
+	size_t k;
+	int nf, rc, bad = 0;
+
+	build();
+	for (k = 0; k < stream.len; k++) {
+		rc = read_all(stream.p, k, &nf);
+		if (rc != OVL_F_ETRUNC) {
+			printf("# truncated at %zu: rc %d\n", k, rc);
+			bad++;
+		}
+	}
+	CHECK(bad == 0);
+}
+
+static void
+test_bitflip_every_bit(void)
+{
+	uint8_t *copy;
+	size_t i;
+	int b, nf, rc, bad = 0;
+
+	build();
+	copy = ovl_xmalloc(stream.len);
+	for (i = 0; i < stream.len; i++) {
+		for (b = 0; b < 8; b++) {
+			memcpy(copy, stream.p, stream.len);
+			copy[i] ^= (uint8_t)(1u << b);
+			rc = read_all(copy, stream.len, &nf);
+			if (rc >= 0) {
+				printf("# flip byte %zu bit %d read clean\n", i, b);
+				bad++;
+			}
+		}
+	}
+	free(copy);
+	CHECK(bad == 0);
+}
+
+static void
+test_reader_messages(void)
+{
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	FILE *fp = tmpfile();
+	int rc;
+
+	build();
+	stream.p[OVL_STREAM_HDR_LEN + 20] ^= 0x40;	/* inside the META payload */
+	fwrite(stream.p, 1, stream.len, fp);
+	fflush(fp);
+	lseek(fileno(fp), 0, SEEK_SET);
+	r = ovl_reader_new(fileno(fp), "in.frames", 0);
+	rc = ovl_reader_next(r, &f);
+	CHECK(rc == OVL_F_ECRC);
+	CHECK(strstr(ovl_reader_error(r), "'in.frames': bad CRC at byte offset 16")
+	    != NULL);
+	ovl_reader_free(r);
+	fclose(fp);
+}
+
+static void
+test_cursor(void)
+{
+	struct ovl_cursor c, d;
+	char buf[OVL_CURSOR_STRLEN];
+
+	c.epoch = 2; c.chunk = 7; c.off = 123456789012ull; c.rec = 42;
+	CHECK(strcmp(ovl_cursor_format(&c, buf), "2:7:123456789012:42") == 0);
+	CHECK(ovl_cursor_parse(buf, &d) == 0 && ovl_cursor_cmp(&c, &d) == 0 &&
+	    d.off == c.off);
+	CHECK(ovl_cursor_parse("1:2:3", &d) == -1);
+	CHECK(ovl_cursor_parse("1:2:3:4:5", &d) == -1);
+	CHECK(ovl_cursor_parse("1:2:x:4", &d) == -1);
+	CHECK(ovl_cursor_parse("4294967296:0:0:0", &d) == -1);
+	d = c;
+	d.rec = 43;
+	CHECK(ovl_cursor_cmp(&c, &d) < 0 && ovl_cursor_cmp(&d, &c) > 0);
+}
+
+int
+main(void)
+{
+	RUN(test_crc32c);
+	RUN(test_roundtrip);
+	RUN(test_limits);
+	RUN(test_reader_whole);
+	RUN(test_truncation_every_byte);
+	RUN(test_bitflip_every_bit);
+	RUN(test_reader_messages);
+	RUN(test_cursor);
+	ovl_buf_free(&stream);
+	UNIT_DONE();
+}

@@ -1,0 +1,108 @@
+/*
+ * The step cutter: pieces never exceed seq_len, steps never exceed their
+ * budget, a step closes only when the next piece does not fit, and the
+ * sequence length follows the schedule at each step's start.
+ */
+#include <stdint.h>
+
+#include "rng.h"
+#include "step.h"
+#include "unit.h"
+
+static void
+test_basic(void)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 4 };
+	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl };	/* budget 8 */
+	struct ovl_stepcut s;
+	int opened;
+
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next(&s, 10, &opened) == 4 && !opened);
+	CHECK(ovl_stepcut_next(&s, 6, &opened) == 4 && !opened);
+	/* Step 0 is full (8): the next piece opens step 1. */
+	CHECK(ovl_stepcut_next(&s, 2, &opened) == 2 && opened && s.step == 1);
+	CHECK(s.start == 8 && s.used == 2);
+	/* 2 used, a 4-token piece fits (6), then 3 does not fit (9 > 8). */
+	CHECK(ovl_stepcut_next(&s, 4, &opened) == 4 && !opened);
+	CHECK(ovl_stepcut_next(&s, 3, &opened) == 3 && opened && s.step == 2);
+}
+
+static void
+test_random_invariants(void)
+{
+	static const uint64_t at[] = { 0, 5000, 20000 };
+	static const uint32_t sl[] = { 64, 256, 32 };
+	struct ovl_stepcfg cfg = { 3, 0, 3, at, sl };
+	struct ovl_stepcut s;
+	struct ovl_rng rng;
+	uint64_t total = 0, step_tokens = 0, cur_step = 0, step_start = 0;
+	int i, opened, bad = 0;
+
+	ovl_rng_seed(&rng, 42);
+	ovl_stepcut_init(&s, &cfg);
+	for (i = 0; i < 5000; i++) {
+		uint64_t left = 1 + ovl_rng_below(&rng, 700);
+		while (left > 0) {
+			uint64_t prev_budget = s.budget, prev_used = s.used;
+			uint32_t prev_sl = s.seq_len;
+			uint32_t p = ovl_stepcut_next(&s, left, &opened);
+			if (opened) {
+				/* closed only because the piece did not fit */
+				uint64_t want = left < prev_sl ? left : prev_sl;
+				if (prev_used + want <= prev_budget)
+					bad++;
+				if (s.step != cur_step + 1 || s.start != total)
+					bad++;
+				cur_step = s.step;
+				step_start = total;
+				step_tokens = 0;
+			}
+			if (p == 0 || p > s.seq_len || p > left)
+				bad++;
+			if (s.seq_len != ovl_stepcfg_seq_len(&cfg, step_start))
+				bad++;
+			step_tokens += p;
+			if (step_tokens > s.budget)
+				bad++;
+			total += p;
+			left -= p;
+		}
+	}
+	CHECK(bad == 0);
+	CHECK(total > 20000 && s.seq_len == 32);
+}
+
+static void
+test_restore(void)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 16 };
+	struct ovl_stepcfg cfg = { 4, 0, 1, at, sl };
+	struct ovl_stepcut a, b;
+	struct ovl_rng rng;
+	int i, opened_a, opened_b, same = 1;
+
+	ovl_rng_seed(&rng, 7);
+	ovl_stepcut_init(&a, &cfg);
+	for (i = 0; i < 100; i++)
+		(void)ovl_stepcut_next(&a, 1 + ovl_rng_below(&rng, 16), &opened_a);
+	ovl_stepcut_restore(&b, &cfg, a.step, a.start, a.used);
+	for (i = 0; i < 1000; i++) {
+		uint64_t left = 1 + ovl_rng_below(&rng, 40);
+		if (ovl_stepcut_next(&a, left, &opened_a) !=
+		    ovl_stepcut_next(&b, left, &opened_b) || opened_a != opened_b)
+			same = 0;
+	}
+	CHECK(same && a.step == b.step && a.used == b.used);
+}
+
+int
+main(void)
+{
+	RUN(test_basic);
+	RUN(test_random_invariants);
+	RUN(test_restore);
+	UNIT_DONE();
+}
