@@ -1,0 +1,139 @@
+/*
+ * ckptlog: the checkpoint log of ovl-ckpt, ovl-ckpt(1) "LOG FORMAT".
+ *
+ * A checkpoint is a set of sections ("ckpt", "out", "mix", "construct"),
+ * each an ordered list of "key value" lines (the mix and construct
+ * sections are the stages' STATE texts, line for line). The log is a file
+ * header and then records, each with a CRC-32C: a base record holds every
+ * section whole, a diff record holds, per section, either the whole
+ * section (when its keys changed) or only the values that changed since
+ * the previous record. Records are appended and fsync'ed; a torn tail (the
+ * last record incomplete or failing its CRC) is ignored on read; a bad
+ * record anywhere else is an error naming its byte offset.
+ *
+ *   file header   "OVLCKLOG", u32 version (1), u32 CRC-32C of bytes 0..11
+ *   record        u32 magic "OVLR", u32 payload length, u16 version (1),
+ *                 u8 type (1 base, 2 diff), u8 flags (1 end of run),
+ *                 u32 CRC-32C of bytes 0..11, u64 n, u32 CRC-32C of bytes
+ *                 0..23 and the payload, u32 reserved; then the payload: lines
+ *                 "=SECTION" (whole section follows) or "~SECTION"
+ *                 (changed values follow), and "key value" lines.
+ */
+#ifndef OVL_CKPTLOG_H
+#define OVL_CKPTLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define OVL_CKPTLOG_MAGIC	"OVLCKLOG"
+#define OVL_CKPTLOG_HDR_LEN	16
+#define OVL_CKPTREC_HDR_LEN	32
+#define OVL_CKPTLOG_VERSION	1
+/* A record's payload may not exceed this (a bound before allocating). */
+#define OVL_CKPTREC_MAX		(64u << 20)
+
+enum { OVL_CKPTREC_BASE = 1, OVL_CKPTREC_DIFF = 2 };
+#define OVL_CKPTREC_END		0x1	/* flags: the run ended cleanly here */
+
+enum { OVL_SEC_CKPT, OVL_SEC_OUT, OVL_SEC_MIX, OVL_SEC_CONSTRUCT, OVL_NSEC };
+/* "ckpt", "out", "mix", "construct". */
+extern const char *const ovl_sec_name[OVL_NSEC];
+
+/* One line: key, and value (NULL when the line had no space). */
+struct ovl_kv {
+	char	*key;
+	char	*val;
+};
+
+struct ovl_kvsec {
+	struct ovl_kv	*kv;
+	size_t		 n;
+	size_t		 cap;
+};
+
+struct ovl_ckstate {
+	struct ovl_kvsec sec[OVL_NSEC];
+};
+
+/* ---- sections -------------------------------------------------------- */
+
+/* Free every string; the state is then empty and reusable. */
+void	ovl_ckstate_clear(struct ovl_ckstate *st);
+void	ovl_kvsec_clear(struct ovl_kvsec *s);
+/* Deep copy src into dst (dst cleared first). */
+void	ovl_ckstate_copy(struct ovl_ckstate *dst, const struct ovl_ckstate *src);
+/*
+ * Replace s with the lines of text[0..len) (a final line without newline
+ * counts). Returns 0, or -1 when a line is unusable as a key: empty, or
+ * starting with '=', '~' or a space, or containing a NUL. s is cleared on
+ * error.
+ */
+int	ovl_kvsec_parse(struct ovl_kvsec *s, const char *text, size_t len);
+/* The value of key, or NULL (absent, or a line without value). */
+const char *ovl_kvsec_get(const struct ovl_kvsec *s, const char *key);
+/* The index of key, or -1. */
+long	ovl_kvsec_find(const struct ovl_kvsec *s, const char *key);
+/* Set key to val (val may be NULL), appending when new. */
+void	ovl_kvsec_set(struct ovl_kvsec *s, const char *key, const char *val);
+/* Append the section as text, one "key value\n" line per entry. */
+void	ovl_kvsec_text(const struct ovl_kvsec *s, struct ovl_buf *out);
+
+/* ---- records --------------------------------------------------------- */
+
+/*
+ * Append to out one whole record (header and payload) for checkpoint n:
+ * a base (prev NULL) or a diff from prev to cur. flags: OVL_CKPTREC_*.
+ */
+void	ovl_ckrec_encode(struct ovl_buf *out, uint64_t n, unsigned flags,
+	    const struct ovl_ckstate *prev, const struct ovl_ckstate *cur);
+/* The 16-byte file header. */
+void	ovl_ckptlog_header(uint8_t out[OVL_CKPTLOG_HDR_LEN]);
+
+/* ---- reading --------------------------------------------------------- */
+
+struct ovl_ckrec {
+	uint64_t	 n;
+	uint64_t	 offset;	/* byte offset of the record in the log */
+	uint32_t	 len;		/* payload bytes */
+	uint8_t		 type;
+	uint8_t		 flags;
+};
+
+struct ovl_ckptlog {
+	uint8_t		*data;		/* the whole file */
+	size_t		 size;
+	size_t		 valid;		/* header + good records: where to append */
+	struct ovl_ckrec *rec;
+	size_t		 nrec;
+};
+
+/*
+ * Read and check the log at path. Returns 0 (a missing or empty file is an
+ * empty log), -1 on an I/O error (errno set), or -3 when the log is
+ * corrupt; in both error cases err holds a message with the byte offset.
+ * A torn tail is not an error: log->valid < log->size tells.
+ */
+int	ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
+	    size_t errlen);
+void	ovl_ckptlog_free(struct ovl_ckptlog *log);
+/* Index of the last record of checkpoint n, or -1. */
+long	ovl_ckptlog_find(const struct ovl_ckptlog *log, uint64_t n);
+/*
+ * The state at record i: replayed from the last base at or before i.
+ * Returns 0, or -1 with a message in err when a payload is malformed (a
+ * diff naming a key its section does not have, a diff before any base).
+ */
+int	ovl_ckptlog_state(const struct ovl_ckptlog *log, size_t i,
+	    struct ovl_ckstate *st, char *err, size_t errlen);
+
+/*
+ * Append rec[0..len) to the log open at fd (O_WRONLY, positioned at the
+ * end, which is at byte `at`) and fsync it. On failure the file is cut
+ * back to `at` (so the previous record stays the last) and -1 is returned
+ * with errno set.
+ */
+int	ovl_ckptlog_append(int fd, uint64_t at, const void *rec, size_t len);
+
+#endif
