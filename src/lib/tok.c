@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "bpe.h"
 #include "num.h"
 
 size_t
@@ -94,7 +96,58 @@ bytes_free(void *impl)
 }
 
 static const struct ovl_tok_ops bytes_ops = {
-	bytes_encode, bytes_special, bytes_free
+	.encode = bytes_encode,
+	.special = bytes_special,
+	.free = bytes_free
+};
+
+/* ---- tiktoken: BPE over a rank file (bpe.h) ---- */
+
+static int
+bpe_encode_op(void *impl, const char *text, size_t n, struct ovl_u32vec *out,
+    size_t *bad_off)
+{
+	return ovl_bpe_encode(impl, text, n, out, bad_off);
+}
+
+static int64_t
+bpe_special_op(void *impl, const char *name)
+{
+	return ovl_bpe_special_id(impl, name);
+}
+
+static void
+bpe_free_op(void *impl)
+{
+	ovl_bpe_free(impl);
+}
+
+static int
+bpe_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
+{
+	enum ovl_bpe_special p;
+
+	if (ovl_bpe_special_parse(policy, &p) != 0) {
+		snprintf(err, errlen, "unknown special-token policy '%s' "
+		    "(plain, error, allow, strip)", policy);
+		return -1;
+	}
+	ovl_bpe_set_special(impl, p);
+	return 0;
+}
+
+static const char *
+bpe_error_op(void *impl)
+{
+	return ovl_bpe_error(impl);
+}
+
+static const struct ovl_tok_ops bpe_ops = {
+	.encode = bpe_encode_op,
+	.special = bpe_special_op,
+	.free = bpe_free_op,
+	.set_special = bpe_set_special_op,
+	.error = bpe_error_op
 };
 
 static struct ovl_tok *
@@ -111,13 +164,76 @@ tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
 	return t;
 }
 
+/*
+ * "FILE[:PATTERN]": FILE is the whole rest when such a file exists (a path
+ * may hold ':'), else everything before the first ':'.
+ */
+static struct ovl_tok *
+tiktoken_open(const char *rest, char *err, size_t errlen)
+{
+	struct ovl_bpe *b;
+	struct ovl_tok *t;
+	const char *colon = strchr(rest, ':');
+	char *path, name[64];
+	struct stat st;
+
+	if (colon == NULL || stat(rest, &st) == 0) {
+		path = ovl_xstrdup(rest);
+		colon = NULL;
+	} else {
+		path = ovl_xmalloc((size_t)(colon - rest) + 1);
+		memcpy(path, rest, (size_t)(colon - rest));
+		path[colon - rest] = '\0';
+	}
+	if (*path == '\0') {
+		snprintf(err, errlen, "tiktoken: no rank file given "
+		    "(tiktoken:FILE[:PATTERN])");
+		free(path);
+		return NULL;
+	}
+	b = ovl_bpe_open(path, colon != NULL ? colon + 1 : NULL, err, errlen);
+	free(path);
+	if (b == NULL)
+		return NULL;
+	snprintf(name, sizeof(name), "tiktoken:%s", ovl_bpe_name(b));
+	t = tok_new(&bpe_ops, b, name, ovl_bpe_vocab(b),
+	    (uint32_t)ovl_bpe_special_id(b, "<|endoftext|>"));
+	return t;
+}
+
 struct ovl_tok *
 ovl_tok_open(const char *spec, char *err, size_t errlen)
 {
 	if (spec == NULL || strcmp(spec, "bytes") == 0)
 		return tok_new(&bytes_ops, NULL, "bytes", 257, BYTES_EOD);
-	snprintf(err, errlen, "unknown tokenizer '%s' (known: bytes)", spec);
+	if (strncmp(spec, "tiktoken:", 9) == 0)
+		return tiktoken_open(spec + 9, err, errlen);
+	snprintf(err, errlen, "unknown tokenizer '%s' (known: bytes, "
+	    "tiktoken:FILE[:PATTERN])", spec);
 	return NULL;
+}
+
+int
+ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
+    size_t errlen)
+{
+	if (t->ops->set_special != NULL)
+		return t->ops->set_special(t->impl, policy, err, errlen);
+	if (strcmp(policy, "plain") == 0)
+		return 0;
+	snprintf(err, errlen, "tokenizer %s has no special tokens in text: "
+	    "special-token policy '%s' needs tiktoken", t->name, policy);
+	return -1;
+}
+
+const char *
+ovl_tok_error(const struct ovl_tok *t)
+{
+	const char *e = NULL;
+
+	if (t->ops->error != NULL)
+		e = t->ops->error(t->impl);
+	return e != NULL && *e != '\0' ? e : "invalid UTF-8";
 }
 
 void

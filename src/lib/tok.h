@@ -37,10 +37,27 @@ int	ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err,
 /*
  * Append the ids of text[0..n) to out (the end-of-document id is not
  * appended). Returns 0, or -1 when text is not valid UTF-8, with the byte
- * offset of the first invalid byte in *bad_off and out unchanged.
+ * offset of the first invalid byte in *bad_off and out unchanged. A
+ * tiktoken tokenizer also fails (-1, offset in *bad_off) on special-token
+ * text under the "error" policy; ovl_tok_error() tells which.
  */
 int	ovl_tok_encode(struct ovl_tok *t, const char *text, size_t n,
 	    struct ovl_u32vec *out, size_t *bad_off);
+
+/*
+ * Policy for special-token text ("<|endoftext|>") inside a document:
+ * "plain" (the default: encode it as ordinary text), "error" (encode
+ * fails at its offset), "allow" (emit the special id), "strip" (drop it).
+ * 0, or -1 with a message in err (unknown policy, or a tokenizer without
+ * special tokens in text: "bytes" takes only "plain").
+ */
+int	ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
+	    size_t errlen);
+/*
+ * What the last failed ovl_tok_encode met, for the message: "invalid
+ * UTF-8", "special token text '<|endoftext|>'", ...
+ */
+const char *ovl_tok_error(const struct ovl_tok *t);
 
 /* Length of the longest valid UTF-8 prefix of s[0..n): n when all valid. */
 size_t	ovl_utf8_valid(const char *s, size_t n);
@@ -53,6 +70,11 @@ struct ovl_tok_ops {
 	/* Id of a special token's text, or -1. May be NULL. */
 	int64_t	(*special)(void *impl, const char *name);
 	void	(*free)(void *impl);
+	/* Set the special-text policy (see ovl_tok_set_special). May be NULL. */
+	int	(*set_special)(void *impl, const char *policy, char *err,
+		    size_t errlen);
+	/* The last failure's description. May be NULL ("invalid UTF-8"). */
+	const char *(*error)(void *impl);
 };
 
 struct ovl_tok {

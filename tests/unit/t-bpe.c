@@ -1,0 +1,618 @@
+/*
+ * BPE: rank-file loading, the merge order, both merge algorithms against a
+ * naive one, special-token policies, invalid UTF-8.
+ *
+ * With arguments it is also the tokenizer driver of tests/t70-bpe*.bats:
+ *   t-bpe encode [--special=POLICY] SPEC FILE...   one line of ids per file
+ *   t-bpe bench SPEC FILE...                       encode speed, in process
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpe.h"
+#include "buf.h"
+#include "tok.h"
+#include "unit.h"
+
+static char tmpdir[256];
+
+static const char b64chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void
+b64(const unsigned char *p, size_t n, char *out)
+{
+	size_t i, o = 0;
+	unsigned v;
+
+	for (i = 0; i < n; i += 3) {
+		v = (unsigned)p[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		out[o++] = b64chars[v >> 18 & 63];
+		out[o++] = b64chars[v >> 12 & 63];
+		out[o++] = i + 1 < n ? b64chars[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? b64chars[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* A rank file: the 256 bytes (rank = byte), then tokens[i] with rank 256 + i. */
+static char *
+write_ranks(const char *name, const char *const *tokens, size_t ntok,
+    const char *extra)
+{
+	static char path[512];
+	FILE *f;
+	char enc[64];
+	unsigned char c;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	if (f == NULL)
+		abort();
+	for (i = 0; i < 256; i++) {
+		c = (unsigned char)i;
+		b64(&c, 1, enc);
+		fprintf(f, "%s %zu\n", enc, i);
+	}
+	for (i = 0; i < ntok; i++) {
+		b64((const unsigned char *)tokens[i], strlen(tokens[i]), enc);
+		fprintf(f, "%s %zu\n", enc, 256 + i);
+	}
+	if (extra != NULL)
+		fputs(extra, f);
+	fclose(f);
+	return path;
+}
+
+static const char *const tiny[] = {
+	"ab",		/* 256 */
+	"cd",		/* 257 */
+	"abcd",		/* 258 */
+	"bc",		/* 259 */
+	"aa",		/* 260 */
+	"hello",	/* 261 */
+	"aaa",		/* 262 */
+	"he",		/* 263 */
+	"ll",		/* 264 */
+	"hell",		/* 265 */
+	" w",		/* 266 */
+};
+
+static int
+ids_are(const struct ovl_u32vec *v, const uint32_t *want, size_t n)
+{
+	size_t i;
+
+	if (v->len != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (v->p[i] != want[i])
+			return 0;
+	return 1;
+}
+
+static void
+test_tiny_merges(void)
+{
+	char err[256] = "";
+	struct ovl_bpe *b;
+	struct ovl_u32vec v = { 0 };
+	const char *path = write_ranks("tiny.tiktoken", tiny, 11, NULL);
+	int large;
+
+	b = ovl_bpe_open(path, "r50k", err, sizeof(err));
+	CHECK(b != NULL);
+	if (b == NULL) {
+		printf("# %s\n", err);
+		return;
+	}
+	CHECK(ovl_bpe_ntokens(b) == 256 + 11);
+	CHECK(ovl_bpe_vocab(b) == 50257);	/* r50k's <|endoftext|> */
+	CHECK(ovl_bpe_special_id(b, "<|endoftext|>") == 50256);
+	CHECK(strcmp(ovl_bpe_name(b), "r50k") == 0);
+	for (large = 0; large < 2; large++) {
+		/* ab (256) first, then cd (257), then abcd (258). */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"abcd", 4, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 258 }, 1));
+		/* cd (257) beats bc (259); "bcd" is no token. */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"bcd", 3, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 'b', 257 }, 2));
+		/* Equal ranks: leftmost first, so aa|a, then aaa. */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"aaa", 3, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 262 }, 1));
+		/* aa|a|a: aa (260) at 1 beats aaa (262) at 0; aaaa is no token. */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"aaaa", 4, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 260, 260 }, 2));
+		/* hello: he (263), ll (264), hell (265), hello (261). */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"hello", 5, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 261 }, 1));
+		/* hellos: the same path, then s stays. */
+		v.len = 0;
+		ovl_bpe_merge(b, (const unsigned char *)"hellos", 6, large, &v);
+		CHECK(ids_are(&v, (const uint32_t[]){ 261, 's' }, 2));
+	}
+	/* Through the pre-tokenizer a piece that is a token maps directly. */
+	v.len = 0;
+	CHECK(ovl_bpe_encode(b, "hello world", 11, &v, &(size_t){ 0 }) == 0);
+	CHECK(ids_are(&v, (const uint32_t[]){ 261, 266, 'o', 'r', 'l', 'd' }, 6));
+	ovl_u32vec_free(&v);
+	ovl_bpe_free(b);
+}
+
+/* ---- the merge order against a naive, obviously-right implementation ---- */
+
+struct naive_vocab {
+	char	tok[600][16];
+	size_t	n;
+};
+
+static long
+naive_rank(const struct naive_vocab *nv, const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	if (n == 1)
+		return p[0];
+	for (i = 0; i < nv->n; i++)
+		if (strlen(nv->tok[i]) == n && memcmp(nv->tok[i], p, n) == 0)
+			return 256 + (long)i;
+	return -1;
+}
+
+/* tiktoken's loop, literally: merge the leftmost lowest-rank pair. */
+static size_t
+naive_merge(const struct naive_vocab *nv, const unsigned char *p, size_t n,
+    uint32_t *out)
+{
+	size_t st[300], m = n, i, best;
+	long r, min;
+
+	for (i = 0; i <= n; i++)
+		st[i] = i;
+	for (;;) {
+		min = -1;
+		best = 0;
+		for (i = 0; i + 1 < m; i++) {
+			r = naive_rank(nv, p + st[i], st[i + 2] - st[i]);
+			if (r >= 0 && (min < 0 || r < min)) {
+				min = r;
+				best = i;
+			}
+		}
+		if (min < 0)
+			break;
+		memmove(st + best + 1, st + best + 2, (m - best - 1) * sizeof(st[0]));
+		m--;
+	}
+	for (i = 0; i < m; i++)
+		out[i] = (uint32_t)naive_rank(nv, p + st[i], st[i + 1] - st[i]);
+	return m;
+}
+
+static uint64_t rng_state = 0x853c49e6748fea9bull;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static void
+test_merge_random(void)
+{
+	static struct naive_vocab nv;
+	static const char alpha[] = "abcd ";
+	const char *toks[600];
+	char err[256] = "", cand[16];
+	unsigned char s[260];
+	uint32_t want[260];
+	struct ovl_u32vec v1 = { 0 }, v2 = { 0 };
+	struct ovl_bpe *b;
+	size_t i, j, n, k, bad = 0;
+	const char *path;
+
+	/* Tokens built as BPE builds them (joins of earlier tokens), plus
+	 * some that no merge path reaches. */
+	nv.n = 0;
+	while (nv.n < 500) {
+		if (rnd(5) == 0 || nv.n < 5) {
+			n = 2 + rnd(6);
+			for (i = 0; i < n; i++)
+				cand[i] = alpha[rnd(5)];
+			cand[n] = '\0';
+		} else {
+			const char *x = nv.tok[rnd((uint32_t)nv.n)];
+			const char *y = rnd(3) == 0 ? (char[2]){ alpha[rnd(5)], 0 } :
+			    nv.tok[rnd((uint32_t)nv.n)];
+			size_t lx = strlen(x), ly = strlen(y);
+			if (lx + ly >= sizeof(cand))
+				continue;
+			memcpy(cand, x, lx);
+			memcpy(cand + lx, y, ly + 1);
+		}
+		if (naive_rank(&nv, (const unsigned char *)cand, strlen(cand)) >= 0)
+			continue;
+		snprintf(nv.tok[nv.n], sizeof(nv.tok[0]), "%s", cand);
+		nv.n++;
+	}
+	for (i = 0; i < nv.n; i++)
+		toks[i] = nv.tok[i];
+	path = write_ranks("random.tiktoken", toks, nv.n, NULL);
+	b = ovl_bpe_open(path, "r50k", err, sizeof(err));
+	CHECK(b != NULL);
+	if (b == NULL)
+		return;
+	for (k = 0; k < 3000; k++) {
+		n = 1 + rnd(k < 2500 ? 40 : 250);
+		for (i = 0; i < n; i++)
+			s[i] = (unsigned char)alpha[rnd(k % 2 ? 2 : 5)];
+		v1.len = v2.len = 0;
+		ovl_bpe_merge(b, s, n, 0, &v1);
+		ovl_bpe_merge(b, s, n, 1, &v2);
+		j = naive_merge(&nv, s, n, want);
+		if (!ids_are(&v1, want, j) || !ids_are(&v2, want, j)) {
+			if (bad++ < 3)
+				printf("# mismatch on '%.*s'\n", (int)n, s);
+		}
+	}
+	CHECK(bad == 0);
+	ovl_u32vec_free(&v1);
+	ovl_u32vec_free(&v2);
+	ovl_bpe_free(b);
+}
+
+/* ---- rank-file errors ---- */
+
+static void
+expect_open_error(const char *path, const char *pattern, const char *want)
+{
+	char err[512] = "";
+	struct ovl_bpe *b = ovl_bpe_open(path, pattern, err, sizeof(err));
+
+	CHECK(b == NULL);
+	ovl_bpe_free(b);
+	if (strstr(err, want) == NULL) {
+		printf("# error '%s' lacks '%s'\n", err, want);
+		CHECK(strstr(err, want) != NULL);
+	}
+}
+
+static void
+test_load_errors(void)
+{
+	char want[600];
+	const char *p;
+
+	p = write_ranks("none.tiktoken", tiny, 0, NULL);
+	unlink(p);
+	expect_open_error(p, "r50k", "No such file or directory");
+
+	p = write_ranks("badb64.tiktoken", tiny, 2, "YW*= 300\n");
+	snprintf(want, sizeof(want), "%s:259: bad base64 token 'YW*='", p);
+	expect_open_error(p, "r50k", want);
+
+	p = write_ranks("badpad.tiktoken", tiny, 2, "YWJ 300\n");
+	expect_open_error(p, "r50k", ":259: bad base64");
+
+	p = write_ranks("badrank.tiktoken", tiny, 2, "eHl6 3x0\n");
+	snprintf(want, sizeof(want), "%s:259: bad rank '3x0'", p);
+	expect_open_error(p, "r50k", want);
+
+	p = write_ranks("bigrank.tiktoken", tiny, 2, "eHl6 99999999999\n");
+	expect_open_error(p, "r50k", ":259: bad rank '99999999999'");
+
+	p = write_ranks("fields.tiktoken", tiny, 2, "eHl6\n");
+	expect_open_error(p, "r50k", ":259: expected 'BASE64-TOKEN RANK'");
+
+	p = write_ranks("three.tiktoken", tiny, 2, "eHl6 300 1\n");
+	expect_open_error(p, "r50k", ":259: expected");
+
+	p = write_ranks("duprank.tiktoken", tiny, 2, "eHl6 257\n");
+	expect_open_error(p, "r50k", ":259: rank 257 given twice");
+
+	p = write_ranks("duptok.tiktoken", tiny, 2, "YWI= 300\n");
+	expect_open_error(p, "r50k", ":259: token 'YWI=' given twice");
+
+	p = write_ranks("collide.tiktoken", tiny, 2, "eHl6 50256\n");
+	expect_open_error(p, "r50k", "special token <|endoftext|> has id 50256");
+
+	p = write_ranks("unknown.tiktoken", tiny, 2, NULL);
+	expect_open_error(p, NULL, "cannot tell the encoding");
+	expect_open_error(p, "(?<bad", "bad pre-tokenizer pattern at offset");
+}
+
+static void
+test_missing_byte(void)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/short-r50k.tiktoken", tmpdir);
+	f = fopen(path, "w");
+	if (f == NULL)
+		abort();
+	fputs("YQ== 0\nYg== 1\n\n", f);	/* a, b, and a blank line */
+	fclose(f);
+	expect_open_error(path, NULL, "no token for byte 0x00");
+}
+
+/* ---- encoding ---- */
+
+static void
+test_invalid_utf8(void)
+{
+	char err[256];
+	struct ovl_bpe *b;
+	struct ovl_u32vec v = { 0 };
+	size_t off = 0;
+	const char *path = write_ranks("utf8-cl100k.tiktoken", tiny, 11, NULL);
+
+	b = ovl_bpe_open(path, NULL, err, sizeof(err));
+	CHECK(b != NULL);
+	if (b == NULL)
+		return;
+	CHECK(strcmp(ovl_bpe_name(b), "cl100k") == 0);
+	ovl_u32vec_push(&v, 7);
+	CHECK(ovl_bpe_encode(b, "ab\xc3(cd", 6, &v, &off) == -1);
+	CHECK(off == 2 && v.len == 1);
+	CHECK(strcmp(ovl_bpe_error(b), "invalid UTF-8") == 0);
+	CHECK(ovl_bpe_encode(b, "caf\xc3\xa9 \xed\xa0\x80", 9, &v, &off) == -1);
+	CHECK(off == 6);	/* a surrogate */
+	CHECK(ovl_bpe_encode(b, "\xf8", 1, &v, &off) == -1 && off == 0);
+	CHECK(ovl_bpe_encode(b, "ok \xe2\x82", 5, &v, &off) == -1 && off == 3);
+	CHECK(ovl_bpe_encode(b, "", 0, &v, &off) == 0 && v.len == 1);
+	ovl_u32vec_free(&v);
+	ovl_bpe_free(b);
+}
+
+static void
+test_special_policies(void)
+{
+	char err[256];
+	struct ovl_bpe *b;
+	struct ovl_u32vec v = { 0 };
+	size_t off = 0, i, len;
+	const char *path = write_ranks("sp-cl100k.tiktoken", tiny, 11, NULL);
+	const char *text = "ab<|endoftext|>cd<|fim_prefix|>";
+	const unsigned char *t;
+	char back[64];
+	enum ovl_bpe_special pol;
+
+	b = ovl_bpe_open(path, NULL, err, sizeof(err));
+	CHECK(b != NULL);
+	if (b == NULL)
+		return;
+	CHECK(ovl_bpe_vocab(b) == 100277);
+	CHECK(ovl_bpe_special_id(b, "<|endofprompt|>") == 100276);
+	CHECK(ovl_bpe_special_id(b, "<|nothing|>") == -1);
+	/* plain: the text of the special is ordinary text. */
+	CHECK(ovl_bpe_encode(b, text, strlen(text), &v, &off) == 0);
+	for (i = 0, len = 0; i < v.len; i++) {
+		CHECK(v.p[i] < 256 + 11);
+		t = ovl_bpe_token(b, v.p[i], &(size_t){ 0 });
+		CHECK(t != NULL);
+	}
+	/* Decoding gives the text back. */
+	for (i = 0, len = 0; i < v.len && len < sizeof(back) - 16; i++) {
+		size_t l;
+		t = ovl_bpe_token(b, v.p[i], &l);
+		memcpy(back + len, t, l);
+		len += l;
+	}
+	CHECK(len == strlen(text) && memcmp(back, text, len) == 0);
+
+	CHECK(ovl_bpe_special_parse("allow", &pol) == 0 && pol == OVL_BPE_ALLOW);
+	CHECK(ovl_bpe_special_parse("skip", &pol) == -1);
+	ovl_bpe_set_special(b, OVL_BPE_ALLOW);
+	v.len = 0;
+	CHECK(ovl_bpe_encode(b, text, strlen(text), &v, &off) == 0);
+	CHECK(ids_are(&v, (const uint32_t[]){ 256, 100257, 257, 100258 }, 4));
+
+	ovl_bpe_set_special(b, OVL_BPE_STRIP);
+	v.len = 0;
+	CHECK(ovl_bpe_encode(b, text, strlen(text), &v, &off) == 0);
+	CHECK(ids_are(&v, (const uint32_t[]){ 256, 257 }, 2));
+
+	ovl_bpe_set_special(b, OVL_BPE_ERROR);
+	v.len = 0;
+	CHECK(ovl_bpe_encode(b, text, strlen(text), &v, &off) == -1);
+	CHECK(off == 2 && v.len == 0);
+	CHECK(strcmp(ovl_bpe_error(b), "special token text '<|endoftext|>'") == 0);
+	CHECK(ovl_bpe_encode(b, "abcd", 4, &v, &off) == 0 && v.len == 1);
+	ovl_u32vec_free(&v);
+	ovl_bpe_free(b);
+}
+
+static void
+test_tok_interface(void)
+{
+	char err[512], spec[600];
+	struct ovl_tok *t;
+	struct ovl_u32vec v = { 0 };
+	size_t off;
+	const char *path = write_ranks("iface.tiktoken", tiny, 11, NULL);
+
+	snprintf(spec, sizeof(spec), "tiktoken:%s:o200k", path);
+	t = ovl_tok_open(spec, err, sizeof(err));
+	CHECK(t != NULL);
+	if (t == NULL)
+		return;
+	CHECK(strcmp(ovl_tok_name(t), "tiktoken:o200k") == 0);
+	CHECK(ovl_tok_vocab(t) == 200019);
+	CHECK(ovl_tok_eod(t) == 199999);
+	CHECK(ovl_tok_set_eod(t, "<|endofprompt|>", err, sizeof(err)) == 0);
+	CHECK(ovl_tok_eod(t) == 200018);
+	CHECK(ovl_tok_set_special(t, "error", err, sizeof(err)) == 0);
+	CHECK(ovl_tok_set_special(t, "bogus", err, sizeof(err)) == -1);
+	CHECK(ovl_tok_encode(t, "x<|endofprompt|>", 16, &v, &off) == -1);
+	CHECK(off == 1);
+	CHECK(strcmp(ovl_tok_error(t), "special token text '<|endofprompt|>'") == 0);
+	ovl_tok_free(t);
+
+	/* A custom pattern: one special, <|endoftext|> after the last rank. */
+	snprintf(spec, sizeof(spec), "tiktoken:%s:[a-z]+|[^a-z]", path);
+	t = ovl_tok_open(spec, err, sizeof(err));
+	CHECK(t != NULL);
+	if (t == NULL)
+		return;
+	CHECK(strcmp(ovl_tok_name(t), "tiktoken:custom") == 0);
+	CHECK(ovl_tok_vocab(t) == 256 + 11 + 1 && ovl_tok_eod(t) == 256 + 11);
+	CHECK(ovl_tok_encode(t, "hello world", 11, &v, &off) == 0);
+	CHECK(ids_are(&v, (const uint32_t[]){ 261, ' ', 'w', 'o', 'r', 'l', 'd' }, 7));
+	ovl_tok_free(t);
+
+	t = ovl_tok_open("tiktoken:", err, sizeof(err));
+	CHECK(t == NULL && strstr(err, "no rank file") != NULL);
+	t = ovl_tok_open("bytes", err, sizeof(err));
+	CHECK(t != NULL);
+	CHECK(ovl_tok_set_special(t, "plain", err, sizeof(err)) == 0);
+	CHECK(ovl_tok_set_special(t, "allow", err, sizeof(err)) == -1);
+	ovl_tok_free(t);
+	ovl_u32vec_free(&v);
+}
+
+static void
+cleanup(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "t-bpe: cannot remove %s\n", tmpdir);
+}
+
+/* ---- the driver ---- */
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, got;
+
+	if (f == NULL)
+		return NULL;
+	do {
+		if (n + 65536 > cap) {
+			cap = cap != 0 ? cap * 2 : 1 << 20;
+			buf = ovl_xrealloc(buf, cap);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static int
+driver(int argc, char **argv)
+{
+	char err[512];
+	const char *special = NULL;
+	struct ovl_tok *t;
+	struct ovl_u32vec v = { 0 };
+	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0;
+	size_t len, off, j, bytes = 0, toks = 0;
+	char *text;
+	struct timespec t0, t1;
+	double sec = 0;
+
+	if (i < argc && strncmp(argv[i], "--special=", 10) == 0)
+		special = argv[i++] + 10;
+	if (i >= argc) {
+		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] SPEC FILE...\n");
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if ((t = ovl_tok_open(argv[i++], err, sizeof(err))) == NULL) {
+		fprintf(stderr, "t-bpe: %s\n", err);
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (bench)
+		fprintf(stderr, "load %.3f s\n", (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (special != NULL && ovl_tok_set_special(t, special, err, sizeof(err)) != 0) {
+		fprintf(stderr, "t-bpe: %s\n", err);
+		return 2;
+	}
+	for (; i < argc; i++) {
+		if ((text = slurp(argv[i], &len)) == NULL) {
+			fprintf(stderr, "t-bpe: cannot read '%s': %s\n", argv[i],
+			    strerror(errno));
+			return 2;
+		}
+		v.len = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (ovl_tok_encode(t, text, len, &v, &off) != 0) {
+			fprintf(stderr, "t-bpe: '%s': %s at byte %zu\n", argv[i],
+			    ovl_tok_error(t), off);
+			rc = 1;
+			free(text);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		sec += (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		bytes += len;
+		toks += v.len;
+		if (!bench) {
+			for (j = 0; j < v.len; j++)
+				printf(j != 0 ? " %u" : "%u", v.p[j]);
+			putchar('\n');
+		}
+		free(text);
+	}
+	if (bench)
+		printf("%zu bytes %zu tokens %.3f s %.2f MB/s\n", bytes, toks, sec,
+		    sec > 0 ? (double)bytes / sec / 1e6 : 0.0);
+	ovl_u32vec_free(&v);
+	ovl_tok_free(t);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *td = getenv("TMPDIR");
+
+	if (argc > 1) {
+		if (strcmp(argv[1], "encode") == 0 || strcmp(argv[1], "bench") == 0)
+			return driver(argc, argv);
+		fprintf(stderr, "usage: t-bpe [encode|bench [--special=P] SPEC FILE...]\n");
+		return 2;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "%s/t-bpe.XXXXXX",
+	    td != NULL && *td != '\0' ? td : "/tmp");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(test_tiny_merges);
+	RUN(test_merge_random);
+	RUN(test_load_errors);
+	RUN(test_missing_byte);
+	RUN(test_invalid_utf8);
+	RUN(test_special_policies);
+	RUN(test_tok_interface);
+	cleanup();
+	UNIT_DONE();
+}
