@@ -1,0 +1,312 @@
+#include "chunk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "rng.h"
+
+#define CUT_BLOCK	(64u << 10)
+
+struct listing {
+	struct ovl_chunks *cs;
+	uint32_t	  fcap;
+	uint32_t	  ccap;
+};
+
+static int
+has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+static void
+add_file(struct listing *l, const char *path)
+{
+	struct ovl_chunks *cs = l->cs;
+
+	if (cs->nfiles == l->fcap) {
+		l->fcap = l->fcap ? l->fcap * 2 : 16;
+		cs->files = ovl_xrealloc(cs->files, l->fcap * sizeof(*cs->files));
+	}
+	cs->files[cs->nfiles++] = ovl_xstrdup(path);
+}
+
+static int
+add_chunk(struct listing *l, uint32_t file, int comp, uint64_t off,
+    uint64_t len, char *err, size_t errlen)
+{
+	struct ovl_chunks *cs = l->cs;
+
+	if (cs->n == UINT32_MAX - 1) {
+		snprintf(err, errlen, "too many chunks");
+		return -1;
+	}
+	if (cs->n == l->ccap) {
+		l->ccap = l->ccap ? l->ccap * 2 : 16;
+		cs->v = ovl_xrealloc(cs->v, l->ccap * sizeof(*cs->v));
+	}
+	cs->v[cs->n].file = file;
+	cs->v[cs->n].comp = (uint32_t)comp;
+	cs->v[cs->n].off = off;
+	cs->v[cs->n].len = len;
+	cs->n++;
+	return 0;
+}
+
+static int
+comp_of(const unsigned char *m, size_t n)
+{
+	if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f &&
+	    m[3] == 0xfd)
+		return OVL_COMP_ZSTD;
+	if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b)
+		return OVL_COMP_GZIP;
+	if (n >= 6 && memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
+		return OVL_COMP_OTHER;
+	if (n >= 3 && memcmp(m, "BZh", 3) == 0)
+		return OVL_COMP_OTHER;
+	if (n >= 4 && m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d &&
+	    m[3] == 0x18)
+		return OVL_COMP_OTHER;
+	return OVL_COMP_NONE;
+}
+
+int
+ovl_chunks_compression(const char *path)
+{
+	unsigned char m[8];
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = pread(fd, m, sizeof(m), 0);
+	saved = errno;
+	close(fd);
+	if (n < 0) {
+		errno = saved;
+		return -1;
+	}
+	return comp_of(m, (size_t)n);
+}
+
+/*
+ * The end of the first record boundary at or after pos: just after a
+ * newline (lines), or just after a blank line (paragraphs). Returns size
+ * when there is none, or -1 on a read error.
+ */
+static int64_t
+find_cut(int fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
+    unsigned char *blk)
+{
+	/* For paragraphs: is the line we are in blank so far? */
+	int blank = 0, at_line_start = 0;
+	uint64_t at;
+
+	if (pos == 0 || pos >= size)
+		return (int64_t)size;
+	/* Start one byte early: a newline just before pos cuts at pos. */
+	at = pos - 1;
+	while (at < size) {
+		size_t want = size - at < CUT_BLOCK ? (size_t)(size - at) : CUT_BLOCK;
+		ssize_t n = pread(fd, blk, want, (off_t)at);
+		size_t i;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		for (i = 0; i < (size_t)n; i++) {
+			unsigned char c = blk[i];
+
+			if (cut == OVL_CUT_LINES) {
+				if (c == '\n')
+					return (int64_t)(at + i + 1);
+				continue;
+			}
+			/* Paragraphs: cut after a line holding only blanks. */
+			if (c == '\n') {
+				if (at_line_start && blank)
+					return (int64_t)(at + i + 1);
+				at_line_start = 1;
+				blank = 1;
+			} else if (c != ' ' && c != '\t' && c != '\r')
+				blank = 0;
+		}
+		at += (uint64_t)n;
+	}
+	return (int64_t)size;
+}
+
+static int
+add_path(struct listing *l, const char *path, uint64_t chunk_size,
+    enum ovl_chunk_cut cut, char *err, size_t errlen)
+{
+	struct stat st;
+	unsigned char m[8], *blk;
+	uint32_t file;
+	uint64_t pos, size;
+	ssize_t n;
+	int fd, comp;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "cannot open '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is a directory", path);
+		close(fd);
+		return -1;
+	}
+	add_file(l, path);
+	file = l->cs->nfiles - 1;
+	if (!S_ISREG(st.st_mode)) {
+		/* A FIFO or device: read once, never cut, never sniffed twice. */
+		close(fd);
+		return add_chunk(l, file, OVL_COMP_NONE, 0, OVL_CHUNK_WHOLE,
+		    err, errlen);
+	}
+	n = pread(fd, m, sizeof(m), 0);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot read '%s': %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	comp = comp_of(m, (size_t)n);
+	size = (uint64_t)st.st_size;
+	if (comp != OVL_COMP_NONE || cut == OVL_CUT_NONE || chunk_size == 0 ||
+	    size <= chunk_size) {
+		close(fd);
+		return add_chunk(l, file, comp, 0, OVL_CHUNK_WHOLE, err, errlen);
+	}
+	blk = ovl_xmalloc(CUT_BLOCK);
+	pos = 0;
+	while (pos < size) {
+		int64_t next = find_cut(fd, pos + chunk_size, size, cut, blk);
+
+		if (next < 0) {
+			snprintf(err, errlen, "cannot read '%s': %s", path,
+			    strerror(errno));
+			free(blk);
+			close(fd);
+			return -1;
+		}
+		if (add_chunk(l, file, comp, pos, (uint64_t)next - pos, err,
+		    errlen) != 0) {
+			free(blk);
+			close(fd);
+			return -1;
+		}
+		pos = (uint64_t)next;
+	}
+	free(blk);
+	close(fd);
+	return 0;
+}
+
+int
+ovl_chunks_list(struct ovl_chunks *cs, char *const *patterns,
+    size_t npatterns, uint64_t chunk_size, enum ovl_chunk_cut cut,
+    char *err, size_t errlen)
+{
+	struct listing l = { cs, 0, 0 };
+	size_t i, j;
+	int rc = 0;
+
+	memset(cs, 0, sizeof(*cs));
+	for (i = 0; i < npatterns && rc == 0; i++) {
+		glob_t g;
+		int grc;
+
+		if (!has_glob(patterns[i])) {
+			rc = add_path(&l, patterns[i], chunk_size, cut, err,
+			    errlen);
+			continue;
+		}
+		memset(&g, 0, sizeof(g));
+		grc = glob(patterns[i], GLOB_ERR, NULL, &g);
+		if (grc == GLOB_NOMATCH) {
+			snprintf(err, errlen, "no file matches '%s'",
+			    patterns[i]);
+			rc = -1;
+		} else if (grc != 0) {
+			snprintf(err, errlen, "cannot expand '%s': %s",
+			    patterns[i], grc == GLOB_NOSPACE ? "out of memory" :
+			    "read error");
+			rc = -1;
+		}
+		for (j = 0; rc == 0 && j < g.gl_pathc; j++)
+			rc = add_path(&l, g.gl_pathv[j], chunk_size, cut, err,
+			    errlen);
+		globfree(&g);
+	}
+	if (rc == 0 && cs->n == 0) {
+		snprintf(err, errlen, "no input files");
+		rc = -1;
+	}
+	if (rc != 0)
+		ovl_chunks_free(cs);
+	return rc;
+}
+
+void
+ovl_chunks_free(struct ovl_chunks *cs)
+{
+	uint32_t i;
+
+	for (i = 0; i < cs->nfiles; i++)
+		free(cs->files[i]);
+	free(cs->files);
+	free(cs->v);
+	memset(cs, 0, sizeof(*cs));
+}
+
+const char *
+ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i)
+{
+	return cs->files[cs->v[i].file];
+}
+
+void
+ovl_chunks_perm(uint32_t n, int shuffle, uint64_t seed, uint32_t epoch,
+    uint32_t *perm)
+{
+	struct ovl_rng r;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	if (!shuffle || n < 2)
+		return;
+	ovl_rng_seed2(&r, seed, epoch);
+	ovl_rng_shuffle_u32(&r, perm, n);
+}
+
+uint32_t
+ovl_chunks_next_owned(uint32_t k, uint32_t nchunks, uint32_t p, uint32_t n)
+{
+	uint64_t kk = k;
+
+	if (k >= nchunks || n == 0)
+		return nchunks;
+	kk += ((uint64_t)p + n - kk % n) % n;
+	return kk < nchunks ? (uint32_t)kk : nchunks;
+}

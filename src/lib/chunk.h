@@ -1,0 +1,95 @@
+/*
+ * chunk: the chunks of a source, their order per epoch, and which
+ * partition owns which (HACKING.md, "Sources, chunks, cursors").
+ *
+ * A source is a list of chunks: its files in the order given (a pattern
+ * with glob characters expands to its matches, sorted), and, for large
+ * uncompressed files of a record-per-line or record-per-paragraph format,
+ * record-aligned byte ranges of about chunk_size bytes. The list depends
+ * only on the files and these options, never on partitions.
+ *
+ * Epoch e visits the chunks in canonical order: identity, or with a
+ * shuffle seed S the Fisher-Yates permutation drawn from
+ * ovl_rng_seed2(S, e). Canonical chunk k of epoch e is chunk perm_e[k] of
+ * the list; partition P/N owns the canonical chunks k with k % N == P.
+ */
+#ifndef OVL_CHUNK_H
+#define OVL_CHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a large uncompressed file may be cut into chunks. */
+enum ovl_chunk_cut {
+	OVL_CUT_NONE = 0,	/* never: one chunk per file */
+	OVL_CUT_LINES = 1,	/* after a newline */
+	OVL_CUT_PARAGRAPHS = 2	/* after a blank line (only spaces, tabs, CR) */
+};
+
+/* Compression of a file, judged by its first bytes (not its name). */
+enum ovl_chunk_comp {
+	OVL_COMP_NONE = 0,
+	OVL_COMP_ZSTD = 1,
+	OVL_COMP_GZIP = 2,
+	OVL_COMP_OTHER = 3	/* xz, bzip2, lz4: left to libarchive */
+};
+
+#define OVL_CHUNK_WHOLE UINT64_MAX	/* len of a chunk that is a whole file */
+
+struct ovl_chunk {
+	uint32_t	file;		/* index into files[] */
+	uint32_t	comp;		/* enum ovl_chunk_comp of the file */
+	uint64_t	off;		/* first byte of the range in the file */
+	uint64_t	len;		/* bytes, or OVL_CHUNK_WHOLE */
+};
+
+struct ovl_chunks {
+	char		**files;	/* resolved paths, owned */
+	uint32_t	  nfiles;
+	struct ovl_chunk *v;		/* the chunk list, owned */
+	uint32_t	  n;
+};
+
+/*
+ * Resolve patterns[0..npatterns) into files and cut them into chunks.
+ * chunk_size 0 never cuts. Every file must exist, be a regular file (or
+ * FIFO/character device, never cut) and be readable; a glob must match at
+ * least one file. Returns 0, or -1 with a message (no program prefix) in
+ * err[0..errlen): the caller exits 1 (data) on it. *cs is empty on failure.
+ */
+int	ovl_chunks_list(struct ovl_chunks *cs, char *const *patterns,
+	    size_t npatterns, uint64_t chunk_size, enum ovl_chunk_cut cut,
+	    char *err, size_t errlen);
+void	ovl_chunks_free(struct ovl_chunks *cs);
+
+/* The path of chunk i (i < cs->n). */
+const char *ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i);
+
+/*
+ * The compression of path from its magic bytes: an enum ovl_chunk_comp, or
+ * -1 with errno set when it cannot be opened or read.
+ */
+int	ovl_chunks_compression(const char *path);
+
+/*
+ * Fill perm[0..n) with the canonical order of epoch epoch: identity when
+ * shuffle is 0, else the seeded permutation described above.
+ */
+void	ovl_chunks_perm(uint32_t n, int shuffle, uint64_t seed, uint32_t epoch,
+	    uint32_t *perm);
+
+/* 1 when partition p of n owns canonical chunk k. */
+static inline int
+ovl_chunks_owned(uint32_t k, uint32_t p, uint32_t n)
+{
+	return k % n == p;
+}
+
+/*
+ * The first canonical chunk at or after k that partition p of n owns, or
+ * nchunks when there is none in this epoch.
+ */
+uint32_t ovl_chunks_next_owned(uint32_t k, uint32_t nchunks, uint32_t p,
+	    uint32_t n);
+
+#endif

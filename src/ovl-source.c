@@ -1,0 +1,1840 @@
+/*
+ * ovl-source: read one source (jsonl, text, tar, WebDataset; zstd, gzip or
+ * plain), tokenize every document and write DOC frames in canonical order,
+ * each with its cursor; CHUNK_END after every chunk this partition owns.
+ * See ovl-source(1) and HACKING.md ("Sources, chunks, cursors").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <zstd.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "buf.h"
+#include "chunk.h"
+#include "cli.h"
+#include "err.h"
+#include "frame.h"
+#include "frameio.h"
+#include "io.h"
+#include "json.h"
+#include "jsonl.h"
+#include "num.h"
+#include "tok.h"
+
+static const struct ovl_cli cli = {
+	"ovl-source",
+	"ovl-source [options] NAME PATH...",
+	"Read one source and write its documents as DOC frames (or --json lines).\n"
+	"\n"
+	"  --format F            jsonl, text, tar or wds (default: from the name)\n"
+	"  --field PATH          jsonl field, dotted (default text)\n"
+	"  --json-parser P       fast (default) or jansson\n"
+	"  --doc-per MODE        text: line (default), blank-line or file\n"
+	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
+	"  --tokenizer SPEC      bytes (default) or tiktoken:FILE[:PATTERN]\n"
+	"  --eod-token TOK       end-of-document token, text or id\n"
+	"  --min-tokens N        drop documents with fewer tokens\n"
+	"  --max-tokens N        drop documents with more tokens\n"
+	"  --match REGEX         keep only documents matching (PCRE2)\n"
+	"  --drop REGEX          drop documents matching (PCRE2)\n"
+	"  --chunk-size SIZE     cut large uncompressed files (e.g. 64M; 0: never)\n"
+	"  --partition P/N       read the canonical chunks k with k % N == P\n"
+	"  --shuffle-seed S      permute the chunk order per epoch\n"
+	"  --epochs N            passes over the source (default 1)\n"
+	"  --repeat              repeat forever\n"
+	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
+	"  --on-error MODE       fail (default) or skip bad records, counted\n"
+	"  --max-doc-bytes SIZE  longest record (default 32Mi)\n"
+	"  --id N                source id in frames (default 0)\n"
+	"  --text                include the text in DOC frames\n"
+	"  --throttle RATE       at most RATE input bytes/s (4M) or docs/s (200docs)\n"
+	"  --json                one JSON object per document, for people\n"
+	"  -v, --verbose         per-chunk figures on stderr\n"
+	"  -q, --quiet           only errors\n"
+	"  -h, --help            this help\n"
+	"  -V, --version         the version\n"
+};
+
+enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS };
+enum per { PER_LINE, PER_BLANK, PER_FILE };
+enum { PARSER_FAST, PARSER_JANSSON };
+
+#define MAX_EXT		16
+#define BLOCK		(1u << 20)	/* bytes asked of a decoder at once */
+#define MAX_DOC_LIMIT	(128ull << 20)
+
+struct src_opts {
+	const char	*name;
+	char		**paths;
+	int		 npaths;
+	int		 format;
+	const char	*field;
+	int		 parser;
+	int		 per;
+	const char	*ext[MAX_EXT];
+	int		 next;
+	const char	*tokenizer;
+	const char	*eod_token;
+	uint64_t	 min_tokens;
+	uint64_t	 max_tokens;	/* 0: no limit */
+	const char	*match;
+	const char	*drop;
+	uint64_t	 chunk_size;
+	uint32_t	 part_p, part_n;
+	int		 shuffle;
+	uint64_t	 seed;
+	uint32_t	 epochs;
+	int		 repeat;
+	int		 resume;
+	struct ovl_cursor cursor;
+	int		 skip;
+	uint64_t	 max_doc;
+	uint32_t	 id;
+	int		 text;
+	int		 json;
+	double		 throttle;	/* per second; 0: none */
+	int		 throttle_docs;
+};
+
+/* Why a record was skipped (--on-error=skip). */
+enum { R_JSON, R_MISSING, R_NOTSTRING, R_UTF8, R_TOOLONG, R_INPUT, R_OPEN,
+	R_DUP, R_TOK, R_NREASONS };
+static const char *const reason_names[R_NREASONS] = {
+	"invalid JSON", "missing field", "field not a string", "invalid UTF-8",
+	"too long", "unreadable or corrupt input", "unopenable file",
+	"duplicate text member", "tokenizer error"
+};
+
+/* One chunk's decompressed bytes. */
+struct input {
+	int		 kind;		/* enum ovl_chunk_comp, or IN_ARCHIVE */
+	int		 fd;
+	uint64_t	 remain;	/* plain: bytes left in the range */
+	ZSTD_inBuffer	 zin;
+	size_t		 zlast;		/* last ZSTD_decompressStream hint */
+	int		 zeof;
+	struct archive	*a;
+	char		 err[512];
+};
+
+/* Records of a line-oriented chunk, in a buffer bounded by max_doc. */
+struct lrd {
+	unsigned char	*buf;
+	size_t		 cap;
+	size_t		 beg;		/* start of the record being read */
+	size_t		 end;		/* end of valid data */
+	size_t		 scan;		/* no newline in [lstart, scan) */
+	size_t		 lstart;	/* start of the line being examined */
+	size_t		 pend;		/* paragraphs: end of its last line */
+	int		 inpara;
+	uint64_t	 base;		/* chunk offset of buf[0] */
+	int		 eof;
+	uint64_t	 line;		/* line number of lstart; 0: unknown */
+	uint64_t	 pline;		/* first line of the paragraph */
+};
+
+/* What the current chunk is. */
+struct cx {
+	uint32_t	 epoch, k, ci;
+	const struct ovl_chunk *c;
+	const char	*path;
+	uint64_t	 docs, tokens, recs;
+	struct timespec	 t0;
+};
+
+/* A record about to become a document. */
+struct rec {
+	uint64_t	 start_off;
+	uint64_t	 next_off;
+	uint64_t	 index;
+	uint64_t	 line;		/* for messages; 0: unknown */
+	uint32_t	 nimages;
+	int		 utf8_ok;	/* already validated */
+	const char	*member;	/* tar member name, for messages */
+};
+
+struct src {
+	const struct src_opts *o;
+	struct ovl_chunks cs;
+	uint32_t	*perm;
+	struct ovl_tok	*tok;
+	int		 tok_bytes;
+	uint32_t	 eod;
+	pcre2_code	*re_match, *re_drop;
+	pcre2_match_data *md;
+	pcre2_match_context *mctx;
+	pcre2_jit_stack	*jst;
+	struct ovl_jsonl_path path;
+	struct ovl_writer *w;
+	ZSTD_DStream	*zd;
+	unsigned char	*zbuf;
+	size_t		 zbufcap;
+	struct lrd	 lr;
+	struct ovl_buf	 scratch;
+	struct ovl_buf	 doc;		/* a tar member's text */
+	struct ovl_buf	 key;		/* the WebDataset group key */
+	struct ovl_u32vec toks;
+	struct cx	 cx;
+	uint64_t	 docs, tokens, bytes, recs;
+	uint64_t	 filtered_len, filtered_re;
+	uint64_t	 skipped[R_NREASONS];
+	uint64_t	 no_text_groups;
+	struct timespec	 t0;
+	uint64_t	 thr_bytes, thr_docs;
+};
+
+/* ---- options -------------------------------------------------------- */
+
+enum {
+	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
+	O_EOD, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
+	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
+	O_THROTTLE
+};
+
+static const struct option longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "field", required_argument, NULL, O_FIELD },
+	{ "json-parser", required_argument, NULL, O_PARSER },
+	{ "doc-per", required_argument, NULL, O_DOCPER },
+	{ "member-ext", required_argument, NULL, O_EXT },
+	{ "tokenizer", required_argument, NULL, O_TOKENIZER },
+	{ "eod-token", required_argument, NULL, O_EOD },
+	{ "min-tokens", required_argument, NULL, O_MIN },
+	{ "max-tokens", required_argument, NULL, O_MAX },
+	{ "match", required_argument, NULL, O_MATCH },
+	{ "drop", required_argument, NULL, O_DROP },
+	{ "chunk-size", required_argument, NULL, O_CHUNK },
+	{ "partition", required_argument, NULL, O_PART },
+	{ "shuffle-seed", required_argument, NULL, O_SEED },
+	{ "epochs", required_argument, NULL, O_EPOCHS },
+	{ "repeat", no_argument, NULL, O_REPEAT },
+	{ "resume", required_argument, NULL, O_RESUME },
+	{ "on-error", required_argument, NULL, O_ONERR },
+	{ "max-doc-bytes", required_argument, NULL, O_MAXDOC },
+	{ "id", required_argument, NULL, O_ID },
+	{ "text", no_argument, NULL, O_TEXT },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "throttle", required_argument, NULL, O_THROTTLE },
+	{ NULL, 0, NULL, 0 }
+};
+
+static uint64_t
+opt_u64(const char *name, const char *v, uint64_t max)
+{
+	uint64_t x;
+
+	if (ovl_num_u64_max(v, max, &x) != 0)
+		ovl_cli_usagex(&cli, "bad value for --%s: '%s'", name, v);
+	return x;
+}
+
+static uint64_t
+opt_size(const char *name, const char *v)
+{
+	uint64_t x;
+
+	if (ovl_num_size(v, &x) != 0)
+		ovl_cli_usagex(&cli, "bad size for --%s: '%s'", name, v);
+	return x;
+}
+
+static void
+opt_throttle(struct src_opts *o, const char *v)
+{
+	size_t n = strlen(v);
+	uint64_t x;
+
+	if (n > 4 && strcmp(v + n - 4, "docs") == 0) {
+		char tmp[64];
+
+		if (n - 4 >= sizeof(tmp))
+			ovl_cli_usagex(&cli, "bad value for --throttle: '%s'", v);
+		memcpy(tmp, v, n - 4);
+		tmp[n - 4] = '\0';
+		x = opt_u64("throttle", tmp, UINT32_MAX);
+		o->throttle_docs = 1;
+	} else
+		x = opt_size("throttle", v);
+	if (x == 0)
+		ovl_cli_usagex(&cli, "--throttle must be positive");
+	o->throttle = (double)x;
+}
+
+static int
+parse_format(const char *v)
+{
+	if (strcmp(v, "jsonl") == 0)
+		return FMT_JSONL;
+	if (strcmp(v, "text") == 0)
+		return FMT_TEXT;
+	if (strcmp(v, "tar") == 0)
+		return FMT_TAR;
+	if (strcmp(v, "wds") == 0)
+		return FMT_WDS;
+	ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, wds)", v);
+}
+
+static void
+parse_opts(struct src_opts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->field = "text";
+	o->tokenizer = "bytes";
+	o->epochs = 1;
+	o->part_n = 1;
+	o->max_doc = 32ull << 20;
+	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
+	    NULL)) != -1) {
+		if (ovl_cli_common(&cli, c))
+			continue;
+		switch (c) {
+		case O_FORMAT:
+			o->format = parse_format(optarg);
+			break;
+		case O_FIELD:
+			o->field = optarg;
+			break;
+		case O_PARSER:
+			if (strcmp(optarg, "fast") == 0)
+				o->parser = PARSER_FAST;
+			else if (strcmp(optarg, "jansson") == 0)
+				o->parser = PARSER_JANSSON;
+			else
+				ovl_cli_usagex(&cli, "unknown --json-parser '%s' "
+				    "(fast, jansson)", optarg);
+			break;
+		case O_DOCPER:
+			if (strcmp(optarg, "line") == 0)
+				o->per = PER_LINE;
+			else if (strcmp(optarg, "blank-line") == 0)
+				o->per = PER_BLANK;
+			else if (strcmp(optarg, "file") == 0)
+				o->per = PER_FILE;
+			else
+				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
+				    "(line, blank-line, file)", optarg);
+			break;
+		case O_EXT:
+			if (o->next == MAX_EXT)
+				ovl_cli_usagex(&cli, "at most %d --member-ext",
+				    MAX_EXT);
+			if (optarg[0] == '\0')
+				ovl_cli_usagex(&cli, "empty --member-ext");
+			o->ext[o->next++] = optarg;
+			break;
+		case O_TOKENIZER:
+			o->tokenizer = optarg;
+			break;
+		case O_EOD:
+			o->eod_token = optarg;
+			break;
+		case O_MIN:
+			o->min_tokens = opt_u64("min-tokens", optarg, UINT32_MAX);
+			break;
+		case O_MAX:
+			o->max_tokens = opt_u64("max-tokens", optarg, UINT32_MAX);
+			if (o->max_tokens == 0)
+				ovl_cli_usagex(&cli, "--max-tokens must be positive");
+			break;
+		case O_MATCH:
+			o->match = optarg;
+			break;
+		case O_DROP:
+			o->drop = optarg;
+			break;
+		case O_CHUNK:
+			o->chunk_size = opt_size("chunk-size", optarg);
+			break;
+		case O_PART:
+			if (ovl_num_part(optarg, &o->part_p, &o->part_n) != 0)
+				ovl_cli_usagex(&cli, "bad --partition '%s' "
+				    "(P/N with P < N)", optarg);
+			break;
+		case O_SEED:
+			o->seed = opt_u64("shuffle-seed", optarg, UINT64_MAX);
+			o->shuffle = 1;
+			break;
+		case O_EPOCHS:
+			o->epochs = (uint32_t)opt_u64("epochs", optarg,
+			    UINT32_MAX - 1);
+			break;
+		case O_REPEAT:
+			o->repeat = 1;
+			break;
+		case O_RESUME:
+			if (ovl_cursor_parse(optarg, &o->cursor) != 0)
+				ovl_cli_usagex(&cli, "bad --resume cursor '%s' "
+				    "(EPOCH:CHUNK:OFF:REC)", optarg);
+			o->resume = 1;
+			break;
+		case O_ONERR:
+			if (strcmp(optarg, "skip") == 0)
+				o->skip = 1;
+			else if (strcmp(optarg, "fail") == 0)
+				o->skip = 0;
+			else
+				ovl_cli_usagex(&cli, "unknown --on-error '%s' "
+				    "(fail, skip)", optarg);
+			break;
+		case O_MAXDOC:
+			o->max_doc = opt_size("max-doc-bytes", optarg);
+			if (o->max_doc == 0 || o->max_doc > MAX_DOC_LIMIT)
+				ovl_cli_usagex(&cli, "--max-doc-bytes must be "
+				    "between 1 and 128Mi");
+			break;
+		case O_ID:
+			o->id = (uint32_t)opt_u64("id", optarg, UINT32_MAX);
+			break;
+		case O_TEXT:
+			o->text = 1;
+			break;
+		case O_JSON:
+			o->json = 1;
+			break;
+		case O_THROTTLE:
+			opt_throttle(o, optarg);
+			break;
+		default:
+			ovl_cli_usage(&cli);
+		}
+	}
+	if (argc - optind < 2)
+		ovl_cli_usagex(&cli, "a NAME and at least one PATH are needed");
+	o->name = argv[optind];
+	if (o->name[0] == '\0' || strpbrk(o->name, " \t\n\r") != NULL)
+		ovl_cli_usagex(&cli, "bad source name '%s' (no spaces)", o->name);
+	o->paths = argv + optind + 1;
+	o->npaths = argc - optind - 1;
+	if (o->max_tokens != 0 && o->min_tokens > o->max_tokens)
+		ovl_cli_usagex(&cli, "--min-tokens is above --max-tokens");
+	if (o->epochs == 0 && !o->repeat)
+		ovl_cli_usagex(&cli, "--epochs must be at least 1");
+}
+
+/* The format a file name suggests, or FMT_AUTO. */
+static int
+guess_format(const char *path)
+{
+	static const char *const zs[] = { ".zst", ".zstd", ".gz", ".gzip",
+	    ".xz", ".bz2", ".lz4" };
+	const char *base = strrchr(path, '/');
+	char name[256];
+	size_t n, i;
+
+	base = base != NULL ? base + 1 : path;
+	n = strlen(base);
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, base, n);
+	name[n] = '\0';
+	for (i = 0; i < sizeof(zs) / sizeof(zs[0]); i++) {
+		size_t l = strlen(zs[i]);
+		if (n > l && strcasecmp(name + n - l, zs[i]) == 0) {
+			n -= l;
+			name[n] = '\0';
+			break;
+		}
+	}
+#define ENDS(s) (n > strlen(s) && strcasecmp(name + n - strlen(s), s) == 0)
+	if (ENDS(".jsonl") || ENDS(".ndjson") || ENDS(".json"))
+		return FMT_JSONL;
+	if (ENDS(".tar") || ENDS(".tgz"))
+		return FMT_TAR;
+	if (ENDS(".txt") || ENDS(".text") || ENDS(".md"))
+		return FMT_TEXT;
+#undef ENDS
+	return FMT_AUTO;
+}
+
+/* ---- messages and counting ------------------------------------------ */
+
+/* Report a bad record: exit 1, or count it under --on-error=skip. */
+static void
+bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
+{
+	char msg[512], where[128];
+	const struct ovl_chunk *c = s->cx.c;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r == NULL)
+		where[0] = '\0';
+	else if (r->member != NULL)
+		snprintf(where, sizeof(where), " member %" PRIu64,
+		    r->start_off);
+	else if (r->line != 0)
+		snprintf(where, sizeof(where), " line %" PRIu64, r->line);
+	else if (c->comp != OVL_COMP_NONE)
+		snprintf(where, sizeof(where), " decompressed byte offset %"
+		    PRIu64, r->start_off);
+	else
+		snprintf(where, sizeof(where), " byte offset %" PRIu64,
+		    c->off + r->start_off);
+	if (r != NULL && r->member != NULL) {
+		if (!s->o->skip)
+			ovl_errx(OVL_EXIT_DATA, "'%s':%s ('%s'): %s", s->cx.path,
+			    where, r->member, msg);
+		ovl_info(1, "skipped: '%s':%s ('%s'): %s", s->cx.path, where,
+		    r->member, msg);
+	} else {
+		if (!s->o->skip)
+			ovl_errx(OVL_EXIT_DATA, "'%s':%s: %s", s->cx.path, where,
+			    msg);
+		ovl_info(1, "skipped: '%s':%s: %s", s->cx.path, where, msg);
+	}
+	s->skipped[reason]++;
+}
+
+static double
+elapsed(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	    (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void
+flush_out(struct src *s)
+{
+	if (s->w != NULL)
+		ovl_writer_flush(s->w);
+	else if (fflush(stdout) != 0) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+}
+
+static void
+throttle(struct src *s, uint64_t bytes)
+{
+	double due, now;
+
+	s->thr_bytes += bytes;
+	s->thr_docs++;
+	due = (s->o->throttle_docs ? (double)s->thr_docs :
+	    (double)s->thr_bytes) / s->o->throttle;
+	now = elapsed(&s->t0);
+	if (due > now + 0.0005) {
+		struct timespec ts;
+		double d = due - now;
+
+		flush_out(s);
+		ts.tv_sec = (time_t)d;
+		ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
+}
+
+/* ---- documents ------------------------------------------------------ */
+
+static inline void
+widen(uint32_t *t, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i z = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		__m128i lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+
+		_mm_storeu_si128((__m128i *)(void *)(t + i),
+		    _mm_unpacklo_epi16(lo, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 4),
+		    _mm_unpackhi_epi16(lo, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 8),
+		    _mm_unpacklo_epi16(hi, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 12),
+		    _mm_unpackhi_epi16(hi, z));
+	}
+#endif
+	for (; i < n; i++)
+		t[i] = p[i];
+}
+
+static int
+re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
+{
+	int rc = pcre2_match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
+	    s->md, s->mctx);
+
+	if (rc >= 0)
+		return 1;
+	if (rc == PCRE2_ERROR_NOMATCH)
+		return 0;
+	{
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(rc, msg, sizeof(msg));
+		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
+		    s->cx.path, (const char *)msg);
+	}
+}
+
+static void
+emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
+    const uint32_t *toks, uint32_t ntok)
+{
+	struct ovl_cursor cur;
+	char cbuf[OVL_CURSOR_STRLEN];
+
+	cur.epoch = s->cx.epoch;
+	cur.chunk = s->cx.k;
+	cur.off = r->next_off;
+	cur.rec = r->index + 1;
+	fputs("{\"source\":", stdout);
+	ovl_json_string(stdout, s->o->name, strlen(s->o->name));
+	printf(",\"id\":%" PRIu32 ",\"pos\":[%" PRIu32 ",%" PRIu32 ",%" PRIu64
+	    "],\"cursor\":\"%s\",\"off\":%" PRIu64 ",\"nimages\":%" PRIu32
+	    ",\"ntokens\":%" PRIu32 ",\"tokens\":", s->o->id, s->cx.epoch,
+	    s->cx.k, r->index, ovl_cursor_format(&cur, cbuf), r->start_off,
+	    r->nimages, ntok);
+	ovl_json_u32s(stdout, toks, ntok);
+	if (s->o->text) {
+		fputs(",\"text\":", stdout);
+		ovl_json_string(stdout, text, len);
+	}
+	fputs("}\n", stdout);
+	if (ferror(stdout)) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+}
+
+/*
+ * One record's text: check, filter, tokenize and write it. The text stays
+ * where it is (no copy) on the bytes tokenizer's path.
+ */
+static void
+record(struct src *s, const struct rec *r, const char *text, size_t len)
+{
+	const struct src_opts *o = s->o;
+	uint64_t ntok;
+	const uint32_t *toks = NULL;
+
+	s->recs++;
+	s->cx.recs++;
+	if (!r->utf8_ok || !s->tok_bytes) {
+		size_t ok = ovl_utf8_valid(text, len);
+		if (ok != len) {
+			bad(s, R_UTF8, r, "invalid UTF-8 at byte %zu of the record",
+			    ok);
+			return;
+		}
+	}
+	if (s->re_match != NULL && !re_hit(s, s->re_match, text, len)) {
+		s->filtered_re++;
+		return;
+	}
+	if (s->re_drop != NULL && re_hit(s, s->re_drop, text, len)) {
+		s->filtered_re++;
+		return;
+	}
+	if (s->tok_bytes)
+		ntok = len;
+	else {
+		size_t badoff;
+
+		s->toks.len = 0;
+		if (ovl_tok_encode(s->tok, text, len, &s->toks, &badoff) != 0) {
+			bad(s, R_TOK, r, "tokenizer refused the text at byte %zu",
+			    badoff);
+			return;
+		}
+		ntok = s->toks.len;
+		toks = s->toks.p;
+	}
+	if (ntok < o->min_tokens || (o->max_tokens != 0 && ntok > o->max_tokens)) {
+		s->filtered_len++;
+		return;
+	}
+	if (ntok + 1 > UINT32_MAX ||
+	    ovl_doc_payload_len((uint32_t)ntok + 1, o->text ? (uint32_t)len : 0) == 0) {
+		bad(s, R_TOOLONG, r, "document too large for one frame");
+		return;
+	}
+	if (o->json) {
+		if (toks == NULL) {
+			uint32_t *t;
+			s->toks.len = 0;
+			t = ovl_u32vec_reserve(&s->toks, len + 1);
+			widen(t, (const unsigned char *)text, len);
+			s->toks.len = len;
+			toks = s->toks.p;
+		}
+		ovl_u32vec_push(&s->toks, s->eod);
+		emit_json(s, r, text, len, s->toks.p, (uint32_t)ntok + 1);
+	} else {
+		struct ovl_doc d;
+		uint32_t tl = o->text ? (uint32_t)len : 0;
+		uint32_t plen = ovl_doc_payload_len((uint32_t)ntok + 1, tl);
+		uint8_t *p = ovl_writer_begin(s->w, plen);
+		uint32_t *t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
+
+		memset(&d, 0, sizeof(d));
+		d.source = o->id;
+		d.epoch = s->cx.epoch;
+		d.chunk = s->cx.k;
+		d.record = r->index;
+		d.nchunks = s->cs.n;
+		d.nimages = r->nimages;
+		d.start_off = r->start_off;
+		d.next_off = r->next_off;
+		d.next_rec = r->index + 1;
+		d.ntokens = (uint32_t)ntok + 1;
+		d.text_len = tl;
+		d.text = text;
+		ovl_doc_encode(p, &d);
+		if (toks != NULL)
+			memcpy(t, toks, ntok * 4);
+		else
+			widen(t, (const unsigned char *)text, len);
+		t[ntok] = s->eod;
+		ovl_writer_finish(s->w, OVL_DOC, 0);
+	}
+	s->docs++;
+	s->tokens += ntok + 1;
+	s->cx.docs++;
+	s->cx.tokens += ntok + 1;
+	if (o->throttle > 0)
+		throttle(s, len);
+}
+
+/* A JSON line: extract the field, then record it. */
+static void
+json_record(struct src *s, struct rec *r, const char *line, size_t len)
+{
+	struct ovl_jsonl_result jr;
+	int rc;
+
+	if (s->o->parser == PARSER_JANSSON) {
+		json_error_t je;
+		json_t *root = json_loadb(line, len, 0, &je), *v;
+		size_t i;
+
+		if (root == NULL) {
+			bad(s, R_JSON, r, "invalid JSON at column %d: %s",
+			    je.column, je.text);
+			return;
+		}
+		v = root;
+		for (i = 0; i < s->path.n && v != NULL; i++)
+			v = json_is_object(v) ? json_object_get(v, s->path.key[i]) :
+			    NULL;
+		if (v == NULL)
+			bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		else if (!json_is_string(v))
+			bad(s, R_NOTSTRING, r, "field '%s' is not a string",
+			    s->o->field);
+		else {
+			/* Copy: the record outlives nothing, but root does not. */
+			s->scratch.len = 0;
+			ovl_buf_append(&s->scratch, json_string_value(v),
+			    json_string_length(v));
+			r->utf8_ok = 1;
+			json_decref(root);
+			record(s, r, (const char *)s->scratch.p, s->scratch.len);
+			return;
+		}
+		json_decref(root);
+		return;
+	}
+	rc = ovl_jsonl_extract(&s->path, line, len, &s->scratch, &jr);
+	switch (rc) {
+	case OVL_JSONL_OK:
+		r->utf8_ok = 1;
+		record(s, r, jr.val, jr.len);
+		break;
+	case OVL_JSONL_MISSING:
+		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		break;
+	case OVL_JSONL_NOTSTRING:
+		bad(s, R_NOTSTRING, r, "field '%s' is %s %s, not a string",
+		    s->o->field, jr.type[0] == 'a' || jr.type[0] == 'o' ? "an" :
+		    "a", jr.type);
+		break;
+	default:
+		bad(s, R_JSON, r, "invalid JSON at column %zu: %s",
+		    jr.err_off + 1, jr.err);
+		break;
+	}
+}
+
+/* ---- input: plain, zstd, or libarchive's filters -------------------- */
+
+enum { IN_ARCHIVE = 100 };
+
+static int
+in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
+    const char *path, int want_archive)
+{
+	memset(in, 0, sizeof(*in));
+	in->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (in->fd == -1) {
+		snprintf(in->err, sizeof(in->err), "cannot open: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (want_archive || (c->comp != OVL_COMP_NONE && c->comp != OVL_COMP_ZSTD)) {
+		int r;
+
+		in->kind = IN_ARCHIVE;
+		in->a = archive_read_new();
+		archive_read_support_filter_all(in->a);
+		if (want_archive) {
+			archive_read_support_format_tar(in->a);
+			archive_read_support_format_empty(in->a);
+		} else
+			archive_read_support_format_raw(in->a);
+		if (archive_read_open_fd(in->a, in->fd, BLOCK) != ARCHIVE_OK) {
+			snprintf(in->err, sizeof(in->err), "%s",
+			    archive_error_string(in->a));
+			return -1;
+		}
+		if (!want_archive) {
+			struct archive_entry *e;
+
+			r = archive_read_next_header(in->a, &e);
+			if (r == ARCHIVE_EOF)
+				in->zeof = 1;
+			else if (r < ARCHIVE_WARN) {
+				snprintf(in->err, sizeof(in->err), "%s",
+				    archive_error_string(in->a));
+				return -1;
+			}
+		}
+		return 0;
+	}
+	in->kind = (int)c->comp;
+	if (c->comp == OVL_COMP_ZSTD) {
+		ZSTD_DCtx_reset(s->zd, ZSTD_reset_session_only);
+		in->zin.src = s->zbuf;
+		return 0;
+	}
+	in->remain = c->len;
+	if (c->off > 0 && lseek(in->fd, (off_t)c->off, SEEK_SET) == -1) {
+		snprintf(in->err, sizeof(in->err), "cannot seek: %s",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+in_close(struct input *in)
+{
+	if (in->a != NULL) {
+		archive_read_free(in->a);
+		in->a = NULL;
+	}
+	if (in->fd != -1)
+		close(in->fd);
+	in->fd = -1;
+}
+
+/* Read decompressed bytes: count, 0 at the end, -1 with in->err set. */
+static ssize_t
+in_read(struct src *s, struct input *in, unsigned char *buf, size_t n)
+{
+	ssize_t r;
+
+	if (in->kind == IN_ARCHIVE) {
+		la_ssize_t ar;
+
+		if (in->zeof)
+			return 0;
+		ar = archive_read_data(in->a, buf, n);
+		if (ar < 0) {
+			snprintf(in->err, sizeof(in->err), "%s",
+			    archive_error_string(in->a));
+			return -1;
+		}
+		return (ssize_t)ar;
+	}
+	if (in->kind == OVL_COMP_ZSTD) {
+		for (;;) {
+			ZSTD_outBuffer out = { buf, n, 0 };
+			size_t zr, before;
+
+			if (in->zin.pos == in->zin.size && !in->zeof) {
+				r = ovl_io_read_full(in->fd, s->zbuf, s->zbufcap);
+				if (r < 0) {
+					snprintf(in->err, sizeof(in->err),
+					    "read error: %s", strerror(errno));
+					return -1;
+				}
+				in->zin.size = (size_t)r;
+				in->zin.pos = 0;
+				if (r == 0)
+					in->zeof = 1;
+			}
+			before = in->zin.pos;
+			zr = ZSTD_decompressStream(s->zd, &out, &in->zin);
+			if (ZSTD_isError(zr)) {
+				snprintf(in->err, sizeof(in->err),
+				    "zstd: %s", ZSTD_getErrorName(zr));
+				return -1;
+			}
+			/* A call with no input only hints at the next frame. */
+			if (in->zin.pos != before || out.pos > 0)
+				in->zlast = zr;
+			if (out.pos > 0)
+				return (ssize_t)out.pos;
+			if (in->zeof && in->zin.pos == in->zin.size) {
+				if (in->zlast != 0) {
+					snprintf(in->err, sizeof(in->err),
+					    "truncated zstd input");
+					return -1;
+				}
+				return 0;
+			}
+		}
+	}
+	if (in->remain == 0)
+		return 0;
+	if (n > in->remain)
+		n = (size_t)in->remain;
+	for (;;) {
+		r = read(in->fd, buf, n);
+		if (r >= 0)
+			break;
+		if (errno != EINTR) {
+			snprintf(in->err, sizeof(in->err), "read error: %s",
+			    strerror(errno));
+			return -1;
+		}
+	}
+	if (in->remain != OVL_CHUNK_WHOLE)
+		in->remain -= (uint64_t)r;
+	if (r == 0 && in->remain != OVL_CHUNK_WHOLE && in->remain > 0) {
+		snprintf(in->err, sizeof(in->err), "file shrank while reading");
+		return -1;
+	}
+	return r;
+}
+
+/* ---- line-oriented records ------------------------------------------ */
+
+static void
+lrd_reset(struct src *s, uint64_t line)
+{
+	struct lrd *r = &s->lr;
+
+	if (r->buf == NULL) {
+		r->cap = 8u * BLOCK;
+		r->buf = ovl_xmalloc(r->cap);
+	}
+	r->beg = r->end = r->scan = r->lstart = r->pend = 0;
+	r->inpara = 0;
+	r->base = 0;
+	r->eof = 0;
+	r->line = line;
+	r->pline = 0;
+}
+
+/* Read more: 1, 0 at the end, -1 on error. Keeps [beg, end). */
+static int
+lrd_fill(struct src *s, struct input *in)
+{
+	struct lrd *r = &s->lr;
+	ssize_t n;
+
+	if (r->eof)
+		return 0;
+	if (r->cap - r->end < BLOCK && r->beg > 0) {
+		size_t d = r->beg;
+
+		memmove(r->buf, r->buf + d, r->end - d);
+		r->end -= d;
+		r->scan -= d;
+		r->lstart -= d;
+		r->pend = r->pend >= d ? r->pend - d : 0;
+		r->base += d;
+		r->beg = 0;
+	}
+	if (r->cap - r->end < BLOCK) {
+		size_t ncap = r->cap * 2;
+
+		while (ncap - r->end < BLOCK)
+			ncap *= 2;
+		r->buf = ovl_xrealloc(r->buf, ncap);
+		r->cap = ncap;
+	}
+	n = in_read(s, in, r->buf + r->end, r->cap - r->end);
+	if (n < 0)
+		return -1;
+	if (n == 0) {
+		r->eof = 1;
+		return 0;
+	}
+	r->end += (size_t)n;
+	return 1;
+}
+
+/*
+ * The next line [*ls, *le) (newline excluded), next record at *nx.
+ * 1, 0 at the end, -1 read error, -2 longer than max_doc (nothing consumed).
+ */
+static int
+lrd_line(struct src *s, struct input *in, size_t *ls, size_t *le, size_t *nx)
+{
+	struct lrd *r = &s->lr;
+
+	for (;;) {
+		unsigned char *nl = memchr(r->buf + r->scan, '\n',
+		    r->end - r->scan);
+
+		if (nl != NULL) {
+			*ls = r->beg;
+			*le = (size_t)(nl - r->buf);
+			*nx = *le + 1;
+			r->beg = r->scan = r->lstart = *nx;
+			return 1;
+		}
+		r->scan = r->end;
+		if (r->eof) {
+			if (r->beg == r->end)
+				return 0;
+			*ls = r->beg;
+			*le = *nx = r->end;
+			r->beg = r->scan = r->lstart = r->end;
+			return 1;
+		}
+		if (r->end - r->beg > s->o->max_doc)
+			return -2;
+		if (lrd_fill(s, in) < 0)
+			return -1;
+	}
+}
+
+static int
+blank(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\f' &&
+		    p[i] != '\v')
+			return 0;
+	return 1;
+}
+
+/*
+ * The next paragraph: lines up to a blank line. [*ps, *pe) is its text
+ * (last newline excluded), *nx the offset after its last line. Returns as
+ * lrd_line.
+ */
+static int
+lrd_para(struct src *s, struct input *in, size_t *ps, size_t *pe, size_t *nx)
+{
+	struct lrd *r = &s->lr;
+
+	for (;;) {
+		unsigned char *nl = memchr(r->buf + r->scan, '\n',
+		    r->end - r->scan);
+		size_t le;
+
+		if (nl == NULL) {
+			r->scan = r->end;
+			if (!r->eof) {
+				if (r->end - r->beg > s->o->max_doc)
+					return -2;
+				if (lrd_fill(s, in) < 0)
+					return -1;
+				continue;
+			}
+			/* The last line, without a newline. */
+			if (r->lstart < r->end &&
+			    !blank(r->buf + r->lstart, r->end - r->lstart)) {
+				if (!r->inpara) {
+					r->inpara = 1;
+					r->beg = r->lstart;
+					r->pline = r->line;
+				}
+				r->pend = r->end;
+				r->lstart = r->end;
+			}
+			if (!r->inpara) {
+				r->beg = r->lstart = r->end;
+				return 0;
+			}
+			*ps = r->beg;
+			*pe = r->pend;
+			*nx = r->pend < r->end ? r->pend + 1 : r->end;
+			r->inpara = 0;
+			r->beg = r->lstart = r->scan = r->end;
+			return 1;
+		}
+		le = (size_t)(nl - r->buf);
+		if (blank(r->buf + r->lstart, le - r->lstart)) {
+			if (r->line != 0)
+				r->line++;
+			if (r->inpara) {
+				*ps = r->beg;
+				*pe = r->pend;
+				*nx = r->pend + 1;
+				r->inpara = 0;
+				r->beg = r->lstart = r->scan = le + 1;
+				return 1;
+			}
+			r->beg = r->lstart = r->scan = le + 1;
+			continue;
+		}
+		if (!r->inpara) {
+			r->inpara = 1;
+			r->beg = r->lstart;
+			r->pline = r->line;
+		}
+		if (r->line != 0)
+			r->line++;
+		r->pend = le;
+		r->lstart = r->scan = le + 1;
+	}
+}
+
+/*
+ * After -2: drop the overlong record without holding it. Lines: up to the
+ * next newline; paragraphs: up to the next blank line. Returns 0, or -1 on
+ * a read error. *nx receives the offset after it.
+ */
+static int
+lrd_discard(struct src *s, struct input *in, int para, uint64_t *nx)
+{
+	struct lrd *r = &s->lr;
+	int lineblank = 0, first = 1;
+	size_t i;
+
+	/* The record starts at beg; the first line is not blank. */
+	i = r->beg;
+	for (;;) {
+		for (; i < r->end; i++) {
+			unsigned char c = r->buf[i];
+
+			if (c == '\n') {
+				if (r->line != 0)
+					r->line++;
+				if (!para || (lineblank && !first)) {
+					r->beg = r->lstart = r->scan = i + 1;
+					r->inpara = 0;
+					*nx = r->base + i + 1;
+					return 0;
+				}
+				first = 0;
+				lineblank = 1;
+			} else if (c != ' ' && c != '\t' && c != '\r')
+				lineblank = 0;
+		}
+		r->beg = r->lstart = r->scan = r->end;
+		if (r->eof) {
+			r->inpara = 0;
+			*nx = r->base + r->end;
+			return 0;
+		}
+		i = r->end;
+		{
+			int rc = lrd_fill(s, in);
+			if (rc < 0)
+				return -1;
+			i = r->beg;	/* compaction moved the data */
+		}
+	}
+}
+
+/*
+ * Skip to chunk offset off (a record boundary) by reading. Counts lines
+ * when line counting is on. Returns 0, -1 read error, -2 beyond the end,
+ * -3 not at a record boundary.
+ */
+static int
+lrd_skip(struct src *s, struct input *in, uint64_t off)
+{
+	struct lrd *r = &s->lr;
+	int last = '\n';
+
+	while (r->base + r->end < off) {
+		size_t n = r->end - r->beg;
+
+		if (n > 0)
+			last = r->buf[r->end - 1];
+		if (r->line != 0) {
+			const unsigned char *p = r->buf + r->beg, *e = r->buf + r->end;
+			while ((p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
+				r->line++;
+				p++;
+			}
+		}
+		r->beg = r->scan = r->lstart = r->end;
+		{
+			int rc = lrd_fill(s, in);
+			if (rc < 0)
+				return -1;
+			if (rc == 0)
+				return -2;
+		}
+	}
+	{
+		size_t at = (size_t)(off - r->base);
+		if (at > r->beg)
+			last = r->buf[at - 1];
+		if (r->line != 0) {
+			const unsigned char *p = r->buf + r->beg, *e = r->buf + at;
+			while ((p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
+				r->line++;
+				p++;
+			}
+		}
+		r->beg = r->scan = r->lstart = at;
+	}
+	if (off > 0 && last != '\n')
+		return -3;
+	return 0;
+}
+
+static void
+input_failed(struct src *s, struct input *in, uint64_t at)
+{
+	struct rec rr;
+
+	memset(&rr, 0, sizeof(rr));
+	rr.start_off = at;
+	rr.line = s->lr.line;
+	bad(s, R_INPUT, &rr, "%s", in->err);
+}
+
+/* Count a skip of the chunk's remainder under --on-error=skip. */
+static void
+resume_error(struct src *s, uint64_t off, const char *why)
+{
+	ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " %s "
+	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.path, off, why,
+	    s->cx.k, s->cx.epoch);
+}
+
+/* A chunk of jsonl or text: returns the chunk's decompressed bytes read. */
+static uint64_t
+run_lines(struct src *s, uint64_t off0, uint64_t rec0)
+{
+	const struct src_opts *o = s->o;
+	struct lrd *r = &s->lr;
+	struct input in;
+	struct rec rc;
+	uint64_t idx = rec0;
+	int jsonl = o->format == FMT_JSONL;
+
+	if (in_open(s, &in, s->cx.c, s->cx.path, 0) != 0) {
+		bad(s, R_OPEN, NULL, "%s", in.err);
+		in_close(&in);
+		return 0;
+	}
+	/* Line numbers are known when the chunk is read from its start. */
+	lrd_reset(s, s->cx.c->off == 0 && (off0 == 0 ||
+	    s->cx.c->comp != OVL_COMP_NONE) ? 1 : 0);
+	if (off0 > 0) {
+		int k;
+
+		if (s->cx.c->comp == OVL_COMP_NONE &&
+		    s->cx.c->len != OVL_CHUNK_WHOLE) {
+			if (off0 > s->cx.c->len)
+				resume_error(s, off0, "is beyond the end");
+		}
+		if (s->cx.c->comp == OVL_COMP_NONE && in.kind != IN_ARCHIVE) {
+			unsigned char prev;
+			ssize_t n = pread(in.fd, &prev, 1,
+			    (off_t)(s->cx.c->off + off0 - 1));
+			if (n != 1)
+				resume_error(s, off0, "is beyond the end");
+			if (prev != '\n' && !(o->format == FMT_TEXT &&
+			    o->per == PER_FILE))
+				resume_error(s, off0, "is not at a record start");
+			if (lseek(in.fd, (off_t)(s->cx.c->off + off0),
+			    SEEK_SET) == -1)
+				ovl_err(OVL_EXIT_DATA, "'%s': cannot seek",
+				    s->cx.path);
+			if (in.remain != OVL_CHUNK_WHOLE)
+				in.remain -= off0;
+			r->base = off0;
+		} else if ((k = lrd_skip(s, &in, off0)) != 0) {
+			if (k == -1) {
+				input_failed(s, &in, r->base + r->beg);
+				in_close(&in);
+				return r->base + r->end;
+			}
+			if (k == -2)
+				resume_error(s, off0, "is beyond the end");
+			if (!(o->format == FMT_TEXT && o->per == PER_FILE))
+				resume_error(s, off0, "is not at a record start");
+		}
+	}
+	if (o->format == FMT_TEXT && o->per == PER_FILE) {
+		/* One record: the whole chunk, unless the cursor is past it. */
+		int got;
+
+		while ((got = lrd_fill(s, &in)) > 0) {
+			if (idx > 0 || off0 > 0) {
+				r->beg = r->end;
+				continue;
+			}
+			if (r->end - r->beg > o->max_doc)
+				break;
+		}
+		memset(&rc, 0, sizeof(rc));
+		if (got < 0) {
+			input_failed(s, &in, r->base + r->end);
+		} else if (idx == 0 && off0 == 0 && r->end > 0) {
+			if (r->end - r->beg > o->max_doc) {
+				bad(s, R_TOOLONG, &rc, "document longer than "
+				    "--max-doc-bytes (%" PRIu64 ")", o->max_doc);
+				r->beg = r->end;
+				while ((got = lrd_fill(s, &in)) > 0)
+					r->beg = r->end;
+				if (got < 0)
+					input_failed(s, &in, r->base + r->end);
+			} else {
+				rc.next_off = r->base + r->end;
+				rc.index = 0;
+				record(s, &rc, (const char *)r->buf, r->end);
+			}
+		}
+		in_close(&in);
+		return r->base + r->end;
+	}
+	for (;;) {
+		size_t ls, le, nx;
+		int k = o->format == FMT_TEXT && o->per == PER_BLANK ?
+		    lrd_para(s, &in, &ls, &le, &nx) : lrd_line(s, &in, &ls, &le,
+		    &nx);
+
+		if (k == 0)
+			break;
+		if (k == -1) {
+			input_failed(s, &in, r->base + r->beg);
+			break;
+		}
+		memset(&rc, 0, sizeof(rc));
+		if (k == -2) {
+			uint64_t nxo;
+			int para = o->format == FMT_TEXT && o->per == PER_BLANK;
+
+			rc.start_off = r->base + r->beg;
+			rc.line = para ? r->pline : r->line;
+			bad(s, R_TOOLONG, &rc, "record longer than --max-doc-bytes "
+			    "(%" PRIu64 ")", o->max_doc);
+			if (lrd_discard(s, &in, para, &nxo) != 0) {
+				input_failed(s, &in, r->base + r->beg);
+				break;
+			}
+			idx++;
+			continue;
+		}
+		if (o->format == FMT_TEXT && o->per == PER_BLANK) {
+			rc.line = r->pline;
+		} else {
+			rc.line = r->line;
+			if (r->line != 0)
+				r->line++;
+			if (!jsonl && le > ls && r->buf[le - 1] == '\r')
+				le--;
+			if (blank(r->buf + ls, le - ls))
+				continue;
+		}
+		rc.start_off = r->base + ls;
+		rc.next_off = r->base + nx;
+		rc.index = idx++;
+		if (le - ls > o->max_doc) {
+			bad(s, R_TOOLONG, &rc, "record longer than --max-doc-bytes "
+			    "(%" PRIu64 ")", o->max_doc);
+			continue;
+		}
+		if (jsonl)
+			json_record(s, &rc, (const char *)r->buf + ls, le - ls);
+		else
+			record(s, &rc, (const char *)r->buf + ls, le - ls);
+	}
+	in_close(&in);
+	return r->base + r->end;
+}
+
+/* ---- tar and WebDataset --------------------------------------------- */
+
+static int
+ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static int
+is_text_member(const struct src_opts *o, const char *name)
+{
+	int i;
+
+	if (o->next == 0)
+		return o->format == FMT_TAR ? 1 : ends_with(name, ".txt");
+	for (i = 0; i < o->next; i++)
+		if (ends_with(name, o->ext[i]))
+			return 1;
+	return 0;
+}
+
+static int
+is_image(const char *name)
+{
+	static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".webp",
+	    ".gif", ".bmp", ".tif", ".tiff" };
+	size_t n = strlen(name), i;
+
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t m = strlen(exts[i]);
+		if (n >= m && strcasecmp(name + n - m, exts[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The WebDataset key: the path up to the first dot of the base name. */
+static size_t
+wds_keylen(const char *name)
+{
+	const char *base = strrchr(name, '/'), *dot;
+
+	base = base != NULL ? base + 1 : name;
+	dot = strchr(base, '.');
+	return dot != NULL ? (size_t)(dot - name) : strlen(name);
+}
+
+struct group {
+	uint64_t	 index;		/* group number in the archive */
+	int		 open;
+	int		 has_text;
+	int		 text_bad;	/* text member skipped (too long) */
+	uint32_t	 nimages;
+	char		 member[256];
+};
+
+static void
+finish_group(struct src *s, struct group *g, uint64_t g0, uint64_t *idx)
+{
+	struct rec rc;
+
+	if (!g->open)
+		return;
+	g->open = 0;
+	if (g->index < g0)
+		return;
+	if (!g->has_text) {
+		if (!g->text_bad && s->o->format == FMT_WDS)
+			s->no_text_groups++;
+		return;
+	}
+	memset(&rc, 0, sizeof(rc));
+	rc.start_off = g->index;
+	rc.next_off = g->index + 1;
+	rc.index = (*idx)++;
+	rc.nimages = g->nimages;
+	rc.member = g->member;
+	record(s, &rc, (const char *)s->doc.p, s->doc.len);
+}
+
+static uint64_t
+run_tar(struct src *s, uint64_t g0, uint64_t rec0)
+{
+	const struct src_opts *o = s->o;
+	struct input in;
+	struct archive_entry *e;
+	struct group g;
+	uint64_t ngroups = 0, idx = rec0, bytes;
+	int wds = o->format == FMT_WDS;
+
+	memset(&g, 0, sizeof(g));
+	if (in_open(s, &in, s->cx.c, s->cx.path, 1) != 0) {
+		bad(s, R_OPEN, NULL, "%s", in.err);
+		in_close(&in);
+		return 0;
+	}
+	for (;;) {
+		const char *name;
+		size_t klen;
+		int r = archive_read_next_header(in.a, &e);
+
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			struct rec rr;
+
+			memset(&rr, 0, sizeof(rr));
+			rr.start_off = ngroups;
+			rr.member = g.open ? g.member : "(start)";
+			bad(s, R_INPUT, &rr, "corrupt archive after this member: %s",
+			    archive_error_string(in.a));
+			bytes = (uint64_t)archive_filter_bytes(in.a, 0);
+			in_close(&in);
+			return bytes;
+		}
+		if (archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		name = archive_entry_pathname(e);
+		if (name == NULL)
+			name = "";
+		klen = wds ? wds_keylen(name) : strlen(name);
+		if (!wds || !g.open || s->key.len != klen ||
+		    memcmp(s->key.p, name, klen) != 0) {
+			finish_group(s, &g, g0, &idx);
+			memset(&g, 0, sizeof(g));
+			g.open = 1;
+			g.index = ngroups++;
+			s->key.len = 0;
+			ovl_buf_append(&s->key, name, klen);
+			snprintf(g.member, sizeof(g.member), "%s", name);
+		}
+		if (g.index < g0)
+			continue;
+		if (is_text_member(o, name)) {
+			la_int64_t size = archive_entry_size_is_set(e) ?
+			    archive_entry_size(e) : 0;
+			struct rec rr;
+			la_ssize_t n;
+
+			memset(&rr, 0, sizeof(rr));
+			rr.start_off = g.index;
+			rr.member = name;
+			if (g.has_text) {
+				bad(s, R_DUP, &rr, "a second text member in group");
+				continue;
+			}
+			snprintf(g.member, sizeof(g.member), "%s", name);
+			s->doc.len = 0;
+			n = 0;
+			while (size >= 0 && (uint64_t)size <= o->max_doc &&
+			    s->doc.len <= o->max_doc) {
+				unsigned char *p = ovl_buf_reserve(&s->doc, 64u << 10);
+
+				n = archive_read_data(in.a, p, s->doc.cap - s->doc.len);
+				if (n <= 0)
+					break;
+				s->doc.len += (size_t)n;
+			}
+			if (n < 0) {
+				bad(s, R_INPUT, &rr, "cannot read member: %s",
+				    archive_error_string(in.a));
+				bytes = (uint64_t)archive_filter_bytes(in.a, 0);
+				in_close(&in);
+				return bytes;
+			}
+			if (size < 0 || (uint64_t)size > o->max_doc ||
+			    s->doc.len > o->max_doc) {
+				bad(s, R_TOOLONG, &rr, "member longer than "
+				    "--max-doc-bytes (%" PRIu64 ")", o->max_doc);
+				g.text_bad = 1;
+				continue;
+			}
+			g.has_text = 1;
+		} else if (is_image(name))
+			g.nimages++;
+	}
+	finish_group(s, &g, g0, &idx);
+	bytes = (uint64_t)archive_filter_bytes(in.a, 0);
+	in_close(&in);
+	if (g0 > ngroups)
+		resume_error(s, g0, "is beyond the last member group");
+	return bytes;
+}
+
+/* ---- the run -------------------------------------------------------- */
+
+static void
+chunk_end(struct src *s, uint64_t bytes)
+{
+	const struct src_opts *o = s->o;
+	double t = elapsed(&s->cx.t0);
+
+	s->bytes += bytes;
+	ovl_info(1, "%s: chunk %" PRIu32 ":%" PRIu32 " '%s': %" PRIu64
+	    " docs, %" PRIu64 " tokens, %" PRIu64 " bytes, %.1f MB/s", o->name,
+	    s->cx.epoch, s->cx.k, s->cx.path, s->cx.docs, s->cx.tokens, bytes,
+	    t > 0 ? (double)bytes / t / 1e6 : 0.0);
+	if (o->json)
+		return;
+	{
+		struct ovl_chunk_end ce;
+		uint8_t *p = ovl_writer_begin(s->w, OVL_CHUNK_END_LEN);
+
+		ce.source = o->id;
+		ce.epoch = s->cx.epoch;
+		ce.chunk = s->cx.k;
+		ce.nchunks = s->cs.n;
+		ce.ndocs = s->cx.docs;
+		ce.nbytes = bytes;
+		ovl_chunk_end_encode(p, &ce);
+		ovl_writer_finish(s->w, OVL_CHUNK_END, 0);
+	}
+}
+
+static void
+run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
+    uint64_t rec0)
+{
+	uint64_t bytes;
+
+	memset(&s->cx, 0, sizeof(s->cx));
+	s->cx.epoch = epoch;
+	s->cx.k = k;
+	s->cx.ci = s->perm[k];
+	s->cx.c = &s->cs.v[s->cx.ci];
+	s->cx.path = ovl_chunks_path(&s->cs, s->cx.ci);
+	clock_gettime(CLOCK_MONOTONIC, &s->cx.t0);
+	if (s->o->format == FMT_TAR || s->o->format == FMT_WDS)
+		bytes = run_tar(s, off0, rec0);
+	else
+		bytes = run_lines(s, off0, rec0);
+	chunk_end(s, bytes);
+}
+
+static void
+write_meta(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	if (o->json)
+		return;
+	if ((fp = open_memstream(&text, &len)) == NULL)
+		ovl_err(OVL_EXIT_DATA, "open_memstream");
+	fprintf(fp, "tokenizer %s\nvocab %" PRIu32 "\neod %" PRIu32 "\n"
+	    "source %" PRIu32 " %s\nsource.%s.chunks %" PRIu32 "\n"
+	    "source.%s.partition %" PRIu32 "/%" PRIu32 "\n",
+	    ovl_tok_name(s->tok), ovl_tok_vocab(s->tok), s->eod, o->id, o->name,
+	    o->name, s->cs.n, o->name, o->part_p, o->part_n);
+	if (fclose(fp) != 0)
+		ovl_err(OVL_EXIT_DATA, "open_memstream");
+	{
+		uint32_t plen = ovl_meta_payload_len((uint32_t)len);
+		uint8_t *p = ovl_writer_begin(s->w, plen);
+
+		ovl_meta_encode(p, text, (uint32_t)len);
+		ovl_writer_finish(s->w, OVL_META, 0);
+	}
+	free(text);
+}
+
+static void
+run(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	uint32_t n = s->cs.n, e = 0, k0 = 0, k;
+	uint64_t off0 = 0, rec0 = 0;
+	int inside = 0;
+
+	write_meta(s);
+	if (o->resume) {
+		const struct ovl_cursor *c = &o->cursor;
+
+		if (c->chunk >= n)
+			ovl_errx(OVL_EXIT_USAGE, "--resume cursor chunk %" PRIu32
+			    " is out of range: the source has %" PRIu32 " chunks",
+			    c->chunk, n);
+		e = c->epoch;
+		if (ovl_chunks_owned(c->chunk, o->part_p, o->part_n)) {
+			k0 = c->chunk;
+			off0 = c->off;
+			rec0 = c->rec;
+			inside = 1;
+		} else
+			k0 = c->chunk + 1;
+	}
+	if (o->part_p < n) {
+		for (;; e++) {
+			if (!o->repeat && e >= o->epochs)
+				break;
+			ovl_chunks_perm(n, o->shuffle, o->seed, e, s->perm);
+			for (k = ovl_chunks_next_owned(k0, n, o->part_p, o->part_n);
+			    k < n; k = ovl_chunks_next_owned(k + 1, n, o->part_p,
+			    o->part_n)) {
+				run_chunk(s, e, k, inside ? off0 : 0,
+				    inside ? rec0 : 0);
+				inside = 0;
+			}
+			k0 = 0;
+			if (e == UINT32_MAX)
+				break;
+		}
+	}
+	if (!o->json)
+		ovl_writer_end(s->w);
+}
+
+static void
+report(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	double t = elapsed(&s->t0);
+	uint64_t nskip = 0;
+	int i;
+
+	for (i = 0; i < R_NREASONS; i++)
+		nskip += s->skipped[i];
+	ovl_info(1, "%s: %" PRIu64 " docs, %" PRIu64 " tokens, %" PRIu64
+	    " bytes in %.2f s (%.1f MB/s); %" PRIu64 " records, %" PRIu64
+	    " filtered by length, %" PRIu64 " by pattern", o->name, s->docs,
+	    s->tokens, s->bytes, t, t > 0 ? (double)s->bytes / t / 1e6 : 0.0,
+	    s->recs, s->filtered_len, s->filtered_re);
+	if (s->no_text_groups > 0)
+		ovl_info(0, "%s: %" PRIu64 " member groups without a text member",
+		    o->name, s->no_text_groups);
+	if (nskip > 0) {
+		char buf[1024];
+		size_t len = 0;
+
+		for (i = 0; i < R_NREASONS && len < sizeof(buf) - 80; i++)
+			if (s->skipped[i] > 0)
+				len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+				    "%s%" PRIu64 " %s", len > 0 ? ", " : "",
+				    s->skipped[i], reason_names[i]);
+		ovl_warnx("%s: skipped %" PRIu64 " bad record%s (%s)", o->name,
+		    nskip, nskip == 1 ? "" : "s", buf);
+	}
+}
+
+static pcre2_code *
+compile_re(const char *opt, const char *pat)
+{
+	int ec;
+	PCRE2_SIZE eo;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+	    PCRE2_UTF, &ec, &eo, NULL);
+
+	if (re == NULL) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(ec, msg, sizeof(msg));
+		ovl_cli_usagex(&cli, "bad --%s pattern at offset %zu: %s", opt,
+		    (size_t)eo, (const char *)msg);
+	}
+	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	return re;
+}
+
+static void
+setup(struct src *s, struct src_opts *o)
+{
+	char err[512];
+	enum ovl_chunk_cut cut = OVL_CUT_NONE;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	if (!o->json)
+		ovl_io_refuse_tty(STDOUT_FILENO);
+	if ((s->tok = ovl_tok_open(o->tokenizer, err, sizeof(err))) == NULL)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	if (o->eod_token != NULL &&
+	    ovl_tok_set_eod(s->tok, o->eod_token, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	s->eod = ovl_tok_eod(s->tok);
+	s->tok_bytes = strcmp(ovl_tok_name(s->tok), "bytes") == 0;
+	if (ovl_jsonl_path_init(&s->path, o->field) != 0)
+		ovl_cli_usagex(&cli, "bad --field '%s' (dotted keys, none empty)",
+		    o->field);
+	if (o->match != NULL)
+		s->re_match = compile_re("match", o->match);
+	if (o->drop != NULL)
+		s->re_drop = compile_re("drop", o->drop);
+	if (s->re_match != NULL || s->re_drop != NULL) {
+		s->md = pcre2_match_data_create(1, NULL);
+		s->mctx = pcre2_match_context_create(NULL);
+		s->jst = pcre2_jit_stack_create(32 << 10, 8 << 20, NULL);
+		pcre2_jit_stack_assign(s->mctx, NULL, s->jst);
+	}
+	if (o->format == FMT_AUTO) {
+		/* Guess from the first path (a glob's text is enough here). */
+		o->format = guess_format(o->paths[0]);
+		if (o->format == FMT_AUTO)
+			ovl_cli_usagex(&cli, "cannot guess the format of '%s': "
+			    "use --format", o->paths[0]);
+	}
+	if (o->format == FMT_JSONL || (o->format == FMT_TEXT && o->per == PER_LINE))
+		cut = OVL_CUT_LINES;
+	else if (o->format == FMT_TEXT && o->per == PER_BLANK)
+		cut = OVL_CUT_PARAGRAPHS;
+	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
+	    cut, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	s->perm = ovl_xcalloc(s->cs.n, sizeof(*s->perm));
+	s->zd = ZSTD_createDStream();
+	s->zbufcap = ZSTD_DStreamInSize() * 8;
+	s->zbuf = ovl_xmalloc(s->zbufcap);
+	if (s->zd == NULL)
+		ovl_errx(OVL_EXIT_DATA, "out of memory");
+	if (o->json) {
+		static char obuf[1 << 20];
+		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	} else
+		s->w = ovl_writer_new(STDOUT_FILENO, "standard output");
+}
+
+static void
+teardown(struct src *s)
+{
+	ovl_writer_free(s->w);
+	ovl_tok_free(s->tok);
+	ovl_jsonl_path_free(&s->path);
+	pcre2_code_free(s->re_match);
+	pcre2_code_free(s->re_drop);
+	pcre2_match_data_free(s->md);
+	pcre2_match_context_free(s->mctx);
+	pcre2_jit_stack_free(s->jst);
+	ZSTD_freeDStream(s->zd);
+	free(s->zbuf);
+	free(s->lr.buf);
+	free(s->perm);
+	ovl_buf_free(&s->scratch);
+	ovl_buf_free(&s->doc);
+	ovl_buf_free(&s->key);
+	ovl_u32vec_free(&s->toks);
+	ovl_chunks_free(&s->cs);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct src_opts o;
+	struct src s;
+
+	ovl_cli_init(&cli);
+	parse_opts(&o, argc, argv);
+	setup(&s, &o);
+	run(&s);
+	report(&s);
+	teardown(&s);
+	ovl_io_close_stdout();
+	return OVL_EXIT_OK;
+}
