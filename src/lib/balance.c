@@ -1,0 +1,864 @@
+#include "balance.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+/* KK keeps ranks sums per piece; above this many it falls back to LPT. */
+#define KK_MAX_CELLS	((size_t)1 << 25)
+
+struct ovl_balancer {
+	uint32_t	*order;		/* pieces (or bins) sorted by cost */
+	size_t		 order_cap;
+	/* KK: one tuple of `ranks` subsets per piece */
+	double		*sum;
+	int32_t		*head, *tail;
+	size_t		 cells_cap;
+	int32_t		*next;		/* piece lists */
+	uint32_t	*heap;		/* tuple ids */
+	double		*diff;		/* per tuple: max - min */
+	size_t		 items_cap;
+	/* per rank */
+	double		*rcost;
+	uint32_t	*rcount;
+	struct pair	*pairs;
+	double		*tsum;		/* KK: one tuple being merged */
+	int32_t		*thead, *ttail;
+	size_t		 ranks_cap;
+	double		*slot;		/* window: cost per (step, rank) */
+	uint64_t	*wused;		/* window: tokens per step */
+	size_t		 slots_cap;
+	/* fixed shapes: per bin */
+	double		*bcost;
+	uint32_t	*broom;
+	size_t		 bins_cap;
+};
+
+struct pair {
+	double		v;
+	uint32_t	i;
+};
+
+static const char *const names[] = { "none", "lpt", "kk" };
+
+int
+ovl_balance_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+ovl_balance_name(int method)
+{
+	if (method < 0 || (size_t)method >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[method];
+}
+
+double
+ovl_cost_of(const struct ovl_cost *c, uint64_t len)
+{
+	double l = (double)len;
+
+	return c->a * l * l + c->b * l;
+}
+
+void
+ovl_cost_model(struct ovl_cost *c, uint64_t layers, uint64_t hidden,
+    uint64_t ffn, uint64_t vocab)
+{
+	double h = (double)hidden, f = ffn != 0 ? (double)ffn : 4.0 * h;
+
+	c->a = 4.0 * (double)layers * h;
+	c->b = (double)layers * (8.0 * h * h + 4.0 * h * f) +
+	    2.0 * h * (double)vocab;
+}
+
+static int
+cmp_double_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x > y ? -1 : x < y;
+}
+
+double
+ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
+    double *scratch)
+{
+	double total = 0, lb;
+	size_t i;
+
+	if (n == 0 || ranks == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		total += cost[i];
+		scratch[i] = cost[i];
+	}
+	qsort(scratch, n, sizeof(*scratch), cmp_double_desc);
+	lb = total / ranks;
+	if (scratch[0] > lb)
+		lb = scratch[0];
+	if (n > ranks && scratch[ranks - 1] + scratch[ranks] > lb)
+		lb = scratch[ranks - 1] + scratch[ranks];
+	return lb;
+}
+
+struct ovl_balancer *
+ovl_balancer_new(void)
+{
+	return ovl_xcalloc(1, sizeof(struct ovl_balancer));
+}
+
+void
+ovl_balancer_free(struct ovl_balancer *b)
+{
+	if (b == NULL)
+		return;
+	free(b->order);
+	free(b->sum);
+	free(b->head);
+	free(b->tail);
+	free(b->next);
+	free(b->heap);
+	free(b->diff);
+	free(b->rcost);
+	free(b->rcount);
+	free(b->pairs);
+	free(b->tsum);
+	free(b->thead);
+	free(b->ttail);
+	free(b->slot);
+	free(b->wused);
+	free(b->bcost);
+	free(b->broom);
+	free(b);
+}
+
+static void
+grow(struct ovl_balancer *b, size_t n, uint32_t ranks)
+{
+	if (n > b->items_cap) {
+		b->order = ovl_xrealloc(b->order, n * sizeof(*b->order));
+		b->next = ovl_xrealloc(b->next, n * sizeof(*b->next));
+		b->heap = ovl_xrealloc(b->heap, n * sizeof(*b->heap));
+		b->diff = ovl_xrealloc(b->diff, n * sizeof(*b->diff));
+		b->items_cap = n;
+	}
+	if (ranks > b->ranks_cap) {
+		b->rcost = ovl_xrealloc(b->rcost, ranks * sizeof(*b->rcost));
+		b->rcount = ovl_xrealloc(b->rcount, ranks * sizeof(*b->rcount));
+		b->pairs = ovl_xrealloc(b->pairs, 2 * ranks * sizeof(*b->pairs));
+		b->tsum = ovl_xrealloc(b->tsum, ranks * sizeof(*b->tsum));
+		b->thead = ovl_xrealloc(b->thead, ranks * sizeof(*b->thead));
+		b->ttail = ovl_xrealloc(b->ttail, ranks * sizeof(*b->ttail));
+		b->ranks_cap = ranks;
+	}
+}
+
+/* Sort indices by cost, costliest first, earlier first among equals. */
+static const double *sort_cost;
+
+static int
+cmp_idx_cost_desc(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (sort_cost[i] != sort_cost[j])
+		return sort_cost[i] > sort_cost[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static void
+sort_by_cost(uint32_t *idx, size_t n, const double *cost)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		idx[i] = (uint32_t)i;
+	sort_cost = cost;
+	qsort(idx, n, sizeof(*idx), cmp_idx_cost_desc);
+	sort_cost = NULL;
+}
+
+static double
+rank_costs(const double *cost, size_t n, const uint32_t *rank, uint32_t ranks,
+    double *rank_cost)
+{
+	double max = 0;
+	size_t i;
+
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	for (i = 0; i < n; i++)
+		rank_cost[rank[i]] += cost[i];
+	for (i = 0; i < ranks; i++)
+		if (rank_cost[i] > max)
+			max = rank_cost[i];
+	return max;
+}
+
+static void
+balance_none(const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank)
+{
+	uint64_t total = 0, cum = 0, r;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		total += len[i];
+	for (i = 0; i < n; i++) {
+		/* the rank whose share of the tokens holds the piece's middle */
+		r = (2 * cum + len[i]) * ranks / (2 * total);
+		rank[i] = r >= ranks ? ranks - 1 : (uint32_t)r;
+		cum += len[i];
+	}
+}
+
+/* ---- a binary heap of ids with a key and a direction ---------------- */
+
+struct heap {
+	uint32_t	*a;
+	size_t		 n;
+	const double	*key;
+	int		 max;	/* 1: largest key on top */
+};
+
+static int
+heap_before(const struct heap *h, uint32_t x, uint32_t y)
+{
+	if (h->key[x] != h->key[y])
+		return h->max ? h->key[x] > h->key[y] : h->key[x] < h->key[y];
+	return x < y;
+}
+
+static void
+heap_down(struct heap *h, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		uint32_t t;
+
+		if (l < h->n && heap_before(h, h->a[l], h->a[m]))
+			m = l;
+		if (r < h->n && heap_before(h, h->a[r], h->a[m]))
+			m = r;
+		if (m == i)
+			return;
+		t = h->a[i];
+		h->a[i] = h->a[m];
+		h->a[m] = t;
+		i = m;
+	}
+}
+
+static void
+heap_push(struct heap *h, uint32_t x)
+{
+	size_t i = h->n++;
+
+	h->a[i] = x;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		uint32_t t;
+
+		if (!heap_before(h, h->a[i], h->a[p]))
+			break;
+		t = h->a[i];
+		h->a[i] = h->a[p];
+		h->a[p] = t;
+		i = p;
+	}
+}
+
+static uint32_t
+heap_pop(struct heap *h)
+{
+	uint32_t top = h->a[0];
+
+	h->a[0] = h->a[--h->n];
+	heap_down(h, 0);
+	return top;
+}
+
+static void
+balance_lpt(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank)
+{
+	struct heap h = { b->heap, 0, b->rcost, 0 };
+	size_t i;
+	uint32_t r;
+
+	/* b->heap holds n >= ranks ids only when n >= ranks: use order's tail */
+	if (n < ranks) {
+		for (i = 0; i < n; i++)
+			rank[i] = (uint32_t)i;
+		return;
+	}
+	sort_by_cost(b->order, n, cost);
+	memset(b->rcost, 0, ranks * sizeof(*b->rcost));
+	for (r = 0; r < ranks; r++)
+		heap_push(&h, r);
+	for (i = 0; i < n; i++) {
+		uint32_t k = b->order[i];
+
+		r = heap_pop(&h);
+		rank[k] = r;
+		b->rcost[r] += cost[k];
+		heap_push(&h, r);
+	}
+}
+
+static int
+cmp_pair_desc(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->v != y->v)
+		return x->v > y->v ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int
+cmp_pair_asc(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->v != y->v)
+		return x->v < y->v ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static void
+tuple_diff(struct ovl_balancer *b, uint32_t t, uint32_t ranks)
+{
+	const double *s = b->sum + (size_t)t * ranks;
+	double lo = s[0], hi = s[0];
+	uint32_t j;
+
+	for (j = 1; j < ranks; j++) {
+		if (s[j] < lo)
+			lo = s[j];
+		if (s[j] > hi)
+			hi = s[j];
+	}
+	b->diff[t] = hi - lo;
+}
+
+/* Karmarkar-Karp largest differencing, ranks ways. */
+static void
+balance_kk(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank)
+{
+	size_t cells = n * ranks, i;
+	struct heap h = { b->heap, 0, b->diff, 1 };
+	struct pair *pa = b->pairs, *pb = b->pairs + ranks;
+	uint32_t j, t1, t2;
+
+	if (cells > b->cells_cap) {
+		b->sum = ovl_xrealloc(b->sum, cells * sizeof(*b->sum));
+		b->head = ovl_xrealloc(b->head, cells * sizeof(*b->head));
+		b->tail = ovl_xrealloc(b->tail, cells * sizeof(*b->tail));
+		b->cells_cap = cells;
+	}
+	for (i = 0; i < n; i++) {
+		double *s = b->sum + i * ranks;
+		int32_t *hd = b->head + i * ranks, *tl = b->tail + i * ranks;
+
+		for (j = 0; j < ranks; j++) {
+			s[j] = 0;
+			hd[j] = tl[j] = -1;
+		}
+		s[0] = cost[i];
+		hd[0] = tl[0] = (int32_t)i;
+		b->next[i] = -1;
+		b->diff[i] = cost[i];
+		heap_push(&h, (uint32_t)i);
+	}
+	while (h.n > 1) {
+		double *s1, *s2;
+		int32_t *h1, *h2, *e1, *e2;
+		double *ns = b->tsum;
+		int32_t *nh = b->thead, *nt = b->ttail;
+
+		t1 = heap_pop(&h);
+		t2 = heap_pop(&h);
+		s1 = b->sum + (size_t)t1 * ranks;
+		s2 = b->sum + (size_t)t2 * ranks;
+		h1 = b->head + (size_t)t1 * ranks;
+		h2 = b->head + (size_t)t2 * ranks;
+		e1 = b->tail + (size_t)t1 * ranks;
+		e2 = b->tail + (size_t)t2 * ranks;
+		for (j = 0; j < ranks; j++) {
+			pa[j].v = s1[j];
+			pa[j].i = j;
+			pb[j].v = s2[j];
+			pb[j].i = j;
+		}
+		qsort(pa, ranks, sizeof(*pa), cmp_pair_desc);
+		qsort(pb, ranks, sizeof(*pb), cmp_pair_asc);
+		for (j = 0; j < ranks; j++) {
+			uint32_t x = pa[j].i, y = pb[j].i;
+
+			ns[j] = s1[x] + s2[y];
+			if (h1[x] < 0) {
+				nh[j] = h2[y];
+				nt[j] = e2[y];
+			} else {
+				nh[j] = h1[x];
+				nt[j] = e1[x];
+				if (h2[y] >= 0) {
+					b->next[e1[x]] = h2[y];
+					nt[j] = e2[y];
+				}
+			}
+		}
+		for (j = 0; j < ranks; j++) {
+			s1[j] = ns[j];
+			h1[j] = nh[j];
+			e1[j] = nt[j];
+		}
+		tuple_diff(b, t1, ranks);
+		heap_push(&h, t1);
+	}
+	t1 = heap_pop(&h);
+	for (j = 0; j < ranks; j++) {
+		int32_t x;
+
+		for (x = b->head[(size_t)t1 * ranks + j]; x >= 0; x = b->next[x])
+			rank[x] = j;
+	}
+}
+
+/* ---- local improvement ----------------------------------------------- */
+
+static int
+cmp_idx_cost_asc(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (sort_cost[i] != sort_cost[j])
+		return sort_cost[i] < sort_cost[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static uint32_t
+argmax(const double *v, uint32_t n)
+{
+	uint32_t i, m = 0;
+
+	for (i = 1; i < n; i++)
+		if (v[i] > v[m])
+			m = i;
+	return m;
+}
+
+static uint32_t
+argmin(const double *v, uint32_t n)
+{
+	uint32_t i, m = 0;
+
+	for (i = 1; i < n; i++)
+		if (v[i] < v[m])
+			m = i;
+	return m;
+}
+
+/*
+ * Lower the maximum rank cost by moving one piece off the costliest rank
+ * or swapping a piece of it with a cheaper one of another rank, as long as
+ * that helps. Pieces are grouped by rank in b->order, by cost within.
+ */
+static void
+refine(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
+    uint32_t *rank, double *rc)
+{
+	size_t iter, maxiter = 4 * (size_t)ranks + 16, i, lo, hi;
+	uint32_t *start = b->rcount, r;
+
+	if (n > 200000)
+		maxiter = 4;
+	for (iter = 0; iter < maxiter; iter++) {
+		uint32_t A = argmax(rc, ranks), B = argmin(rc, ranks);
+		double cA = rc[A], best = cA, gap;
+		long bi = -1, bj = -1;
+		uint32_t bB = 0;
+
+		if (cA - rc[B] <= cA * 1e-9)
+			return;
+		/* group pieces by rank, each group by cost ascending */
+		for (i = 0; i < n; i++)
+			b->order[i] = (uint32_t)i;
+		sort_cost = cost;
+		qsort(b->order, n, sizeof(*b->order), cmp_idx_cost_asc);
+		sort_cost = NULL;
+		/* stable counting sort by rank into next[] as scratch */
+		memset(start, 0, ranks * sizeof(*start));
+		for (i = 0; i < n; i++)
+			start[rank[i]]++;
+		{
+			uint32_t acc = 0, c;
+			for (r = 0; r < ranks; r++) {
+				c = start[r];
+				start[r] = acc;
+				acc += c;
+			}
+		}
+		for (i = 0; i < n; i++) {
+			uint32_t k = b->order[i];
+			b->next[start[rank[k]]++] = (int32_t)k;
+		}
+		/* start[r] is now the end of rank r's group */
+		/* move: the piece of A closest to half the gap, to B */
+		gap = cA - rc[B];
+		lo = A == 0 ? 0 : start[A - 1];
+		hi = start[A];
+		for (i = lo; i < hi; i++) {
+			uint32_t k = (uint32_t)b->next[i];
+			double m = cA - cost[k] > rc[B] + cost[k] ?
+			    cA - cost[k] : rc[B] + cost[k];
+			if (cost[k] > 0 && m < best) {
+				best = m;
+				bi = k;
+				bj = -1;
+				bB = B;
+			}
+		}
+		/* swap: piece k of A with piece q of rank r, cost[k] > cost[q] */
+		for (r = 0; r < ranks; r++) {
+			size_t rlo = r == 0 ? 0 : start[r - 1], rhi = start[r];
+			double want;
+
+			if (r == A || rlo == rhi)
+				continue;
+			gap = cA - rc[r];
+			for (i = lo; i < hi; i++) {
+				uint32_t k = (uint32_t)b->next[i];
+				size_t a = rlo, z = rhi;
+
+				want = cost[k] - gap / 2;
+				/* first piece of r with cost >= want */
+				while (a < z) {
+					size_t mid = a + (z - a) / 2;
+					if (cost[b->next[mid]] < want)
+						a = mid + 1;
+					else
+						z = mid;
+				}
+				for (z = a > rlo ? a - 1 : a; z <= a && z < rhi; z++) {
+					uint32_t q = (uint32_t)b->next[z];
+					double d = cost[k] - cost[q], m;
+
+					if (d <= 0 || d >= gap)
+						continue;
+					m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
+					if (m < best) {
+						best = m;
+						bi = k;
+						bj = q;
+						bB = r;
+					}
+				}
+			}
+		}
+		if (bi < 0 || best >= cA * (1 - 1e-12))
+			return;
+		rank[bi] = bB;
+		rc[A] -= cost[bi];
+		rc[bB] += cost[bi];
+		if (bj >= 0) {
+			rank[bj] = A;
+			rc[bB] -= cost[bj];
+			rc[A] += cost[bj];
+		}
+	}
+}
+
+double
+ovl_balance(struct ovl_balancer *b, int method, const double *cost,
+    const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
+    double *rank_cost)
+{
+	size_t i;
+
+	if (n == 0) {
+		memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+		return 0;
+	}
+	grow(b, n > ranks ? n : ranks, ranks);
+	if (ranks == 1) {
+		for (i = 0; i < n; i++)
+			rank[i] = 0;
+		return rank_costs(cost, n, rank, ranks, rank_cost);
+	}
+	switch (method) {
+	case OVL_BAL_NONE:
+		balance_none(len, n, ranks, rank);
+		break;
+	case OVL_BAL_LPT:
+		balance_lpt(b, cost, n, ranks, rank);
+		break;
+	default:
+		if (n * ranks <= KK_MAX_CELLS)
+			balance_kk(b, cost, n, ranks, rank);
+		else
+			balance_lpt(b, cost, n, ranks, rank);
+		rank_costs(cost, n, rank, ranks, rank_cost);
+		refine(b, cost, n, ranks, rank, rank_cost);
+		break;
+	}
+	return rank_costs(cost, n, rank, ranks, rank_cost);
+}
+
+/* ---- fixed shapes ------------------------------------------------------ */
+
+/*
+ * One improvement on the costliest rank A: the best of moving a piece of
+ * A into a bin of another rank with room, swapping a piece of A with a
+ * cheaper piece of another rank where both bins have room, or swapping a
+ * whole bin of A with a cheaper bin. Returns 1 when it changed something.
+ */
+static int
+improve_fixed(struct ovl_balancer *b, const double *cost, const uint32_t *len,
+    size_t n, uint32_t *bin, size_t nbins, uint32_t *bin_rank, uint32_t ranks,
+    double *rc)
+{
+	uint32_t A = argmax(rc, ranks);
+	double cA = rc[A], best = cA * (1 - 1e-12);
+	int kind = 0;
+	size_t i, j, bi = 0, bj = 0;
+
+	for (i = 0; i < n; i++) {
+		uint32_t gi = bin[i];
+
+		if (bin_rank[gi] != A || cost[i] <= 0)
+			continue;
+		/* move piece i into bin g of another rank */
+		for (j = 0; j < nbins; j++) {
+			uint32_t r = bin_rank[j];
+			double m;
+
+			if (r == A || b->broom[j] < len[i])
+				continue;
+			m = cA - cost[i] > rc[r] + cost[i] ? cA - cost[i] :
+			    rc[r] + cost[i];
+			if (m < best) {
+				best = m;
+				kind = 1;
+				bi = i;
+				bj = j;
+			}
+		}
+		/* swap piece i with a cheaper piece q of another rank */
+		for (j = 0; j < n; j++) {
+			uint32_t gq = bin[j], r = bin_rank[gq];
+			double d = cost[i] - cost[j], m;
+
+			if (r == A || d <= 0 || d >= cA - rc[r])
+				continue;
+			if (b->broom[gi] + len[i] < len[j] ||
+			    b->broom[gq] + len[j] < len[i])
+				continue;
+			m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
+			if (m < best) {
+				best = m;
+				kind = 2;
+				bi = i;
+				bj = j;
+			}
+		}
+	}
+	/* swap bin gi of A with a cheaper bin of another rank */
+	for (i = 0; i < nbins; i++) {
+		if (bin_rank[i] != A)
+			continue;
+		for (j = 0; j < nbins; j++) {
+			uint32_t r = bin_rank[j];
+			double d = b->bcost[i] - b->bcost[j], m;
+
+			if (r == A || d <= 0 || d >= cA - rc[r])
+				continue;
+			m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
+			if (m < best) {
+				best = m;
+				kind = 3;
+				bi = i;
+				bj = j;
+			}
+		}
+	}
+	if (kind == 1) {
+		uint32_t from = bin[bi], r = bin_rank[bj];
+
+		b->broom[from] += len[bi];
+		b->bcost[from] -= cost[bi];
+		b->broom[bj] -= len[bi];
+		b->bcost[bj] += cost[bi];
+		bin[bi] = (uint32_t)bj;
+		rc[A] -= cost[bi];
+		rc[r] += cost[bi];
+	} else if (kind == 2) {
+		uint32_t gi = bin[bi], gq = bin[bj], r = bin_rank[gq];
+		double d = cost[bi] - cost[bj];
+
+		b->broom[gi] = b->broom[gi] + len[bi] - len[bj];
+		b->broom[gq] = b->broom[gq] + len[bj] - len[bi];
+		b->bcost[gi] -= d;
+		b->bcost[gq] += d;
+		bin[bi] = gq;
+		bin[bj] = gi;
+		rc[A] -= d;
+		rc[r] += d;
+	} else if (kind == 3) {
+		uint32_t r = bin_rank[bj];
+		double d = b->bcost[bi] - b->bcost[bj];
+
+		bin_rank[bi] = r;
+		bin_rank[bj] = A;
+		rc[A] -= d;
+		rc[r] += d;
+	}
+	return kind != 0;
+}
+
+double
+ovl_balance_fixed(struct ovl_balancer *b, int method, const double *cost,
+    const uint32_t *len, size_t n, uint32_t *bin, size_t nbins, uint32_t per,
+    uint32_t cap, uint32_t ranks, uint32_t *bin_rank, double *rank_cost)
+{
+	size_t i, iter, maxiter;
+	double max = 0;
+
+	grow(b, nbins > n ? nbins : n, ranks);
+	if (nbins > b->bins_cap) {
+		b->bcost = ovl_xrealloc(b->bcost, nbins * sizeof(*b->bcost));
+		b->broom = ovl_xrealloc(b->broom, nbins * sizeof(*b->broom));
+		b->bins_cap = nbins;
+	}
+	for (i = 0; i < nbins; i++) {
+		b->bcost[i] = 0;
+		b->broom[i] = cap;
+	}
+	for (i = 0; i < n; i++) {
+		b->bcost[bin[i]] += cost[i];
+		b->broom[bin[i]] -= len[i];
+	}
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	if (method == OVL_BAL_NONE || ranks == 1) {
+		for (i = 0; i < nbins; i++) {
+			bin_rank[i] = (uint32_t)(i / per);
+			rank_cost[i / per] += b->bcost[i];
+		}
+	} else {
+		memset(b->rcount, 0, ranks * sizeof(*b->rcount));
+		sort_by_cost(b->order, nbins, b->bcost);
+		for (i = 0; i < nbins; i++) {
+			uint32_t g = b->order[i], r, m = ranks;
+
+			for (r = 0; r < ranks; r++)
+				if (b->rcount[r] < per && (m == ranks ||
+				    rank_cost[r] < rank_cost[m]))
+					m = r;
+			bin_rank[g] = m;
+			b->rcount[m]++;
+			rank_cost[m] += b->bcost[g];
+		}
+		maxiter = 8 * (size_t)ranks + 32;
+		if ((double)n * (n + nbins) > 4e8)
+			maxiter = 0;
+		for (iter = 0; iter < maxiter; iter++)
+			if (!improve_fixed(b, cost, len, n, bin, nbins, bin_rank,
+			    ranks, rank_cost))
+				break;
+	}
+	for (i = 0; i < ranks; i++)
+		if (rank_cost[i] > max)
+			max = rank_cost[i];
+	return max;
+}
+
+/* ---- outlier delay over a window of steps ------------------------------ */
+
+int
+ovl_balance_window(struct ovl_balancer *b, const double *cost,
+    const uint32_t *len, size_t n, uint32_t *step, size_t k,
+    const uint64_t *budget, uint32_t ranks)
+{
+	size_t nslots = k * ranks, i, t;
+	double total = 0, thr;
+	double *slot;
+	uint64_t *used, *target;
+	uint32_t *ns;
+
+	if (n == 0 || k <= 1)
+		return 0;
+	grow(b, n, ranks);
+	if (nslots + 2 * k > b->slots_cap) {
+		b->slot = ovl_xrealloc(b->slot, (nslots + 2 * k) *
+		    sizeof(*b->slot));
+		b->wused = ovl_xrealloc(b->wused, (nslots + 2 * k) *
+		    sizeof(*b->wused));
+		b->slots_cap = nslots + 2 * k;
+	}
+	slot = b->slot;
+	used = b->wused;
+	ns = (uint32_t *)b->heap;	/* scratch: the new steps */
+	for (i = 0; i < n; i++)
+		total += cost[i];
+	thr = total / (double)nslots / 4;
+	memset(slot, 0, nslots * sizeof(*slot));
+	memset(used, 0, k * sizeof(*used));
+	sort_by_cost(b->order, n, cost);
+	for (i = 0; i < n && cost[b->order[i]] > thr; i++) {
+		uint32_t p = b->order[i];
+		size_t s, m = nslots;
+
+		for (s = 0; s < nslots; s++)
+			if (used[s / ranks] + len[p] <= budget[s / ranks] &&
+			    (m == nslots || slot[s] < slot[m]))
+				m = s;
+		if (m == nslots)
+			return -1;
+		slot[m] += cost[p];
+		used[m / ranks] += len[p];
+		ns[p] = (uint32_t)(m / ranks);
+	}
+	/*
+	 * The light pieces in arrival order, each step up to the tokens it
+	 * had as cut (so step sizes and mixture move little); what is left
+	 * goes to the earliest step with room in its budget.
+	 */
+	target = used + k;
+	memset(target, 0, k * sizeof(*target));
+	for (i = 0; i < n; i++)
+		target[step[i] < k ? step[i] : k - 1] += len[i];
+	for (i = 0, t = 0; i < n; i++) {
+		if (cost[i] > thr)
+			continue;
+		while (t < k && used[t] + len[i] > target[t])
+			t++;
+		if (t == k) {
+			ns[i] = (uint32_t)k;	/* later */
+			continue;
+		}
+		used[t] += len[i];
+		ns[i] = (uint32_t)t;
+	}
+	for (i = 0; i < n; i++) {
+		if (cost[i] > thr || ns[i] != k)
+			continue;
+		for (t = 0; t < k; t++)
+			if (used[t] + len[i] <= budget[t])
+				break;
+		if (t == k)
+			return -1;
+		used[t] += len[i];
+		ns[i] = (uint32_t)t;
+	}
+	memcpy(step, ns, n * sizeof(*step));
+	return 0;
+}

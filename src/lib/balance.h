@@ -1,0 +1,109 @@
+/*
+ * balance: the balance scheduler. Assign the pieces of a training step to
+ * data-parallel ranks so that the slowest rank finishes as early as
+ * possible. Pure algorithms: no I/O.
+ *
+ * The cost of a piece of L tokens is a*L^2 + b*L: attention grows with the
+ * square of the piece (varlen attention never crosses pieces), the dense
+ * layers linearly. A rank's cost is the sum of its pieces' costs.
+ *
+ *   none  arrival order, cut into ranks of equal tokens (the baseline)
+ *   lpt   greedy longest processing time: costliest piece first, to the
+ *         rank with the least cost so far
+ *   kk    Karmarkar-Karp largest differencing for R ways, then a local
+ *         improvement (moves and swaps between the costliest rank and
+ *         the others) while it lowers the maximum
+ *
+ * A balancer keeps its working storage between calls: balancing step
+ * after step allocates nothing once it has grown.
+ */
+#ifndef OVL_BALANCE_H
+#define OVL_BALANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ovl_balance_method {
+	OVL_BAL_NONE = 0,
+	OVL_BAL_LPT = 1,
+	OVL_BAL_KK = 2
+};
+
+/* The method named name ("none", "lpt", "kk"), or -1. */
+int	ovl_balance_parse(const char *name);
+/* The name of a method, or "?". */
+const char *ovl_balance_name(int method);
+
+struct ovl_cost {
+	double	a;	/* per squared token */
+	double	b;	/* per token */
+};
+
+/* a*len^2 + b*len. */
+double	ovl_cost_of(const struct ovl_cost *c, uint64_t len);
+/*
+ * Coefficients from a transformer's shape, forward FLOPs per layer of a
+ * piece of L tokens (Megatron-LM's count): attention scores and values
+ * 4*L^2*h, projections 8*L*h^2, MLP 4*L*h*ffn (ffn 0: 4*h); plus the
+ * output logits 2*L*h*vocab once (vocab may be 0). So a = 4*layers*h and
+ * b = layers*(8*h^2 + 4*h*ffn) + 2*h*vocab.
+ */
+void	ovl_cost_model(struct ovl_cost *c, uint64_t layers, uint64_t hidden,
+	    uint64_t ffn, uint64_t vocab);
+
+/*
+ * The step's lower bound on the maximum rank cost over ranks ranks: the
+ * largest of the mean rank cost, the costliest piece, and the sum of the
+ * R-th and (R+1)-th costliest pieces (two of the R+1 costliest share a
+ * rank). scratch holds n doubles (overwritten).
+ */
+double	ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
+	    double *scratch);
+
+struct ovl_balancer;
+
+struct ovl_balancer *ovl_balancer_new(void);
+void	ovl_balancer_free(struct ovl_balancer *b);
+
+/*
+ * Assign n pieces (cost[i] >= 0, len[i] tokens, in arrival order) to
+ * ranks 0..ranks-1: rank[i]. rank_cost receives each rank's total cost.
+ * Returns the maximum rank cost. Deterministic.
+ */
+double	ovl_balance(struct ovl_balancer *b, int method, const double *cost,
+	    const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
+	    double *rank_cost);
+
+/*
+ * Fixed shapes: nbins = ranks * per bins (sequences) of capacity cap, bin
+ * of piece i in bin[i] (bins may be empty). Deal the bins out so that every
+ * rank gets exactly per of them (none: in bin order; lpt and kk: costliest
+ * bin to the cheapest rank with a free slot), then, for lpt and kk, lower
+ * the maximum by moving and swapping pieces between bins of the costliest
+ * rank and other ranks where the room allows. Writes the rank of bin j to
+ * bin_rank[j] and may change bin[]; rank_cost as above. Returns the
+ * maximum rank cost.
+ */
+double	ovl_balance_fixed(struct ovl_balancer *b, int method,
+	    const double *cost, const uint32_t *len, size_t n, uint32_t *bin,
+	    size_t nbins, uint32_t per, uint32_t cap, uint32_t ranks,
+	    uint32_t *bin_rank, double *rank_cost);
+
+/*
+ * Outlier delay over a window of k steps (WLB-LLM): move whole pieces
+ * between the steps of a window so that every step can be balanced, never
+ * putting more than budget[t] tokens in step t. Piece i (len[i], cost[i])
+ * was cut into step step[i] (0..k-1); the heavy pieces (cost above a
+ * quarter of the window's mean rank cost) are dealt to the k*ranks rank
+ * slots (step, rank) costliest first, to the cheapest slot whose step has
+ * room; then the light pieces fill the steps in arrival order, each step
+ * up to the tokens it had as cut, the rest into the earliest step with
+ * room in its budget. Writes the new step to step[i] and returns 0;
+ * returns -1 with step[] untouched when the pieces do not fit (keep the
+ * steps as cut).
+ */
+int	ovl_balance_window(struct ovl_balancer *b, const double *cost,
+	    const uint32_t *len, size_t n, uint32_t *step, size_t k,
+	    const uint64_t *budget, uint32_t ranks);
+
+#endif

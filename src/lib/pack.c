@@ -1,0 +1,237 @@
+#include "pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+struct ovl_packer {
+	uint32_t	*order;		/* bfd: pieces, longest first */
+	size_t		 order_cap;
+	int32_t		*head;		/* bfd: bins by remaining room, a stack each */
+	uint64_t	*bits;		/* bfd: non-empty rooms */
+	size_t		 room_cap;	/* entries of head (cap + 1) */
+	int32_t		*next;		/* bfd: bin stack links */
+	uint32_t	*tree;		/* first-fit: max room over bin ranges */
+	size_t		 tree_cap;
+};
+
+static const char *const names[] = { "bfd", "first-fit", "concat" };
+
+int
+ovl_pack_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+ovl_pack_name(int method)
+{
+	if (method < 0 || (size_t)method >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[method];
+}
+
+struct ovl_packer *
+ovl_packer_new(void)
+{
+	return ovl_xcalloc(1, sizeof(struct ovl_packer));
+}
+
+void
+ovl_packer_free(struct ovl_packer *p)
+{
+	if (p == NULL)
+		return;
+	free(p->order);
+	free(p->head);
+	free(p->bits);
+	free(p->next);
+	free(p->tree);
+	free(p);
+}
+
+static void
+grow_items(struct ovl_packer *p, size_t n)
+{
+	if (n <= p->order_cap)
+		return;
+	p->order = ovl_xrealloc(p->order, n * sizeof(*p->order));
+	p->next = ovl_xrealloc(p->next, n * sizeof(*p->next));
+	p->order_cap = n;
+}
+
+/* Sort key for bfd: longer first, then earlier. */
+static const uint32_t *sort_len;
+
+static int
+cmp_len_desc(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (sort_len[i] != sort_len[j])
+		return sort_len[i] > sort_len[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* The smallest room r >= want with a bin waiting, or -1. */
+static long
+find_room(const struct ovl_packer *p, uint32_t want, uint32_t cap)
+{
+	size_t w = want / 64, nw = (size_t)cap / 64 + 1;
+	uint64_t word = p->bits[w] & (~(uint64_t)0 << (want % 64));
+
+	for (;;) {
+		if (word != 0)
+			return (long)(w * 64 + (size_t)__builtin_ctzll(word));
+		if (++w >= nw)
+			return -1;
+		word = p->bits[w];
+	}
+}
+
+static void
+room_push(struct ovl_packer *p, uint32_t room, int32_t b)
+{
+	p->next[b] = p->head[room];
+	p->head[room] = b;
+	p->bits[room / 64] |= (uint64_t)1 << (room % 64);
+}
+
+static int32_t
+room_pop(struct ovl_packer *p, uint32_t room)
+{
+	int32_t b = p->head[room];
+
+	p->head[room] = p->next[b];
+	if (p->head[room] < 0)
+		p->bits[room / 64] &= ~((uint64_t)1 << (room % 64));
+	return b;
+}
+
+static size_t
+pack_bfd(struct ovl_packer *p, const uint32_t *len, size_t n, uint32_t cap,
+    uint32_t *bin)
+{
+	size_t i, nb = 0, nwords = (size_t)cap / 64 + 1;
+
+	if ((size_t)cap + 1 > p->room_cap) {
+		p->head = ovl_xrealloc(p->head, ((size_t)cap + 1) *
+		    sizeof(*p->head));
+		p->bits = ovl_xrealloc(p->bits, nwords * sizeof(*p->bits));
+		p->room_cap = (size_t)cap + 1;
+	}
+	memset(p->head, 0xff, ((size_t)cap + 1) * sizeof(*p->head));
+	memset(p->bits, 0, nwords * sizeof(*p->bits));
+	for (i = 0; i < n; i++)
+		p->order[i] = (uint32_t)i;
+	sort_len = len;
+	qsort(p->order, n, sizeof(*p->order), cmp_len_desc);
+	sort_len = NULL;
+	for (i = 0; i < n; i++) {
+		uint32_t k = p->order[i], l = len[k];
+		long r = find_room(p, l, cap);
+		uint32_t room;
+		int32_t b;
+
+		if (r >= 0) {
+			b = room_pop(p, (uint32_t)r);
+			room = (uint32_t)r - l;
+		} else {
+			b = (int32_t)nb++;
+			room = cap - l;
+		}
+		bin[k] = (uint32_t)b;
+		if (room > 0)
+			room_push(p, room, b);
+	}
+	return nb;
+}
+
+/* Leftmost bin with room >= want in the max-tree, or -1. */
+static long
+tree_find(const struct ovl_packer *p, size_t size, uint32_t want)
+{
+	size_t x = 1;
+
+	if (p->tree[1] < want)
+		return -1;
+	while (x < size)
+		x = p->tree[2 * x] >= want ? 2 * x : 2 * x + 1;
+	return (long)(x - size);
+}
+
+static void
+tree_set(struct ovl_packer *p, size_t size, size_t b, uint32_t room)
+{
+	size_t x = size + b;
+
+	p->tree[x] = room;
+	for (x /= 2; x >= 1; x /= 2) {
+		uint32_t l = p->tree[2 * x], r = p->tree[2 * x + 1];
+		p->tree[x] = l > r ? l : r;
+	}
+}
+
+static size_t
+pack_first_fit(struct ovl_packer *p, const uint32_t *len, size_t n,
+    uint32_t cap, uint32_t *bin)
+{
+	size_t size = 1, i, nb = 0;
+
+	while (size < n)
+		size *= 2;
+	if (2 * size > p->tree_cap) {
+		p->tree = ovl_xrealloc(p->tree, 2 * size * sizeof(*p->tree));
+		p->tree_cap = 2 * size;
+	}
+	memset(p->tree, 0, 2 * size * sizeof(*p->tree));
+	for (i = 0; i < n; i++) {
+		long b = tree_find(p, size, len[i]);
+		size_t bb = b >= 0 ? (size_t)b : nb++;
+		uint32_t room = b >= 0 ? p->tree[size + bb] : cap;
+
+		bin[i] = (uint32_t)bb;
+		tree_set(p, size, bb, room - len[i]);
+	}
+	return nb;
+}
+
+static size_t
+pack_concat(const uint32_t *len, size_t n, uint32_t cap, uint32_t *bin)
+{
+	size_t i, nb = 0;
+	uint32_t room = 0;
+
+	for (i = 0; i < n; i++) {
+		if (nb == 0 || len[i] > room) {
+			nb++;
+			room = cap;
+		}
+		bin[i] = (uint32_t)(nb - 1);
+		room -= len[i];
+	}
+	return nb;
+}
+
+size_t
+ovl_pack(struct ovl_packer *p, int method, const uint32_t *len, size_t n,
+    uint32_t cap, uint32_t *bin)
+{
+	if (n == 0)
+		return 0;
+	grow_items(p, n);
+	switch (method) {
+	case OVL_PACK_BFD:
+		return pack_bfd(p, len, n, cap, bin);
+	case OVL_PACK_FIRST_FIT:
+		return pack_first_fit(p, len, n, cap, bin);
+	default:
+		return pack_concat(len, n, cap, bin);
+	}
+}

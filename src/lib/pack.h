@@ -1,0 +1,50 @@
+/*
+ * pack: put pieces of known length into sequences (bins) of a fixed
+ * capacity, as few as the method manages. Pure algorithms: no I/O.
+ *
+ *   bfd        best-fit decreasing: longest piece first, into the open bin
+ *              it fills most tightly, else a new bin
+ *   first-fit  pieces in the order given, into the first bin with room
+ *   concat     pieces in the order given, into the last bin opened when
+ *              they fit, else a new bin (plain concatenation)
+ *
+ * A packer keeps its working storage between calls, so packing step after
+ * step allocates nothing once it has grown.
+ */
+#ifndef OVL_PACK_H
+#define OVL_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ovl_pack_method {
+	OVL_PACK_BFD = 0,
+	OVL_PACK_FIRST_FIT = 1,
+	OVL_PACK_CONCAT = 2
+};
+
+/* The largest capacity a packer accepts (tokens per sequence). */
+#define OVL_PACK_CAP_MAX (1u << 24)
+
+/* The method named name ("bfd", "first-fit", "concat"), or -1. */
+int	ovl_pack_parse(const char *name);
+/* The name of a method, or "?". */
+const char *ovl_pack_name(int method);
+
+struct ovl_packer;
+
+/* A new packer (exits 1 when out of memory). */
+struct ovl_packer *ovl_packer_new(void);
+void	ovl_packer_free(struct ovl_packer *p);
+
+/*
+ * Pack n pieces of lengths len[0..n) (each 1 .. cap; cap at most
+ * OVL_PACK_CAP_MAX) into bins of capacity cap. Writes the bin index of
+ * piece i to bin[i]; bins are numbered 0.. in the order they were opened,
+ * and none is empty. Returns the number of bins. Deterministic: equal
+ * inputs give equal outputs.
+ */
+size_t	ovl_pack(struct ovl_packer *p, int method, const uint32_t *len,
+	    size_t n, uint32_t cap, uint32_t *bin);
+
+#endif

@@ -1,0 +1,349 @@
+/*
+ * The packer and the balance scheduler: every piece placed once, no bin
+ * over its capacity, rank costs add up, the maximum never below the lower
+ * bound and close to it on long-tailed steps, fixed shapes keep their
+ * shape, the window keeps every step's budget.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "balance.h"
+#include "pack.h"
+#include "rng.h"
+#include "unit.h"
+
+#define N 3000
+
+static uint32_t len[N], bin[N], rank_[N], step_[N];
+static double cost[N], scratch[N];
+
+/* Long-tailed lengths: lognormal around 500, 5% of 8k..64k, cut at cap. */
+static size_t
+gen(struct ovl_rng *rng, size_t n, uint32_t cap)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double u1 = ovl_rng_double(rng) + 1e-12, u2 = ovl_rng_double(rng);
+		double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+		double l = exp(log(500) + z);
+
+		if (ovl_rng_below(rng, 100) < 5)
+			l = 8192 * exp(ovl_rng_double(rng) * log(8));
+		if (l < 1)
+			l = 1;
+		if (l > cap)
+			l = cap;
+		len[i] = (uint32_t)l;
+	}
+	return n;
+}
+
+static int
+check_bins(const uint32_t *l, size_t n, uint32_t cap, const uint32_t *b,
+    size_t nb, int in_order)
+{
+	uint64_t load[N];
+	size_t i;
+	uint32_t seen = 0;
+
+	memset(load, 0, sizeof(load));
+	for (i = 0; i < n; i++) {
+		if (b[i] >= nb)
+			return 0;
+		/* bins are numbered in the order they were opened */
+		if (in_order && b[i] > seen)
+			return 0;
+		if (b[i] == seen)
+			seen++;
+		load[b[i]] += l[i];
+	}
+	for (i = 0; i < nb; i++)
+		if (load[i] == 0 || load[i] > cap)
+			return 0;
+	return 1;
+}
+
+static void
+test_pack_small(void)
+{
+	static const uint32_t l[] = { 6, 5, 4, 5, 3, 7 };
+	struct ovl_packer *p = ovl_packer_new();
+	uint32_t b[6];
+	size_t nb;
+
+	nb = ovl_pack(p, OVL_PACK_BFD, l, 6, 10, b);
+	CHECK(nb == 3);
+	/* 7 and 3, 6 and 4, 5 and 5; bin 0 opened by the 7 */
+	CHECK(b[5] == 0 && b[4] == 0 && b[0] == 1 && b[2] == 1 && b[1] == 2 &&
+	    b[3] == 2);
+	nb = ovl_pack(p, OVL_PACK_CONCAT, l, 6, 10, b);
+	CHECK(nb == 4);
+	CHECK(b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 2 && b[4] == 2 &&
+	    b[5] == 3);
+	nb = ovl_pack(p, OVL_PACK_FIRST_FIT, l, 6, 10, b);
+	CHECK(nb == 3);
+	CHECK(b[0] == 0 && b[1] == 1 && b[2] == 0 && b[3] == 1 && b[4] == 2 &&
+	    b[5] == 2);
+	CHECK(ovl_pack_parse("bfd") == OVL_PACK_BFD);
+	CHECK(ovl_pack_parse("first-fit") == OVL_PACK_FIRST_FIT);
+	CHECK(ovl_pack_parse("best") == -1);
+	CHECK(ovl_pack(p, OVL_PACK_BFD, l, 0, 10, b) == 0);
+	ovl_packer_free(p);
+}
+
+static void
+test_pack_random(void)
+{
+	struct ovl_packer *p = ovl_packer_new();
+	struct ovl_rng rng;
+	uint64_t total = 0;
+	size_t i, n, nb[3];
+	int m;
+
+	ovl_rng_seed(&rng, 7);
+	n = gen(&rng, 2000, 4096);
+	for (i = 0; i < n; i++)
+		total += len[i];
+	for (m = 0; m < 3; m++) {
+		nb[m] = ovl_pack(p, m, len, n, 4096, bin);
+		CHECK(check_bins(len, n, 4096, bin, nb[m], m != OVL_PACK_BFD));
+		CHECK(nb[m] >= (total + 4095) / 4096);
+	}
+	/* bfd needs at most one sequence more than the tokens do here */
+	CHECK(nb[OVL_PACK_BFD] <= (total + 4095) / 4096 + 1);
+	CHECK(nb[OVL_PACK_BFD] <= nb[OVL_PACK_FIRST_FIT]);
+	CHECK(nb[OVL_PACK_FIRST_FIT] <= nb[OVL_PACK_CONCAT]);
+	ovl_packer_free(p);
+}
+
+static void
+test_cost(void)
+{
+	struct ovl_cost c = { 1, 0 }, m;
+
+	CHECK(ovl_cost_of(&c, 3) == 9);
+	c.b = 2;
+	CHECK(ovl_cost_of(&c, 3) == 15);
+	ovl_cost_model(&m, 32, 4096, 0, 0);
+	CHECK(m.a == 4.0 * 32 * 4096);
+	CHECK(m.b == 32 * 24.0 * 4096 * 4096);
+	ovl_cost_model(&m, 2, 10, 30, 100);
+	CHECK(m.b == 2 * (800.0 + 1200.0) + 2000.0);
+}
+
+static void
+test_lower_bound(void)
+{
+	static const double c1[] = { 1, 1, 1, 1 };
+	static const double c2[] = { 10, 1, 1 };
+	static const double c3[] = { 6, 5, 5, 1 };
+
+	CHECK(ovl_balance_lower_bound(c1, 4, 2, scratch) == 2);
+	CHECK(ovl_balance_lower_bound(c2, 3, 2, scratch) == 10);
+	/* two of the three largest share a rank: 5 + 5 */
+	CHECK(ovl_balance_lower_bound(c3, 4, 2, scratch) == 10);
+	CHECK(ovl_balance_lower_bound(c1, 0, 2, scratch) == 0);
+}
+
+static void
+test_known(void)
+{
+	static const double c[] = { 8, 7, 6, 5, 4 };
+	static const uint32_t l[] = { 8, 7, 6, 5, 4 };
+	struct ovl_balancer *b = ovl_balancer_new();
+	uint32_t r[5];
+	double rc[2];
+
+	/* greedy LPT: 8+5+4 against 7+6 */
+	CHECK(ovl_balance(b, OVL_BAL_LPT, c, l, 5, 2, r, rc) == 17);
+	/* KK and its improvement find 15 + 15 */
+	CHECK(ovl_balance(b, OVL_BAL_KK, c, l, 5, 2, r, rc) == 15);
+	CHECK(rc[0] == 15 && rc[1] == 15);
+	/* none: arrival order, tokens cut in half (15 each) */
+	CHECK(ovl_balance(b, OVL_BAL_NONE, c, l, 5, 2, r, rc) == 15);
+	CHECK(r[0] == 0 && r[1] == 0 && r[2] == 1 && r[3] == 1 && r[4] == 1);
+	CHECK(ovl_balance_parse("kk") == OVL_BAL_KK);
+	CHECK(ovl_balance_parse("greedy") == -1);
+	ovl_balancer_free(b);
+}
+
+static void
+test_random_steps(void)
+{
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_cost cm[2] = { { 1, 0 }, { 0, 0 } };
+	struct ovl_rng rng;
+	double rc[8], lb, mx[3], total;
+	size_t i, n;
+	int m, round, bad = 0, within = 0, rounds = 0;
+
+	ovl_cost_model(&cm[1], 32, 4096, 0, 0);
+	ovl_rng_seed(&rng, 11);
+	for (round = 0; round < 40; round++) {
+		const struct ovl_cost *c = &cm[round % 2];
+
+		n = 200 + ovl_rng_below(&rng, 1500);
+		gen(&rng, n, 8192);
+		total = 0;
+		for (i = 0; i < n; i++) {
+			cost[i] = ovl_cost_of(c, len[i]);
+			total += cost[i];
+		}
+		lb = ovl_balance_lower_bound(cost, n, 8, scratch);
+		for (m = 0; m < 3; m++) {
+			double sum = 0;
+			mx[m] = ovl_balance(b, m, cost, len, n, 8, rank_, rc);
+			for (i = 0; i < 8; i++)
+				sum += rc[i];
+			for (i = 0; i < n; i++)
+				if (rank_[i] >= 8)
+					bad++;
+			if (fabs(sum - total) > total * 1e-9)
+				bad++;
+			if (mx[m] < lb * (1 - 1e-9))
+				bad++;
+		}
+		/* none is contiguous */
+		mx[0] = ovl_balance(b, OVL_BAL_NONE, cost, len, n, 8, rank_, rc);
+		for (i = 1; i < n; i++)
+			if (rank_[i] < rank_[i - 1])
+				bad++;
+		rounds++;
+		if (mx[2] <= lb * 1.02)
+			within++;
+		if (mx[2] > mx[1] * (1 + 1e-9))
+			bad++;
+	}
+	CHECK(bad == 0);
+	/* KK with its improvement reaches 2% of the bound on nearly every step */
+	CHECK(within >= rounds * 9 / 10);
+	ovl_balancer_free(b);
+}
+
+static void
+test_fixed(void)
+{
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_packer *p = ovl_packer_new();
+	struct ovl_rng rng;
+	uint32_t brank[256], cnt[8];
+	uint64_t load[256];
+	double rc[8], mx[3], lb;
+	size_t i, n, nb, per;
+	int m, bad = 0;
+
+	ovl_rng_seed(&rng, 5);
+	n = gen(&rng, 400, 4096);
+	for (i = 0; i < n; i++)
+		cost[i] = (double)len[i] * len[i];
+	lb = ovl_balance_lower_bound(cost, n, 8, scratch);
+	for (m = 0; m < 3; m++) {
+		nb = ovl_pack(p, OVL_PACK_BFD, len, n, 4096, bin);
+		per = (nb + 7) / 8;
+		mx[m] = ovl_balance_fixed(b, m, cost, len, n, bin, per * 8,
+		    (uint32_t)per, 4096, 8, brank, rc);
+		memset(cnt, 0, sizeof(cnt));
+		memset(load, 0, sizeof(load));
+		for (i = 0; i < per * 8; i++)
+			cnt[brank[i]]++;
+		for (i = 0; i < 8; i++)
+			if (cnt[i] != per)
+				bad++;
+		for (i = 0; i < n; i++)
+			load[bin[i]] += len[i];
+		for (i = 0; i < per * 8; i++)
+			if (load[i] > 4096)
+				bad++;
+		if (mx[m] < lb * (1 - 1e-9))
+			bad++;
+	}
+	CHECK(bad == 0);
+	CHECK(mx[2] <= mx[0]);
+	ovl_balancer_free(b);
+	ovl_packer_free(p);
+}
+
+static double
+step_ratio(size_t n, uint32_t t, uint32_t ranks)
+{
+	static double c[N];
+	double total = 0;
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (step_[i] == t) {
+			c[k++] = cost[i];
+			total += cost[i];
+		}
+	if (k == 0)
+		return 1;
+	return ovl_balance_lower_bound(c, k, ranks, scratch) / (total / ranks);
+}
+
+static void
+test_window(void)
+{
+	struct ovl_balancer *b = ovl_balancer_new();
+	uint64_t budget[4] = { 40000, 40000, 40000, 40000 }, used[4] = { 0 };
+	uint64_t cut[4] = { 0 };
+	size_t i, n = 0;
+	uint32_t t;
+	int bad = 0;
+
+	/*
+	 * Step 0 holds three huge pieces (8000) and 8 medium ones (2000),
+	 * the other steps 20 medium ones: step 0 cannot be balanced alone.
+	 */
+	for (i = 0; i < 3; i++) {
+		len[n] = 8000;
+		step_[n++] = 0;
+	}
+	for (; n < 71; n++) {
+		len[n] = 2000;
+		step_[n] = (uint32_t)(n < 11 ? 0 : 1 + (n - 11) / 20);
+	}
+	for (i = 0; i < n; i++) {
+		cost[i] = (double)len[i] * len[i];
+		cut[step_[i]] += len[i];
+	}
+	CHECK(step_ratio(n, 0, 2) > 1.1);
+	CHECK(ovl_balance_window(b, cost, len, n, step_, 4, budget, 2) == 0);
+	for (i = 0; i < n; i++) {
+		if (step_[i] >= 4)
+			bad++;
+		else
+			used[step_[i]] += len[i];
+	}
+	for (t = 0; t < 4; t++) {
+		/* within budget, about the size it was cut, balanceable */
+		if (used[t] > budget[t] || used[t] + 8000 < cut[t])
+			bad++;
+		if (step_ratio(n, t, 2) > 1.05)
+			bad++;
+
+	}
+	CHECK(bad == 0);
+	/* no room at all: refused, steps untouched */
+	budget[0] = budget[1] = budget[2] = budget[3] = 100;
+	step_[0] = 3;
+	CHECK(ovl_balance_window(b, cost, len, n, step_, 4, budget, 2) == -1);
+	CHECK(step_[0] == 3);
+	ovl_balancer_free(b);
+}
+
+int
+main(void)
+{
+	RUN(test_pack_small);
+	RUN(test_pack_random);
+	RUN(test_cost);
+	RUN(test_lower_bound);
+	RUN(test_known);
+	RUN(test_random_steps);
+	RUN(test_fixed);
+	RUN(test_window);
+	UNIT_DONE();
+}
