@@ -1,0 +1,247 @@
+#!/usr/bin/env bats
+# ovl-source: formats, frames, options, the command-line contract.
+
+load test_helper
+
+# framedump FILE: one line per frame: KIND and its fields (python3, struct only).
+framedump() {
+	python3 - "$1" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89OVL\r\n\x1a\n", "bad magic"
+off = 16
+names = {1: "META", 2: "DOC", 3: "CHUNK_END", 7: "END"}
+while off < len(b):
+    ln, kind = struct.unpack_from("<IB", b, off)
+    p = b[off + 12: off + 12 + ln]
+    k = names.get(kind, str(kind))
+    if kind == 1:
+        tl = struct.unpack_from("<I", p, 0)[0]
+        print("META " + p[8:8 + tl].decode().replace("\n", "|"))
+    elif kind == 2:
+        (src, flags, ep, ch, nch, nim, rec, noff, nrec, _mp, _mt, ntok, tlen,
+         soff) = struct.unpack_from("<6I3Q2Q2IQ", p, 0)
+        toks = struct.unpack_from("<%dI" % ntok, p, 80)
+        text = p[80 + 4 * ntok: 80 + 4 * ntok + tlen].decode()
+        print("DOC src=%d flags=%d pos=%d:%d:%d nchunks=%d nimages=%d "
+              "cursor=%d:%d:%d:%d start=%d ntok=%d eod=%d text=%r sum=%d" %
+              (src, flags, ep, ch, rec, nch, nim, ep, ch, noff, nrec, soff,
+               ntok, toks[-1], text, sum(toks)))
+    elif kind == 3:
+        print("CHUNK_END src=%d epoch=%d chunk=%d nchunks=%d docs=%d bytes=%d"
+              % struct.unpack_from("<4I2Q", p, 0))
+    elif kind == 7:
+        print("END frames=%d" % struct.unpack_from("<Q", p, 0))
+    else:
+        print(k)
+    off += 12 + ln
+EOF
+}
+
+@test "help goes to stdout with status 0; the usage line equals the man page SYNOPSIS" {
+	run -0 "$OVL_SOURCE" --help
+	[[ "${lines[0]}" == "usage: ovl-source [options] NAME PATH..." ]] ||
+		[[ "$output" == *"ovl-source [options] NAME PATH..."* ]]
+	run -0 mandoc -Tutf8 -O width=200 "$OVL_SRCDIR/man/ovl-source.1"
+	syn=$(printf '%s\n' "$output" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+	    sed '1d;$d' | sed 's/^ *//; s/ *$//' | sed '/^$/d')
+	[ "$syn" = "ovl-source [options] NAME PATH..." ]
+}
+
+@test "version, usage errors exit 2 with the synopsis on stderr" {
+	run -0 "$OVL_SOURCE" --version
+	[[ "$output" =~ ^ovl-source\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run -2 "$OVL_SOURCE"
+	[[ "$output" == *"usage: ovl-source [options] NAME PATH..."* ]]
+	run -2 "$OVL_SOURCE" --partition 2/2 web "$SAMPLES/web/web-0.jsonl"
+	run -2 "$OVL_SOURCE" --format xml web "$SAMPLES/web/web-0.jsonl"
+	run -2 "$OVL_SOURCE" --bogus web "$SAMPLES/web/web-0.jsonl"
+	run -2 "$OVL_SOURCE" --match '(' --json web "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"bad --match pattern"* ]]
+	run -2 "$OVL_SOURCE" --resume 1:2:3 --json web "$SAMPLES/web/web-0.jsonl"
+	run -2 "$OVL_SOURCE" --tokenizer nonesuch --json web "$SAMPLES/web/web-0.jsonl"
+	run -2 "$OVL_SOURCE" --json web "$SAMPLES/README-nonexistent.xyz"
+	[[ "$output" == *"cannot guess the format"* ]]
+}
+
+@test "binary frames are refused on a terminal" {
+	command -v script >/dev/null || skip "script(1) not installed"
+	run -0 script -qec "'$OVL_SOURCE' web '$SAMPLES/web/web-0.jsonl'; echo rc=\$?" /dev/null
+	[[ "$output" == *"refusing to write binary frames"* ]]
+	[[ "$output" == *"rc=2"* ]]
+}
+
+@test "jsonl: every document's bytes tokens equal the field, eod appended, META first, END last" {
+	"$OVL_SOURCE" --text web "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-2.jsonl.zst" \
+	    > "$BATS_TEST_TMPDIR/f"
+	framedump "$BATS_TEST_TMPDIR/f" > "$BATS_TEST_TMPDIR/d"
+	run -0 head -n 1 "$BATS_TEST_TMPDIR/d"
+	[ "$output" = "META tokenizer bytes|vocab 257|eod 256|source 0 web|source.web.chunks 2|source.web.partition 0/1|" ]
+	run -0 tail -n 1 "$BATS_TEST_TMPDIR/d"
+	[ "$output" = "END frames=$(( $(wc -l < "$BATS_TEST_TMPDIR/d") - 1 ))" ]
+	run -0 grep -c '^DOC' "$BATS_TEST_TMPDIR/d"
+	[ "$output" -eq 230 ]
+	run -0 grep -c '^CHUNK_END' "$BATS_TEST_TMPDIR/d"
+	[ "$output" -eq 2 ]
+	# The field's value, byte for byte, as Python's json module reads it.
+	"$OVL_SOURCE" --json --text web "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-2.jsonl.zst" \
+	    > "$BATS_TEST_TMPDIR/j"
+	run -0 python3 -c '
+import json, subprocess, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+src = [json.loads(l)["text"] for l in open(sys.argv[2])]
+src += [json.loads(l)["text"] for l in subprocess.run(["zstd", "-dc", sys.argv[3]],
+        capture_output=True, check=True).stdout.decode().splitlines()]
+assert [d["text"] for d in docs] == src
+for d in docs:
+    assert d["tokens"][-1] == 256 and bytes(d["tokens"][:-1]).decode() == d["text"]
+    assert d["ntokens"] == len(d["tokens"])
+print(len(docs))' "$BATS_TEST_TMPDIR/j" "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-2.jsonl.zst"
+	[ "$output" = 230 ]
+}
+
+@test "jsonl: nested --field meta.title, and the jansson parser gives the same stream" {
+	"$OVL_SOURCE" --field meta.title web "$SAMPLES/web/web-1.jsonl" > "$BATS_TEST_TMPDIR/fast"
+	"$OVL_SOURCE" --field meta.title --json-parser jansson web "$SAMPLES/web/web-1.jsonl" \
+	    > "$BATS_TEST_TMPDIR/jansson"
+	cmp "$BATS_TEST_TMPDIR/fast" "$BATS_TEST_TMPDIR/jansson"
+	"$OVL_SOURCE" --json --text --field meta.title web "$SAMPLES/web/web-1.jsonl" > "$BATS_TEST_TMPDIR/j"
+	run -0 python3 -c '
+import json, sys
+a = [json.loads(l)["text"] for l in open(sys.argv[1])]
+b = [json.loads(l)["meta"]["title"] for l in open(sys.argv[2])]
+assert a == b and len(a) == 95, (len(a), len(b))' "$BATS_TEST_TMPDIR/j" "$SAMPLES/web/web-1.jsonl"
+	"$OVL_SOURCE" web "$SAMPLES/web/web-2.jsonl.zst" > "$BATS_TEST_TMPDIR/fast2"
+	"$OVL_SOURCE" --json-parser jansson web "$SAMPLES/web/web-2.jsonl.zst" > "$BATS_TEST_TMPDIR/jansson2"
+	cmp "$BATS_TEST_TMPDIR/fast2" "$BATS_TEST_TMPDIR/jansson2"
+}
+
+@test "text: one document per line (gzip), per blank-line paragraph, per file" {
+	"$OVL_SOURCE" --json --text lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/l"
+	run -0 python3 -c '
+import gzip, json, sys
+want = [l for l in gzip.open(sys.argv[2]).read().decode().split("\n") if l.strip()]
+got = [json.loads(l)["text"] for l in open(sys.argv[1])]
+assert got == want, (len(got), len(want))
+print(len(got))' "$BATS_TEST_TMPDIR/l" "$SAMPLES/lines.txt.gz"
+	[ "$output" = 300 ]
+	"$OVL_SOURCE" --json --text --doc-per file books "$SAMPLES"/books/*.txt > "$BATS_TEST_TMPDIR/b"
+	run -0 python3 -c '
+import glob, json, sys
+want = [open(f).read() for f in sorted(glob.glob(sys.argv[2] + "/books/*.txt"))]
+got = [json.loads(l)["text"] for l in open(sys.argv[1])]
+assert got == want
+assert max(len(t) for t in got) > 40000
+print(len(got))' "$BATS_TEST_TMPDIR/b" "$SAMPLES"
+	[ "$output" = 8 ]
+	"$OVL_SOURCE" --json --text --doc-per blank-line books "$SAMPLES"/books/book-05.txt > "$BATS_TEST_TMPDIR/p"
+	run -0 python3 -c '
+import json, re, sys
+text = open(sys.argv[2]).read()
+want = [p.strip("\n") for p in re.split(r"\n[ \t\r]*\n", text) if p.strip()]
+got = [json.loads(l)["text"] for l in open(sys.argv[1])]
+assert got == want, (got[:2], want[:2])
+print(len(got))' "$BATS_TEST_TMPDIR/p" "$SAMPLES/books/book-05.txt"
+	[ "$output" -gt 10 ]
+}
+
+@test "tar: --member-ext picks members, one document each; wds: groups by key and counts images" {
+	"$OVL_SOURCE" --json --text --member-ext .c code "$SAMPLES/code/code.tar.zst" > "$BATS_TEST_TMPDIR/c"
+	run -0 python3 -c '
+import io, json, subprocess, sys, tarfile
+raw = subprocess.run(["zstd", "-dc", sys.argv[2]], capture_output=True, check=True).stdout
+t = tarfile.open(fileobj=io.BytesIO(raw))
+want = [t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith(".c")]
+got = [json.loads(l) for l in open(sys.argv[1])]
+assert [g["text"] for g in got] == want
+# the cursor offset of a tar document is the index of the next member group
+idx = [i for i, m in enumerate(t.getmembers()) if m.name.endswith(".c")]
+assert [int(g["cursor"].split(":")[2]) for g in got] == [i + 1 for i in idx]
+print(len(got))' "$BATS_TEST_TMPDIR/c" "$SAMPLES/code/code.tar.zst"
+	[ "$output" = 10 ]
+	"$OVL_SOURCE" --json --member-ext .c --member-ext .h code "$SAMPLES/code/code.tar.zst" > "$BATS_TEST_TMPDIR/ch"
+	run -0 wc -l < "$BATS_TEST_TMPDIR/ch"
+	[ "$output" -eq 20 ]
+	"$OVL_SOURCE" --format wds --text wds "$SAMPLES"/wds/shard-*.tar > "$BATS_TEST_TMPDIR/w"
+	framedump "$BATS_TEST_TMPDIR/w" > "$BATS_TEST_TMPDIR/wd"
+	run -0 grep -c '^DOC' "$BATS_TEST_TMPDIR/wd"
+	[ "$output" -eq 44 ]
+	# every fourth sample has a second image (KEY.1.png)
+	run -0 grep -c 'nimages=2 ' "$BATS_TEST_TMPDIR/wd"
+	[ "$output" -eq 11 ]
+	run -0 grep -c 'nimages=1 ' "$BATS_TEST_TMPDIR/wd"
+	[ "$output" -eq 33 ]
+	run -0 grep -m1 '^DOC' "$BATS_TEST_TMPDIR/wd"
+	[[ "$output" == *"cursor=0:0:1:1 start=0 "* ]]
+}
+
+@test "--id, --eod-token, --text flags and the DOC fields" {
+	"$OVL_SOURCE" --id 7 --eod-token 0 --text lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/f"
+	framedump "$BATS_TEST_TMPDIR/f" > "$BATS_TEST_TMPDIR/d"
+	run -0 grep -c '^DOC src=7 flags=1 pos=0:0:[0-9]* nchunks=1 .* eod=0 ' "$BATS_TEST_TMPDIR/d"
+	[ "$output" -eq 300 ]
+	run -0 grep -m1 '^META' "$BATS_TEST_TMPDIR/d"
+	[[ "$output" == *"eod 0|source 7 lines|"* ]]
+	"$OVL_SOURCE" lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/n"
+	framedump "$BATS_TEST_TMPDIR/n" > "$BATS_TEST_TMPDIR/nd"
+	run -0 grep -c "^DOC src=0 flags=0 .*text=''" "$BATS_TEST_TMPDIR/nd"
+	[ "$output" -eq 300 ]
+}
+
+@test "filters: --min-tokens, --max-tokens, --match, --drop" {
+	"$OVL_SOURCE" --json --text lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/all"
+	"$OVL_SOURCE" --json --text --min-tokens 100 --max-tokens 400 lines "$SAMPLES/lines.txt.gz" \
+	    > "$BATS_TEST_TMPDIR/len"
+	"$OVL_SOURCE" --json --text --match '[Ωα-ω]' lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/m"
+	"$OVL_SOURCE" --json --text --drop '^[A-Z]' lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/d"
+	run -0 python3 -c '
+import json, re, sys
+all_ = [json.loads(l) for l in open(sys.argv[1])]
+ln = [json.loads(l) for l in open(sys.argv[2])]
+m = [json.loads(l) for l in open(sys.argv[3])]
+d = [json.loads(l) for l in open(sys.argv[4])]
+assert ln == [x for x in all_ if 100 <= x["ntokens"] - 1 <= 400] and ln
+assert m == [x for x in all_ if re.search("[Ωα-ω]", x["text"])] and m
+assert d == [x for x in all_ if not re.match("[A-Z]", x["text"])] and d
+print(len(ln), len(m), len(d))' "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/len" \
+	    "$BATS_TEST_TMPDIR/m" "$BATS_TEST_TMPDIR/d"
+}
+
+@test "-v reports documents, tokens, bytes and MB/s per chunk on stderr; stdout has data only" {
+	run -0 --separate-stderr "$OVL_SOURCE" -v --json web "$SAMPLES"/web/web-[01].jsonl
+	[[ "$stderr" == *"web: chunk 0:0 '$SAMPLES/web/web-0.jsonl': 110 docs, "*" tokens, 145834 bytes, "*" MB/s"* ]]
+	[[ "$stderr" == *"web: chunk 0:1 "* ]]
+	[ "${#lines[@]}" -eq 205 ]
+	run -0 --separate-stderr "$OVL_SOURCE" -q --json web "$SAMPLES/web/web-0.jsonl"
+	[ -z "$stderr" ]
+}
+
+@test "epochs and --repeat: the source starts over, epoch by epoch" {
+	"$OVL_SOURCE" --json --epochs 3 lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/e"
+	run -0 wc -l < "$BATS_TEST_TMPDIR/e"
+	[ "$output" -eq 900 ]
+	run -0 grep -c '"pos":\[2,0,' "$BATS_TEST_TMPDIR/e"
+	[ "$output" -eq 300 ]
+	# --repeat never ends by itself; a reader that stops early ends it quietly (SIGPIPE).
+	run -0 bash -c '"$1" --repeat --json lines "$2" | head -n 1000 | wc -l' _ "$OVL_SOURCE" "$SAMPLES/lines.txt.gz"
+	[ "$output" -eq 1000 ]
+	run -0 bash -c '"$1" --repeat lines "$2" | head -c 100000 | wc -c; echo "${PIPESTATUS[0]}"' _ \
+	    "$OVL_SOURCE" "$SAMPLES/lines.txt.gz"
+	[ "${lines[0]}" -eq 100000 ]
+	[ "${lines[1]}" -eq 141 ]
+}
+
+@test "a full disk is an error with status 1" {
+	run -1 bash -c '"$1" web "$2" > /dev/full' _ "$OVL_SOURCE" "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"write error"* ]]
+}
+
+@test "--throttle limits the rate (docs per second)" {
+	start=$(date +%s%N)
+	"$OVL_SOURCE" --json --throttle 100docs lines "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/t"
+	end=$(date +%s%N)
+	run -0 wc -l < "$BATS_TEST_TMPDIR/t"
+	[ "$output" -eq 300 ]
+	# 300 documents at 100/s take at least 2.9 s
+	[ $(( (end - start) / 1000000 )) -ge 2900 ]
+}
