@@ -529,16 +529,24 @@ driver(int argc, char **argv)
 	const char *special = NULL;
 	struct ovl_tok *t;
 	struct ovl_u32vec v = { 0 };
-	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0;
+	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0, nul = 0;
 	size_t len, off, j, bytes = 0, toks = 0;
-	char *text;
+	char *text, *doc, *dend, *end;
+	uint32_t h = 2166136261u;
 	struct timespec t0, t1;
 	double sec = 0;
 
-	if (i < argc && strncmp(argv[i], "--special=", 10) == 0)
-		special = argv[i++] + 10;
-	if (i >= argc) {
-		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] SPEC FILE...\n");
+	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+		if (strncmp(argv[i], "--special=", 10) == 0)
+			special = argv[i] + 10;
+		else if (strcmp(argv[i], "--nul") == 0)
+			nul = 1;
+		else
+			break;
+	}
+	if (i + 1 >= argc) {
+		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] [--nul] "
+		    "SPEC FILE...\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -560,30 +568,39 @@ driver(int argc, char **argv)
 			    strerror(errno));
 			return 2;
 		}
-		v.len = 0;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (ovl_tok_encode(t, text, len, &v, &off) != 0) {
-			fprintf(stderr, "t-bpe: '%s': %s at byte %zu\n", argv[i],
-			    ovl_tok_error(t), off);
-			rc = 1;
-			free(text);
-			continue;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		sec += (double)(t1.tv_sec - t0.tv_sec) +
-		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		bytes += len;
-		toks += v.len;
-		if (!bench) {
+		for (doc = text, end = text + len; doc <= end; doc = dend + 1) {
+			dend = nul || bench ? memchr(doc, '\0', (size_t)(end - doc)) :
+			    NULL;
+			if (dend == NULL)
+				dend = end;
+			v.len = 0;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			if (ovl_tok_encode(t, doc, (size_t)(dend - doc), &v,
+			    &off) != 0) {
+				fprintf(stderr, "t-bpe: '%s': %s at byte %zu\n",
+				    argv[i], ovl_tok_error(t),
+				    (size_t)(doc - text) + off);
+				rc = 1;
+				continue;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			sec += (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+			toks += v.len;
 			for (j = 0; j < v.len; j++)
-				printf(j != 0 ? " %u" : "%u", v.p[j]);
-			putchar('\n');
+				h = (h ^ v.p[j]) * 16777619u;
+			if (!bench) {
+				for (j = 0; j < v.len; j++)
+					printf(j != 0 ? " %u" : "%u", v.p[j]);
+				putchar('\n');
+			}
 		}
 		free(text);
 	}
 	if (bench)
-		printf("%zu bytes %zu tokens %.3f s %.2f MB/s\n", bytes, toks, sec,
-		    sec > 0 ? (double)bytes / sec / 1e6 : 0.0);
+		printf("overlord bytes %zu tokens %zu seconds %.3f hash %x\n",
+		    bytes, toks, sec, h);
 	ovl_u32vec_free(&v);
 	ovl_tok_free(t);
 	return rc;
