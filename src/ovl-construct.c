@@ -155,6 +155,8 @@ struct construct {
 	struct wstep	 ws[MAX_WINDOW];
 	size_t		 nws;
 	size_t		 open_first;	/* first piece of the open step */
+	uint64_t	*wgroup;	/* document of each piece, for the window */
+	size_t		 wgroup_cap;
 	/* checkpoints */
 	struct held	*held;
 	size_t		 nheld, heldcap;
@@ -864,16 +866,23 @@ flush_window(struct construct *c)
 	if (nw > 1) {
 		uint64_t budget[MAX_WINDOW];
 
+		if (n > c->wgroup_cap) {
+			c->wgroup_cap = n + n / 2;
+			c->wgroup = ovl_xrealloc(c->wgroup, c->wgroup_cap *
+			    sizeof(*c->wgroup));
+		}
+
 		for (i = 0; i < n; i++) {
 			w->len[i] = c->pieces[i].length;
 			w->cost[i] = ovl_cost_of(&c->o->cost,
 			    (uint64_t)c->pieces[i].length + c->pieces[i].images);
 			w->rank[i] = c->pieces[i].wstep;
+			c->wgroup[i] = c->pieces[i].mix_pos;
 		}
 		for (t = 0; t < nw; t++)
 			budget[t] = c->ws[t].budget;
-		if (ovl_balance_window(c->bal, w->cost, w->len, n, w->rank, nw,
-		    budget, c->o->ranks) == 0)
+		if (ovl_balance_window(c->bal, w->cost, w->len, c->wgroup, n,
+		    w->rank, nw, budget, c->o->ranks) == 0)
 			for (i = 0; i < n; i++)
 				c->pieces[i].nstep = w->rank[i];
 		else
@@ -1522,6 +1531,7 @@ main(int argc, char **argv)
 	while (c.nheld > 0)
 		held_pop(&c);
 	free(c.held);
+	free(c.wgroup);
 	free(ekeys);
 	{
 		struct stepwork *w = &c.sw;

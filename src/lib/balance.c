@@ -783,10 +783,18 @@ ovl_balance_fixed(struct ovl_balancer *b, int method, const double *cost,
 
 /* ---- outlier delay over a window of steps ------------------------------ */
 
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int
 ovl_balance_window(struct ovl_balancer *b, const double *cost,
-    const uint32_t *len, size_t n, uint32_t *step, size_t k,
-    const uint64_t *budget, uint32_t ranks)
+    const uint32_t *len, const uint64_t *group, size_t n, uint32_t *step,
+    size_t k, const uint64_t *budget, uint32_t ranks)
 {
 	size_t nslots = k * ranks, i, t;
 	double total = 0, thr;
@@ -858,6 +866,23 @@ ovl_balance_window(struct ovl_balancer *b, const double *cost,
 			return -1;
 		used[t] += len[i];
 		ns[i] = (uint32_t)t;
+	}
+	/* pieces of one group (document) keep their order: sorted steps */
+	if (group != NULL) {
+		size_t j, q;
+
+		for (i = 0; i < n; i = j) {
+			for (j = i + 1; j < n && group[j] == group[i]; j++)
+				;
+			if (j - i > 1)
+				qsort(ns + i, j - i, sizeof(*ns), cmp_u32);
+		}
+		memset(used, 0, k * sizeof(*used));
+		for (q = 0; q < n; q++)
+			used[ns[q]] += len[q];
+		for (t = 0; t < k; t++)
+			if (used[t] > budget[t])
+				return -1;
 	}
 	memcpy(step, ns, n * sizeof(*step));
 	return 0;

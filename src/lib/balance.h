@@ -98,12 +98,14 @@ double	ovl_balance_fixed(struct ovl_balancer *b, int method,
  * slots (step, rank) costliest first, to the cheapest slot whose step has
  * room; then the light pieces fill the steps in arrival order, each step
  * up to the tokens it had as cut, the rest into the earliest step with
- * room in its budget. Writes the new step to step[i] and returns 0;
+ * room in its budget. When group is not NULL, consecutive pieces of
+ * equal group[i] (the pieces of one document) keep their order: their
+ * steps are sorted among them. Writes the new step to step[i] and returns 0;
  * returns -1 with step[] untouched when the pieces do not fit (keep the
  * steps as cut).
  */
 int	ovl_balance_window(struct ovl_balancer *b, const double *cost,
-	    const uint32_t *len, size_t n, uint32_t *step, size_t k,
-	    const uint64_t *budget, uint32_t ranks);
+	    const uint32_t *len, const uint64_t *group, size_t n,
+	    uint32_t *step, size_t k, const uint64_t *budget, uint32_t ranks);
 
 #endif

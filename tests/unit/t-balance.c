@@ -310,7 +310,7 @@ test_window(void)
 		cut[step_[i]] += len[i];
 	}
 	CHECK(step_ratio(n, 0, 2) > 1.1);
-	CHECK(ovl_balance_window(b, cost, len, n, step_, 4, budget, 2) == 0);
+	CHECK(ovl_balance_window(b, cost, len, NULL, n, step_, 4, budget, 2) == 0);
 	for (i = 0; i < n; i++) {
 		if (step_[i] >= 4)
 			bad++;
@@ -329,7 +329,7 @@ test_window(void)
 	/* no room at all: refused, steps untouched */
 	budget[0] = budget[1] = budget[2] = budget[3] = 100;
 	step_[0] = 3;
-	CHECK(ovl_balance_window(b, cost, len, n, step_, 4, budget, 2) == -1);
+	CHECK(ovl_balance_window(b, cost, len, NULL, n, step_, 4, budget, 2) == -1);
 	CHECK(step_[0] == 3);
 	ovl_balancer_free(b);
 }

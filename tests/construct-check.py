@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""construct-check: an independent checker of ovl-construct's output.
+
+Reads the binary frames itself (ovl-frame(5)); shares no code with the C
+tools. Subcommands:
+
+  check IN OUT --ranks R --micro-batches M --seq-len SCHED
+        [--step-tokens N] [--uniform] [--window K]
+      every input token exactly once, in document order (by step) within
+      each document; pieces are the cut of src/lib/step.h's rule,
+      recomputed here; each step within its budget; sequences no longer
+      than their seq-len; cu_seqlens and position ids consistent; frames in
+      (step, rank, micro-batch) order.
+  state FILE N      print the construct STATE text of checkpoint N
+  barriers FILE     print the checkpoint numbers, one per line
+  after FILE N      raw bytes of every frame after BARRIER N (not END)
+  body FILE         raw bytes of every frame except META and END
+"""
+import struct
+import sys
+
+META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END = 1, 2, 3, 4, 5, 6, 7
+
+
+def frames(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89OVL\r\n\x1a\n":
+        sys.exit("%s: not an overlord stream" % path)
+    off = 16
+    while off < len(data):
+        ln, kind = struct.unpack_from("<IB", data, off)
+        yield kind, data[off + 12:off + 12 + ln], data[off:off + 12 + ln]
+        off += 12 + ln
+
+
+def docs(path):
+    out, arrival = [], 0
+    for kind, p, _ in frames(path):
+        if kind != DOC:
+            continue
+        source, flags = struct.unpack_from("<II", p, 0)
+        mix_pos, = struct.unpack_from("<Q", p, 48)
+        ntok, = struct.unpack_from("<I", p, 64)
+        pos = mix_pos if flags & 2 else arrival
+        arrival += 1
+        out.append((pos, source, list(struct.unpack_from("<%dI" % ntok, p, 80))))
+    return out
+
+
+def seqs(path):
+    out = []
+    for kind, p, _ in frames(path):
+        if kind != SEQ:
+            continue
+        step, rank, mb, ntok, npc, seq_len, flags = struct.unpack_from("<QIIIIII", p, 0)
+        o = 32
+        toks = struct.unpack_from("<%dI" % ntok, p, o)
+        o += 4 * ntok
+        pos = struct.unpack_from("<%dI" % ntok, p, o)
+        o += 4 * ntok
+        cu = struct.unpack_from("<%dI" % (npc + 1), p, o)
+        o += 4 * (npc + 1)
+        pieces = []
+        for i in range(npc):
+            src, ep, ch, poff, rec, mpos, ln = struct.unpack_from("<IIIIQQI", p, o + 40 * i)
+            pieces.append((src, mpos, poff, ln))
+        out.append(dict(step=step, rank=rank, mb=mb, ntok=ntok, seq_len=seq_len,
+                        tokens=toks, positions=pos, cu=cu, pieces=pieces))
+    return out
+
+
+def schedule(s):
+    st = []
+    for part in s.split(","):
+        if "@" in part:
+            ln, at = part.split("@")
+            st.append((int(at), int(ln)))
+        else:
+            st.append((0, int(part)))
+    return st
+
+
+def seq_len_at(st, start):
+    sl = st[0][1]
+    for at, ln in st:
+        if at <= start:
+            sl = ln
+    return sl
+
+
+def cut(dl, st, nseq, step_tokens):
+    """The step rule, written again: {(pos, offset): (step, length)}."""
+    step, start, used = 0, 0, 0
+    sl = seq_len_at(st, 0)
+    budget = max(step_tokens or nseq * sl, sl)
+    pieces = {}
+    for pos, _, toks in dl:
+        off = 0
+        while off < len(toks):
+            left = len(toks) - off
+            ln = min(left, sl)
+            if used > 0 and used + ln > budget:
+                start += used
+                step += 1
+                used = 0
+                sl = seq_len_at(st, start)
+                budget = max(step_tokens or nseq * sl, sl)
+                ln = min(left, sl)
+            used += ln
+            pieces[(pos, off)] = (step, ln, sl, budget)
+            off += ln
+    return pieces
+
+
+def check(args):
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("inp")
+    ap.add_argument("out")
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--micro-batches", type=int, required=True)
+    ap.add_argument("--seq-len", required=True)
+    ap.add_argument("--step-tokens", type=int, default=0)
+    ap.add_argument("--uniform", action="store_true")
+    ap.add_argument("--window", type=int, default=1)
+    a = ap.parse_args(args)
+    errors = []
+
+    def err(msg):
+        if len(errors) < 20:
+            errors.append(msg)
+
+    dl = docs(a.inp)
+    byid = {pos: toks for pos, _, toks in dl}
+    want = cut(dl, schedule(a.seq_len), a.ranks * a.micro_batches, a.step_tokens)
+    sq = seqs(a.out)
+    seen = {}
+    step_tokens = {}
+    last = None
+    for k, s in enumerate(sq):
+        key = (s["step"], s["rank"], s["mb"])
+        if last is not None:
+            if key <= last:
+                err("seq %d: %r after %r" % (k, key, last))
+            elif key[:2] == last[:2] and key[2] != last[2] + 1:
+                err("seq %d: micro-batch %d after %d" % (k, key[2], last[2]))
+            elif key[:2] != last[:2] and key[2] != 0:
+                err("seq %d: first micro-batch is %d" % (k, key[2]))
+        elif key[2] != 0:
+            err("seq 0: first micro-batch is %d" % key[2])
+        last = key
+        if s["rank"] >= a.ranks:
+            err("seq %d: rank %d" % (k, s["rank"]))
+        cu, pos, toks = s["cu"], s["positions"], s["tokens"]
+        real = cu[-1]
+        if cu[0] != 0 or any(cu[i + 1] <= cu[i] for i in range(len(cu) - 1)):
+            err("seq %d: cu_seqlens %r" % (k, cu[:8]))
+        if s["ntok"] > s["seq_len"]:
+            err("seq %d: %d tokens over seq-len %d" % (k, s["ntok"], s["seq_len"]))
+        if a.uniform and s["ntok"] != s["seq_len"]:
+            err("seq %d: uniform but %d tokens" % (k, s["ntok"]))
+        if not a.uniform and s["ntok"] != real:
+            err("seq %d: padded without --uniform" % k)
+        for j, (src, mpos, poff, ln) in enumerate(s["pieces"]):
+            a0, a1 = cu[j], cu[j + 1]
+            if a1 - a0 != ln:
+                err("seq %d piece %d: length %d, cu says %d" % (k, j, ln, a1 - a0))
+            if list(pos[a0:a1]) != list(range(ln)):
+                err("seq %d piece %d: positions do not restart" % (k, j))
+            doc = byid.get(mpos)
+            if doc is None:
+                err("seq %d: unknown document %d" % (k, mpos))
+                continue
+            if list(toks[a0:a1]) != doc[poff:poff + ln]:
+                err("seq %d piece %d: tokens differ from document %d at %d" % (k, j, mpos, poff))
+            if (mpos, poff) in seen:
+                err("document %d offset %d twice" % (mpos, poff))
+            seen[(mpos, poff)] = (s["step"], ln)
+            w = want.get((mpos, poff))
+            if w is None or w[1] != ln:
+                err("document %d offset %d length %d is not a piece of the cut" % (mpos, poff, ln))
+                continue
+            if w[2] != s["seq_len"] and a.window == 1:
+                err("seq %d: seq-len %d, the schedule says %d" % (k, s["seq_len"], w[2]))
+            if a.window == 1 and w[0] != s["step"]:
+                err("document %d offset %d in step %d, cut into step %d" % (mpos, poff, s["step"], w[0]))
+            if a.window > 1 and abs(w[0] - s["step"]) >= a.window:
+                err("document %d offset %d moved from step %d to %d" % (mpos, poff, w[0], s["step"]))
+            step_tokens[s["step"]] = step_tokens.get(s["step"], 0) + ln
+            budget = w[3]
+            if step_tokens[s["step"]] > budget:
+                err("step %d over its budget %d" % (s["step"], budget))
+    # every token exactly once, pieces of a document in order by step
+    for pos, _, toks in dl:
+        off, prev = 0, -1
+        while off < len(toks):
+            got = seen.pop((pos, off), None)
+            if got is None:
+                err("document %d: tokens from %d missing" % (pos, off))
+                break
+            if got[0] < prev:
+                err("document %d: piece at %d in step %d before step %d" % (pos, off, got[0], prev))
+            prev = got[0]
+            off += got[1]
+    if seen:
+        err("%d pieces of no document" % len(seen))
+    if a.uniform:
+        per = {}
+        for s in sq:
+            per.setdefault(s["step"], {}).setdefault(s["rank"], 0)
+            per[s["step"]][s["rank"]] += 1
+        for st, ranks in per.items():
+            if len(ranks) != a.ranks or len(set(ranks.values())) != 1:
+                err("step %d: ranks hold %r micro-batches" % (st, ranks))
+    ntok = sum(len(t) for _, _, t in dl)
+    if errors:
+        for e in errors:
+            print(e, file=sys.stderr)
+        sys.exit(1)
+    print("ok %d documents %d tokens %d sequences %d steps" % (
+        len(dl), ntok, len(sq), len(set(s["step"] for s in sq))))
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "check":
+        check(args)
+    elif cmd == "state":
+        for kind, p, _ in frames(args[0]):
+            if kind == STATE:
+                stage, tl, n = struct.unpack_from("<IIQ", p, 0)
+                if stage == 2 and n == int(args[1]):
+                    sys.stdout.write(p[16:16 + tl].decode())
+                    return
+        sys.exit("no construct state %s" % args[1])
+    elif cmd == "barriers":
+        for kind, p, _ in frames(args[0]):
+            if kind == BARRIER:
+                print(struct.unpack_from("<Q", p, 0)[0])
+    elif cmd == "after":
+        out, on = sys.stdout.buffer, False
+        for kind, p, raw in frames(args[0]):
+            if on and kind != END:
+                out.write(raw)
+            if kind == BARRIER and struct.unpack_from("<Q", p, 0)[0] == int(args[1]):
+                on = True
+    elif cmd == "body":
+        out = sys.stdout.buffer
+        for kind, p, raw in frames(args[0]):
+            if kind not in (META, END):
+                out.write(raw)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
