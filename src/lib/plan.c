@@ -350,7 +350,7 @@ kv(struct word *w)
 /* ---- directives -------------------------------------------------------- */
 
 static const char *const formats[] = { "jsonl", "text", "tar", "wds",
-	"webdataset", "ids", "megatron", NULL };
+	NULL };
 static const char *const docpers[] = { "line", "file", "blank-line", NULL };
 static const char *const exhausts[] = { "stop", "drop", "repeat", NULL };
 static const char *const onerrors[] = { "fail", "skip", NULL };
@@ -1628,7 +1628,15 @@ ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
 	arg_opt(&a, "--format", s->format);
 	arg_opt(&a, "--field", s->field);
 	arg_opt(&a, "--doc-per", s->doc_per);
-	arg_opt(&a, "--member-ext", s->member_ext);
+	if (s->member_ext != NULL) {
+		/* a comma-separated list: one --member-ext each */
+		char *list = ovl_xstrdup(s->member_ext), *save = NULL, *e;
+
+		for (e = strtok_r(list, ",", &save); e != NULL;
+		    e = strtok_r(NULL, ",", &save))
+			arg_opt(&a, "--member-ext", e);
+		free(list);
+	}
 	arg_num(&a, "--min-tokens", s->min_tokens);
 	arg_num(&a, "--max-tokens", s->max_tokens);
 	arg_opt(&a, "--match", s->match);

@@ -56,10 +56,11 @@ struct ovl_plan_source {
 	char		**paths;
 	size_t		  npaths;
 	/* ovl-source options; NULL or 0 when unset (ovl-source's defaults). */
-	char		 *format;	/* format= */
+	char		 *format;	/* format=jsonl|text|tar|wds */
 	char		 *field;	/* field= (jsonl) */
 	char		 *doc_per;	/* doc-per=line|file|blank-line */
-	char		 *member_ext;	/* member-ext= (tar, WebDataset) */
+	char		 *member_ext;	/* member-ext= (tar, WebDataset): ".c"
+					   or a list ".c,.h" */
 	char		 *tokenizer;	/* tokenizer=, else the plan's tokenizer */
 	char		 *eod_token;	/* eod-token=, else the plan's eod-token */
 	char		 *match;	/* match=REGEX: keep matching documents */
