@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# ovl-source --resume: a run cut after any document and resumed from that
+# document's cursor gives exactly the uncut run, for every format.
+
+load test_helper
+
+# cursor_of FILE K: the cursor of the K-th document (1-based) of --json output.
+cursor_of() {
+	sed -n "${2}p" "$1" | sed 's/.*"cursor":"\([^"]*\)".*/\1/'
+}
+
+# resume_all ARGS...: cut the --json run of ARGS after many documents (the
+# first, the last, every chunk's last, and evenly spread ones) and check
+# that prefix + resumed run == the uncut run.
+resume_all() {
+	local d=$BATS_TEST_TMPDIR n k cur pts step
+	"$OVL_SOURCE" --json "$@" > "$d/uncut"
+	n=$(wc -l < "$d/uncut")
+	[ "$n" -ge 4 ] || { echo "only $n documents"; return 1; }
+	step=$(( n / 9 + 1 ))
+	# the last document of every chunk: where the chunk index changes next
+	pts=$(sed 's/.*"pos":\[\([0-9]*\),\([0-9]*\),.*/\1:\2/' "$d/uncut" |
+	    awk 'NR > 1 && $0 != prev { print NR - 1 } { prev = $0 }')
+	for k in 1 2 $(seq 3 "$step" "$n") $pts $((n - 1)) "$n"; do
+		cur=$(cursor_of "$d/uncut" "$k")
+		"$OVL_SOURCE" --json --resume "$cur" "$@" > "$d/rest" ||
+			{ echo "resume at $k ($cur) failed"; return 1; }
+		{ head -n "$k" "$d/uncut"; cat "$d/rest"; } > "$d/joined"
+		cmp -s "$d/joined" "$d/uncut" ||
+			{ echo "cut after document $k (cursor $cur) differs"; return 1; }
+	done
+	# the start cursor gives everything
+	"$OVL_SOURCE" --json --resume 0:0:0:0 "$@" | cmp -s - "$d/uncut"
+}
+
+@test "resume: jsonl, several files, plain and zstd" {
+	resume_all web "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-2.jsonl.zst
+}
+
+@test "resume: jsonl cut into byte-range chunks (--chunk-size), seeking into the file" {
+	resume_all --chunk-size 20000 web "$SAMPLES"/web/web-1.jsonl
+	run -0 grep -c '"pos":\[0,6,' "$BATS_TEST_TMPDIR/uncut"
+}
+
+@test "resume: text lines in gzip, with filters leaving records out" {
+	resume_all --min-tokens 50 --drop 'e$' lines "$SAMPLES/lines.txt.gz"
+}
+
+@test "resume: text paragraphs (blank-line), whole and cut into chunks" {
+	resume_all --doc-per blank-line books "$SAMPLES"/books/book-0[5-7].txt
+	resume_all --doc-per blank-line --chunk-size 8K books "$SAMPLES"/books/book-0[67].txt
+}
+
+@test "resume: text one document per file" {
+	resume_all --doc-per file books "$SAMPLES"/books/*.txt
+}
+
+@test "resume: tar members (zstd) and WebDataset groups" {
+	resume_all --member-ext .c --member-ext .md code "$SAMPLES/code/code.tar.zst"
+	resume_all --format wds wds "$SAMPLES"/wds/shard-*.tar
+}
+
+@test "resume: across epochs with a shuffled chunk order" {
+	resume_all --shuffle-seed 11 --epochs 3 --doc-per file books "$SAMPLES"/books/*.txt
+	resume_all --shuffle-seed 3 --epochs 2 --chunk-size 30000 web "$SAMPLES"/web/web-[01].jsonl
+}
+
+@test "resume: the frames of cut + resumed runs equal the uncut frames (DOC and CHUNK_END order)" {
+	d=$BATS_TEST_TMPDIR
+	"$OVL_SOURCE" --text web "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-2.jsonl.zst > "$d/uncut"
+	"$OVL_SOURCE" --json web "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-2.jsonl.zst > "$d/uncut.json"
+	for k in 1 57 110 111 229 230; do
+		cur=$(cursor_of "$d/uncut.json" "$k")
+		"$OVL_SOURCE" --text --resume "$cur" web "$SAMPLES"/web/web-0.jsonl \
+		    "$SAMPLES"/web/web-2.jsonl.zst > "$d/rest"
+		run -0 python3 - "$d/uncut" "$d/rest" "$k" <<'EOF'
+import struct, sys
+def frames(path):
+    b = open(path, "rb").read()
+    off, out = 16, []
+    while off < len(b):
+        ln, kind = struct.unpack_from("<IB", b, off)
+        out.append((kind, b[off + 12: off + 12 + ln]))
+        off += 12 + ln
+    return out
+u, r, k = frames(sys.argv[1]), frames(sys.argv[2]), int(sys.argv[3])
+assert u[0][0] == 1 and r[0][0] == 1 and u[-1][0] == 7 and r[-1][0] == 7
+u, r = u[1:-1], r[1:-1]
+# the uncut frames after document k
+seen, i = 0, 0
+while seen < k:
+    seen += u[i][0] == 2
+    i += 1
+tail = u[i:]
+assert [f[0] for f in tail] == [f[0] for f in r], "frame kinds differ"
+for a, b in zip(tail, r):
+    if a[0] == 2:
+        assert a == b, "DOC differs"
+    else:   # CHUNK_END: same chunk; the document count is this run's own
+        assert a[1][:16] == b[1][:16] and a[1][24:] == b[1][24:]
+print("ok")
+EOF
+	done
+}
+
+@test "resume at a chunk's end emits that chunk's CHUNK_END; after the last epoch, META and END only" {
+	d=$BATS_TEST_TMPDIR
+	"$OVL_SOURCE" --json lines "$SAMPLES/lines.txt.gz" > "$d/all"
+	last=$(cursor_of "$d/all" 300)
+	"$OVL_SOURCE" --resume "$last" lines "$SAMPLES/lines.txt.gz" > "$d/f"
+	run -0 python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+off, kinds = 16, []
+while off < len(b):
+    ln, kind = struct.unpack_from("<IB", b, off)
+    if kind == 3:
+        print("chunk_end", struct.unpack_from("<4I2Q", b, off + 12))
+    kinds.append(kind)
+    off += 12 + ln
+print(kinds)' "$d/f"
+	[ "${lines[0]}" = "chunk_end (0, 0, 0, 1, 0, 49523)" ]
+	[ "${lines[1]}" = "[1, 3, 7]" ]
+	"$OVL_SOURCE" --epochs 2 --resume 2:0:0:0 lines "$SAMPLES/lines.txt.gz" > "$d/g"
+	run -0 python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+off, kinds = 16, []
+while off < len(b):
+    ln, kind = struct.unpack_from("<IB", b, off)
+    kinds.append(kind)
+    off += 12 + ln
+print(kinds)' "$d/g"
+	[ "$output" = "[1, 7]" ]
+}
+
+@test "resume: a cursor that does not fit the source is a usage error (2)" {
+	run -2 "$OVL_SOURCE" --json --resume 0:5:0:0 web "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"out of range"* ]]
+	run -2 "$OVL_SOURCE" --json --resume 0:0:17:1 web "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"not at a record start"* ]]
+	run -2 "$OVL_SOURCE" --json --resume 0:0:99999999:1 web "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"beyond the end"* ]]
+	run -2 "$OVL_SOURCE" --json --resume 0:0:17:1 lines "$SAMPLES/lines.txt.gz"
+	[[ "$output" == *"not at a record start"* ]]
+	run -2 "$OVL_SOURCE" --json --resume 0:0:999:1 --format wds wds "$SAMPLES/wds/shard-000000.tar"
+	[[ "$output" == *"beyond the last member group"* ]]
+}
