@@ -34,10 +34,7 @@
 
 static const struct ovl_cli cli = {
 	"ovl-construct",
-	"ovl-construct [-hqVv] [--balance kk|lpt|none] [--cost A,B] [--image-tokens N]\n"
-	"    [--json] [--micro-batches M] [--pack bfd|first-fit|concat] [--pad-id ID]\n"
-	"    [--ranks R] [--resume FILE] [--seq-len SCHEDULE] [--stats FILE]\n"
-	"    [--step-tokens N] [--uniform] [--window K] [PLAN]",
+	"ovl-construct [options] [PLAN]",
 	"\n"
 	"Read mixed DOC frames on standard input; write one SEQ frame per packed\n"
 	"sequence, step by step, rank by rank, micro-batch by micro-batch.\n"
