@@ -898,7 +898,10 @@ write_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
 		return;
 	}
 	{
-		uint16_t *t = (uint16_t *)(void *)ovl_buf_reserve(&R->scratch,
+		uint16_t *t;
+
+		R->scratch.len = 0;	/* storage from malloc: aligned */
+		t = (uint16_t *)(void *)ovl_buf_reserve(&R->scratch,
 		    (size_t)s->ntokens * 2);
 
 		for (i = 0; i < s->ntokens; i++)
@@ -1102,34 +1105,33 @@ write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
     int tok16)
 {
 	struct ovl_buf b = { 0 };
-	uint8_t *p;
-	int32_t *sz;
+	uint8_t *p, *sz;
 	uint64_t i, ptr = 0;
 	int fd;
 
-	if (nseq > (SIZE_MAX - 64) / 24)
+	if (nseq > (SIZE_MAX - 64) / 24 /* 12 + 8 per sequence, with room */)
 		ovl_errx(OVL_EXIT_DATA, "too many sequences for an index");
-	p = ovl_buf_reserve(&b, 34 + nseq * 20 + (nseq + 1) * 8);
+	p = ovl_buf_reserve(&b, 34 + nseq * 12 + (nseq + 1) * 8);
 	memcpy(p, "MMIDIDX\x00\x00", 9);
 	ovl_put64(p + 9, 1);
 	p[17] = tok16 ? 8 : 4;	/* numpy uint16 : int32 */
 	ovl_put64(p + 18, nseq);
 	ovl_put64(p + 26, nseq + 1);
-	sz = (int32_t *)(void *)(p + 34);
+	sz = p + 34;		/* int32 sizes, straight from the sizes file */
 	fd = open(sizes_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || ovl_io_read_full(fd, sz, nseq * 4) != (ssize_t)(nseq * 4))
 		ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64 " sizes from '%s'",
 		    nseq, sizes_path);
 	close(fd);
-	p += 34 + nseq * 4;
+	p = sz + nseq * 4;
 	for (i = 0; i < nseq; i++) {
 		ovl_put64(p + i * 8, ptr);
-		ptr += (uint64_t)(uint32_t)sz[i] * (tok16 ? 2 : 4);
+		ptr += (uint64_t)ovl_le32(sz + i * 4) * (tok16 ? 2 : 4);
 	}
 	p += nseq * 8;
 	for (i = 0; i <= nseq; i++)
 		ovl_put64(p + i * 8, i);
-	b.len = 34 + nseq * 20 + (nseq + 1) * 8;
+	b.len = 34 + nseq * 12 + (nseq + 1) * 8;
 	if (ovl_atomic_write(idx_path, b.p, b.len) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", idx_path);
 	ovl_buf_free(&b);
@@ -1309,6 +1311,38 @@ finish_stop(struct ckpt_run *R)
 	exit(EXIT_STOPPED);
 }
 
+static void
+run_free(struct ckpt_run *R)
+{
+	size_t i;
+
+	for (i = 0; i < R->nouts; i++) {
+		struct out *o = R->outs[i];
+
+		if (o->path != NULL && o->fd >= 0 && close(o->fd) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot close '%s'", o->path);
+		free(o->name);
+		free(o->path);
+		ovl_buf_free(&o->buf);
+		free(o);
+	}
+	free(R->outs);
+	free(R->rank);
+	for (i = 0; i < R->nsrc; i++)
+		free(R->srcname[i]);
+	free(R->srcname);
+	ovl_ckstate_clear(&R->prev);
+	ovl_ckstate_clear(&R->cur);
+	ovl_buf_free(&R->meta);
+	ovl_buf_free(&R->mixst);
+	ovl_buf_free(&R->cst);
+	ovl_buf_free(&R->scratch);
+	if (R->logfd >= 0)
+		close(R->logfd);
+	free(R->logpath);
+	free(R->dir);
+}
+
 static int
 run(struct ckpt_opts *o)
 {
@@ -1383,6 +1417,7 @@ run(struct ckpt_opts *o)
 	    R.nseqs, R.nskipped);
 	if (R.std != NULL && R.std->fd == STDOUT_FILENO)
 		ovl_io_close_stdout();
+	run_free(&R);
 	return OVL_EXIT_OK;
 }
 
@@ -1957,8 +1992,16 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 		ovl_ckstate_clear(&amended);
 	}
 	ovl_buf_free(&rec);
-	write_resume_file(dir, "mix", &st.sec[OVL_SEC_MIX], &mixpath);
-	write_resume_file(dir, "construct", &st.sec[OVL_SEC_CONSTRUCT], &conpath);
+	{
+		char *abs = realpath(dir, NULL);
+
+		if (abs == NULL)
+			ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
+		write_resume_file(abs, "mix", &st.sec[OVL_SEC_MIX], &mixpath);
+		write_resume_file(abs, "construct", &st.sec[OVL_SEC_CONSTRUCT],
+		    &conpath);
+		free(abs);
+	}
 	print_sources(&st.sec[OVL_SEC_MIX]);
 	fputs("mix --resume ", stdout);
 	shell_word(stdout, mixpath);
@@ -1991,6 +2034,8 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+static struct ovl_plan *the_plan;	/* options point into it until exit */
+
 static void
 apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 {
@@ -2000,6 +2045,7 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 	p = ovl_plan_loadf(path, OVL_PLAN_NOGLOB, err, sizeof(err));
 	if (p == NULL)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	the_plan = p;
 	/* options win over the plan; the plan's strings live until exit */
 	if (o->dir == NULL && p->ckpt_dir != NULL)
 		o->dir = p->ckpt_dir;
@@ -2127,5 +2173,7 @@ main(int argc, char **argv)
 		    "%%d", o.per_rank);
 	if (o.base_every == 0)
 		o.base_every = 16;
-	return run(&o);
+	c = run(&o);
+	ovl_plan_free(the_plan);
+	return c;
 }

@@ -1,0 +1,350 @@
+#!/usr/bin/env bats
+# ovl-ckpt: output writers, the checkpoint log, restore and exact resume,
+# on streams from tests/unit/t-ckptgen (frames built with src/lib/frame.h).
+# The whole-pipeline kill tests are in t41-ckpt-pipeline.bats.
+
+load test_helper
+
+GEN="$OVL_BUILDDIR/tests/unit/t-ckptgen"
+READER="$OVL_SRCDIR/samples/reader.py"
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	# 12 steps, 2 ranks, a checkpoint every 2 steps, vocab 300: barriers
+	# 1..5 at bytes 1880, 4428, 7072, 9364, 11496 and END at 13868
+	GENARGS=(5 12 2 2 300)
+	"$GEN" "${GENARGS[@]}" > full.frames
+	OPTS=(--per-rank out/rank%d --format npy -o out/npy --manifest out/man.jsonl)
+}
+
+# The outputs of OPTS after an uninterrupted run, in ref/.
+reference() {
+	mkdir -p ref
+	(cd ref && "$OVL_CKPT" --dir ck "${OPTS[@]}" < ../full.frames)
+}
+
+same_as_reference() {
+	local f
+	for f in ref/out/*; do
+		cmp "$f" "out/${f##*/}" || return 1
+	done
+	[ "$(ls ref/out | wc -l)" -eq "$(ls out | wc -l)" ]
+}
+
+# Resume after an interrupted run: restore, then the stream from the
+# checkpoint (what a restarted pipeline sends), or from scratch.
+resume() {
+	local n
+	"$OVL_CKPT" restore ck > restore.out 2> restore.err && rc=0 || rc=$?
+	if [ "$rc" -eq 1 ] && grep -q 'no checkpoint' restore.err; then
+		"$OVL_CKPT" --dir ck "${OPTS[@]}" < full.frames
+		return
+	fi
+	[ "$rc" -eq 0 ] || { cat restore.err; return 1; }
+	n=$(sed -n 's/^ckpt --resume //p' restore.out)
+	if [ -z "$n" ]; then	# the run had ended
+		grep -q 'end of the run' restore.err
+		return
+	fi
+	"$GEN" "${GENARGS[@]}" "$n" | "$OVL_CKPT" --dir ck "${OPTS[@]}" --resume "$n"
+}
+
+@test "ovl-ckpt: --help, --version, usage errors" {
+	run -0 "$OVL_CKPT" --help
+	[[ "${lines[0]}" == "usage: ovl-ckpt [options] --dir CKPTDIR [PLAN]" ]]
+	run -0 "$OVL_CKPT" --version
+	[[ "$output" == "ovl-ckpt "* ]]
+	run -2 "$OVL_CKPT"
+	[[ "$output" == *"no checkpoint directory"* ]]
+	run -2 "$OVL_CKPT" --dir d --per-rank out/rank
+	[[ "$output" == *"exactly one %d"* ]]
+	run -2 "$OVL_CKPT" --dir d --format parquet -o x
+	run -2 "$OVL_CKPT" --dir d --format npy
+	[[ "$output" == *"needs --output"* ]]
+	run -2 "$OVL_CKPT" diff ck 1
+	[[ "$output" == usage:* ]]
+}
+
+@test "ovl-ckpt: the synopsis equals the man page SYNOPSIS" {
+	"$OVL_CKPT" --help | sed -n '/^usage: /,/^[^ u]/p' | sed '$d' |
+	    sed 's/^usage: //; s/^ *//' > help.txt
+	mandoc -Tutf8 "$OVL_SRCDIR/man/ovl-ckpt.1" | col -b |
+	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' |
+	    sed 's/^ *//' | awk 'NF' | sed 's/  */ /g' > man.txt
+	run -0 diff help.txt man.txt
+}
+
+@test "frames on stdout equal --format frames, and the reader sees every step" {
+	"$OVL_CKPT" --dir a < full.frames > std.frames
+	"$OVL_CKPT" --dir b --format frames -o file.frames < full.frames
+	cmp std.frames file.frames
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	run -0 "$py" "$READER" frames std.frames
+	[ "${#lines[@]}" -eq 12 ]
+	[[ "${lines[0]}" == "step 0 rank 0 seqs 2 tokens "* ]]
+}
+
+@test "per-rank files, npy, megatron and jsonl carry the same tokens" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	"$OVL_CKPT" --dir c1 --per-rank out/rank%d < full.frames
+	"$OVL_CKPT" --dir c2 --format npy -o out/npy < full.frames
+	"$OVL_CKPT" --dir c3 --format megatron -o out/mega < full.frames
+	"$OVL_CKPT" --dir c4 --format jsonl -o out/js < full.frames
+	"$OVL_CKPT" --dir c5 < full.frames > all.frames
+	"$py" "$READER" --tokens frames all.frames | grep -v '^step' > want
+	"$py" "$READER" --tokens npy out/npy | grep -v '^step' > got.npy
+	"$py" "$READER" --tokens megatron out/mega | grep -v '^batch' > got.mega
+	"$py" -c 'import json,sys
+for l in open(sys.argv[1]): print(" ".join(map(str, json.loads(l)["tokens"])))' \
+	    out/js.jsonl > got.jsonl
+	cmp want got.npy
+	cmp want got.mega
+	cmp want got.jsonl
+	for r in 0 1; do
+		"$py" "$READER" --rank $r --tokens frames all.frames | grep -v '^step' > want.$r
+		"$py" "$READER" --tokens frames out/rank$r | grep -v '^step' > got.$r
+		cmp want.$r got.$r
+	done
+}
+
+@test "npy output loads with numpy.load: dtypes, shapes, cu_seqlens and positions" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	"$OVL_CKPT" --dir c --format npy -o n < full.frames
+	run -0 "$py" -c '
+import numpy as np
+t, p, cu, s = (np.load("n.%s.npy" % k) for k in ("tokens", "positions", "cu_seqlens", "seqs"))
+assert t.dtype == np.uint16 and p.dtype == np.int32 and cu.dtype == np.int64, (t.dtype, p.dtype)
+assert s.shape == (24, 7) and t.shape == p.shape
+assert cu[0] == 0 and cu[-1] == len(t) and np.all(np.diff(cu) > 0)
+for a, b in zip(cu[:-1], cu[1:]):
+    assert np.array_equal(p[a:b], np.arange(b - a)), (a, b)
+assert np.array_equal(s[:, 3], np.concatenate(([0], np.cumsum(s[:, 4])[:-1])))
+print(int(s[:, 0].max()))'
+	[ "$output" = 11 ]
+}
+
+@test "megatron: uint16 below 65500 ids, int32 above, as Megatron's reader expects" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	"$OVL_CKPT" --dir c1 --format megatron -o small < full.frames
+	"$GEN" 5 4 2 2 70000 | "$OVL_CKPT" --dir c2 --format megatron -o big
+	run -0 "$py" -c '
+import sys; sys.path.insert(0, sys.argv[1])
+import numpy as np, reader
+for p, want in (("small", np.uint16), ("big", np.int32)):
+    dt, sizes, ptrs, docs = reader.read_megatron_index(p)
+    assert dt == want, (p, dt)
+    assert len(docs) == len(sizes) + 1
+    toks = np.concatenate([s["tokens"] for s in reader.iter_megatron(p)])
+    assert len(toks) == sizes.sum() and toks.max() < (300 if p == "small" else 70000)
+print("ok")' "$OVL_SRCDIR/samples"
+	[ "$output" = ok ]
+}
+
+@test "checkpoints: a base, then diffs; show, show --json, diff" {
+	"$OVL_CKPT" --dir ck --base-every 3 --per-rank out/rank%d < full.frames
+	run -0 "$OVL_CKPT" show --list ck
+	[ "${#lines[@]}" -eq 7 ]
+	[[ "${lines[1]}" == "1 "*base* ]]
+	[[ "${lines[2]}" == "2 "*diff* ]]
+	[[ "${lines[4]}" == "4 "*base* ]]
+	[[ "${lines[6]}" == "6 "*end ]]
+	run -0 "$OVL_CKPT" show ck --at 2
+	[[ "${lines[0]}" == "checkpoint 2: diff record of "* ]]
+	[[ "$output" == *$'\nstep 4\n'* ]]
+	[[ "$output" == *"source.web.cursor 0:1:400:4"* ]]
+	run -0 "$OVL_CKPT" show --json ck --at 2
+	[[ "$output" == '{"checkpoint":2,"record":"diff",'* ]]
+	run -0 "$OVL_CKPT" diff ck 1 2
+	[[ "$output" == *$'- step 2\n+ step 4'* ]]
+	[[ "$output" != *"source.web.partitions"* ]]
+	run -1 "$OVL_CKPT" show ck --at 99
+	[[ "$output" == *"no checkpoint 99"* ]]
+}
+
+@test "restore prints the resume options of every stage and writes the STATE files" {
+	head -c 5000 full.frames | "$OVL_CKPT" --dir ck --per-rank out/rank%d 2> err || rc=$?
+	[ "$rc" -eq 3 ]
+	run -0 "$OVL_CKPT" restore ck
+	[ "${lines[0]}" = "source:web:0/2 --resume 0:1:400:4" ]
+	[ "${lines[1]}" = "source:web:1/2 --resume 0:1:400:4" ]
+	[ "${lines[2]}" = "source:code:0/1 --resume 0:0:200:0" ]
+	[ "${lines[3]}" = "mix --resume $BATS_TEST_TMPDIR/ck/resume/mix.state" ]
+	[ "${lines[4]}" = "construct --resume $BATS_TEST_TMPDIR/ck/resume/construct.state" ]
+	[ "${lines[5]}" = "ckpt --resume 2" ]
+	printf 'step 4\nskip 4\n' > want
+	cmp want ck/resume/construct.state
+	grep -qx 'source.code.partitions 1' ck/resume/mix.state
+}
+
+@test "restore with no checkpoint says so and exits 1; a used directory is refused" {
+	head -c 1500 full.frames | "$OVL_CKPT" --dir ck --per-rank out/rank%d || true
+	run -1 "$OVL_CKPT" restore ck
+	[[ "$output" == *"no checkpoint in 'ck'"* ]]
+	"$OVL_CKPT" --dir ck2 --per-rank o2/rank%d < full.frames
+	run -2 "$OVL_CKPT" --dir ck2 --per-rank o2/rank%d < full.frames
+	[[ "$output" == *"already holds checkpoints"* ]]
+	run -0 "$OVL_CKPT" restore ck2
+	[[ "$output" == *"end of the run"* ]]
+	run -2 "$OVL_CKPT" --dir ck2 --per-rank o2/rank%d --resume 42 < full.frames
+}
+
+@test "a stream cut at seeded random bytes resumes byte-identical (per-rank, npy, manifest)" {
+	reference
+	size=$(stat -c %s full.frames)
+	RANDOM=4242
+	for i in 1 2 3 4 5 6 7 8; do
+		rm -rf ck out
+		cut=$(( (RANDOM * 32768 + RANDOM) % size ))
+		head -c "$cut" full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+		resume
+		same_as_reference || { echo "cut at $cut"; false; }
+	done
+}
+
+@test "megatron output resumes byte-identical, .idx included" {
+	OPTS=(--format megatron -o out/mega)
+	reference
+	for cut in 1500 5000 12000 20000; do
+		rm -rf ck out
+		head -c "$cut" full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+		resume
+		same_as_reference
+	done
+	cmp ref/ck/megatron.sizes ck/megatron.sizes
+}
+
+@test "restore --at an earlier checkpoint drops the later ones and still resumes exactly" {
+	reference
+	head -c 15000 full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+	run -0 "$OVL_CKPT" restore ck --at 1
+	[ "${lines[-1]}" = "ckpt --resume 1" ]
+	run -0 "$OVL_CKPT" show --list ck
+	[ "${#lines[@]}" -eq 2 ]
+	"$GEN" "${GENARGS[@]}" 1 | "$OVL_CKPT" --dir ck "${OPTS[@]}" --resume 1
+	same_as_reference
+}
+
+@test "a torn tail of the log is ignored: the previous checkpoint is used" {
+	reference
+	head -c 15000 full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+	last=$("$OVL_CKPT" show --list ck | tail -n 1 | awk '{print $1}')
+	len=$(stat -c %s ck/ckpt.log)
+	head -c $((len - 7)) ck/ckpt.log > torn && cat torn > ck/ckpt.log
+	run -0 "$OVL_CKPT" restore ck
+	[ "${lines[-1]}" = "ckpt --resume $((last - 1))" ]
+	n=$((last - 1))
+	"$GEN" "${GENARGS[@]}" "$n" | "$OVL_CKPT" --dir ck "${OPTS[@]}" --resume "$n"
+	same_as_reference
+}
+
+@test "a corrupt record before the tail is an error with its byte offset" {
+	"$OVL_CKPT" --dir ck --per-rank out/rank%d < full.frames
+	# flip one payload byte of the first record (it starts at byte 16)
+	printf '\x7e' | dd of=ck/ckpt.log bs=1 seek=60 conv=notrunc 2>/dev/null
+	run -3 "$OVL_CKPT" show ck
+	[[ "$output" == *"record 1 at byte offset 16 fails its CRC"* ]]
+	run -3 "$OVL_CKPT" restore ck
+}
+
+@test "verify recomputes the rolling hash; a changed byte is found" {
+	"$OVL_CKPT" --dir ck "${OPTS[@]}" < full.frames
+	run -0 "$OVL_CKPT" verify ck out/rank0 out/rank1 out/npy.tokens.npy out/man.jsonl
+	[ "${#lines[@]}" -eq 4 ]
+	[[ "${lines[0]}" == "out/rank0: ok: matches checkpoint 6 "* ]]
+	run -0 "$OVL_CKPT" verify ck --at 3 out/rank1
+	[[ "$output" == *"matches checkpoint 3"*"bytes after it"* ]]
+	printf 'X' | dd of=out/rank1 bs=1 seek=2000 conv=notrunc 2>/dev/null
+	run -1 "$OVL_CKPT" verify ck out/rank0 out/rank1
+	[[ "${lines[0]}" == *ok* ]]
+	[[ "${lines[1]}" == "out/rank1: MISMATCH: bytes "*" do not match checkpoint "* ]]
+	run -1 "$OVL_CKPT" verify ck full.frames
+	[[ "$output" == *"not an output"* ]]
+}
+
+@test "compact folds the log into one base; verify and resume still work" {
+	reference
+	head -c 12000 full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+	before=$("$OVL_CKPT" show ck)
+	n=$("$OVL_CKPT" show --list ck | tail -n 1 | awk '{print $1}')
+	run -0 "$OVL_CKPT" compact ck
+	run -0 "$OVL_CKPT" show --list ck
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[1]}" == "$n "*base* ]]
+	# same state, apart from the record line and the hashes
+	diff <(echo "$before" | sed 1d | grep -v '^rank[0-9] \|^tokens \|^positions \|^cu_seqlens \|^seqs \|^manifest ') \
+	    <("$OVL_CKPT" show ck | sed 1d | grep -v '^rank[0-9] \|^tokens \|^positions \|^cu_seqlens \|^seqs \|^manifest ')
+	run -0 "$OVL_CKPT" verify ck out/rank0 out/npy.seqs.npy
+	run -0 "$OVL_CKPT" restore ck
+	"$GEN" "${GENARGS[@]}" "$n" | "$OVL_CKPT" --dir ck "${OPTS[@]}" --resume "$n"
+	same_as_reference
+	run -0 "$OVL_CKPT" verify ck out/rank0 out/rank1 out/man.jsonl
+}
+
+@test "compact refuses when an output no longer matches its checkpoints" {
+	"$OVL_CKPT" --dir ck --per-rank out/rank%d < full.frames
+	cp ck/ckpt.log saved.log
+	printf 'X' | dd of=out/rank0 bs=1 seek=100 conv=notrunc 2>/dev/null
+	run -1 "$OVL_CKPT" compact ck
+	[[ "$output" == *"not compacting"* ]]
+	cmp saved.log ck/ckpt.log
+}
+
+@test "restore --skip-steps: the resumed output drops exactly those steps" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	OPTS=(--per-rank out/rank%d)
+	reference
+	head -c 5000 full.frames | "$OVL_CKPT" --dir ck "${OPTS[@]}" 2>/dev/null || true
+	run -2 "$OVL_CKPT" restore --skip-steps 1-2 ck
+	[[ "$output" == *"already written"* ]]
+	run -0 "$OVL_CKPT" restore --skip-steps 5-7 ck
+	n=$(sed -n 's/^ckpt --resume //p' <<< "$output")
+	run -0 "$OVL_CKPT" show ck
+	[[ "$output" == *"skip-steps 5-7"* ]]
+	"$GEN" "${GENARGS[@]}" "$n" | "$OVL_CKPT" --dir ck "${OPTS[@]}" --resume "$n"
+	"$py" "$READER" frames ref/out/rank0 | awk '$2 < 5 || $2 > 7' > want
+	"$py" "$READER" frames out/rank0 > got
+	cmp want got
+	# and the skip survives a later restore (it is in the log)
+	run -0 "$OVL_CKPT" show ck --at 5
+	[[ "$output" == *"skip-steps 5-7"* ]]
+}
+
+@test "SIGTERM: ovl-ckpt commits at the next barrier and exits 143; resume is exact" {
+	reference
+	mkfifo in.fifo
+	"$OVL_CKPT" --dir ck "${OPTS[@]}" < in.fifo 2> err 3>&- &
+	pid=$!
+	{
+		head -c 5000 full.frames
+		sleep 0.5
+		kill -TERM "$pid"
+		sleep 0.2
+		tail -c +5001 full.frames
+	} > in.fifo 2>/dev/null || true
+	wait "$pid" && rc=0 || rc=$?
+	[ "$rc" -eq 143 ]
+	grep -q 'stopped at checkpoint' err
+	resume
+	same_as_reference
+}
+
+@test "a full disk at commit: the error says so and the previous checkpoint stays valid" {
+	command -v unshare >/dev/null || skip "no unshare"
+	unshare -rm true 2>/dev/null || skip "no user namespaces here"
+	# 60 checkpoints: more log than the 4 KiB file system holds
+	GENARGS=(5 60 2 1 300)
+	"$GEN" "${GENARGS[@]}" > full.frames
+	reference
+	mkdir ckfs
+	run -1 unshare -rm sh -c '
+		mount -t tmpfs -o size=4k tmpfs ckfs || exit 9
+		"$0" --dir ckfs/ck --per-rank out/rank%d --format npy -o out/npy \
+		    --manifest out/man.jsonl < full.frames
+		rc=$?
+		cp -r ckfs/ck ck
+		exit $rc' "$OVL_CKPT"
+	[[ "$output" == *"cannot append checkpoint"*"previous checkpoint stays valid"*"No space left on device"* ]]
+	run -0 "$OVL_CKPT" show --list ck
+	resume
+	same_as_reference
+}
