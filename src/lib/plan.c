@@ -293,29 +293,78 @@ once(struct ctx *c, int slot, const char *what)
 	return 0;
 }
 
+/*
+ * Tidy a joined path for people: drop "." components and fold "D/.."
+ * where D is a real directory (not a symbolic link, so the meaning stays).
+ */
+static char *
+tidy_path(char *path)
+{
+	char *out = ovl_xmalloc(strlen(path) + 3), *seg, *save = NULL;
+	size_t *starts = NULL, nst = 0, len = 0;
+	int abs = path[0] == '/';
+	struct stat st;
+
+	starts = ovl_xmalloc((strlen(path) / 2 + 2) * sizeof(size_t));
+	if (abs)
+		out[len++] = '/';
+	out[len] = '\0';
+	for (seg = strtok_r(path, "/", &save); seg != NULL;
+	    seg = strtok_r(NULL, "/", &save)) {
+		if (strcmp(seg, ".") == 0)
+			continue;
+		if (strcmp(seg, "..") == 0 && nst > 0 &&
+		    strcmp(out + starts[nst - 1], "..") != 0 &&
+		    lstat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+			len = starts[--nst];
+			if (len > (size_t)abs)
+				len--;	/* the '/' before it */
+			out[len] = '\0';
+			continue;
+		}
+		if (len > (size_t)abs)
+			out[len++] = '/';
+		starts[nst++] = len;
+		strcpy(out + len, seg);
+		len += strlen(seg);
+	}
+	if (len == 0)
+		strcpy(out, ".");
+	free(starts);
+	free(path);
+	return out;
+}
+
 static char *
 join_dir(const char *dir, const char *path)
 {
 	size_t n;
 	char *r;
 
-	if (path[0] == '/' || path[0] == '~' || dir == NULL ||
-	    strcmp(dir, ".") == 0) {
-		if (path[0] == '-') {
-			r = ovl_xmalloc(strlen(path) + 3);
-			strcpy(r, "./");
-			strcat(r, path);
-			return r;
+	if (path[0] != '/' && path[0] != '~' && dir != NULL &&
+	    strcmp(dir, ".") != 0) {
+		n = strlen(dir);
+		r = ovl_xmalloc(n + strlen(path) + 2);
+		memcpy(r, dir, n);
+		r[n] = '/';
+		strcpy(r + n + 1, path);
+		r = tidy_path(r);
+		if (r[0] == '-') {
+			char *q = ovl_xmalloc(strlen(r) + 3);
+			strcpy(q, "./");
+			strcat(q, r);
+			free(r);
+			r = q;
 		}
-		return ovl_xstrdup(path);
+		return r;
 	}
-	n = strlen(dir);
-	r = ovl_xmalloc(n + strlen(path) + 2);
-	memcpy(r, dir, n);
-	if (n > 0 && dir[n - 1] != '/')
-		r[n++] = '/';
-	strcpy(r + n, path);
-	return r;
+	if (path[0] == '-') {
+		r = ovl_xmalloc(strlen(path) + 3);
+		strcpy(r, "./");
+		strcat(r, path);
+		return r;
+	}
+	return ovl_xstrdup(path);
 }
 
 static int

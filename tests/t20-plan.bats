@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# The plan file (ovl-plan(5)) through ovl-mix --check, --list-sources and
+# --source-args; each bad plan in tests/fixtures/plan names its message.
+
+load test_helper
+
+@test "every bad plan fails with status 2 and its file:line message" {
+	cd "$FIXTURES/plan"
+	n=0
+	for f in *.plan; do
+		want=$(sed -n '1s/^# expect: //p' "$f")
+		[ -n "$want" ]
+		run -2 "$OVL_MIX" --check "$f"
+		if [ "$output" != "ovl-mix: $want" ]; then
+			echo "$f: got:  $output"
+			echo "$f: want: ovl-mix: $want"
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	[ "$n" -ge 14 ]
+}
+
+@test "a missing plan file is an error with status 2" {
+	run -2 "$OVL_MIX" --check "$BATS_TEST_TMPDIR/none.plan"
+	[[ "$output" == "ovl-mix: cannot open '$BATS_TEST_TMPDIR/none.plan': No such file or directory" ]]
+}
+
+@test "--check prints the plan normalized: resolved files, weights at every point" {
+	run -0 "$OVL_MIX" --check "$SAMPLES/plans/mix.plan"
+	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/n.plan"
+	SAMPLES=$(cd "$SAMPLES" && pwd)
+	grep -qx "weights at=0 web=0.6 code=0.2 books=0.2" "$BATS_TEST_TMPDIR/n.plan"
+	grep -qx "weights at=200000 ramp=linear web=0.3 code=0.5 books=0.2" "$BATS_TEST_TMPDIR/n.plan"
+	grep -q "^source web path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst " "$BATS_TEST_TMPDIR/n.plan"
+	[ "$(grep -o 'path=[^ ]*book-0[0-7].txt' "$BATS_TEST_TMPDIR/n.plan" | wc -l)" -eq 8 ]
+	grep -qx "seq-len at=400000 4096" "$BATS_TEST_TMPDIR/n.plan"
+	grep -qx "checkpoint every=8 dir=${SAMPLES%/samples}/run/ckpt" "$BATS_TEST_TMPDIR/n.plan"
+	grep -qx "stop tokens=1000000" "$BATS_TEST_TMPDIR/n.plan"
+}
+
+@test "the normalized plan reads back as the same plan" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir -p "d a/t" && : > "d a/t/x 1.txt" && : > 'd a/t/y[2].txt'
+	cat > p.plan <<'PLAN'
+seed 9
+source s path="d a/t/*.txt" doc-per=file match="\\d+ \"x\"" \
+    on-exhaust=drop   # the rest of the line is a comment
+source u path=d\ a/t/x\ 1.txt epochs=3
+weights s=3 u=1
+weights at=1K s=1 u=1 ramp=linear
+cost model layers=2 hidden=64
+uniform yes
+PLAN
+	run -0 "$OVL_MIX" --check p.plan
+	printf '%s\n' "$output" > n1.plan
+	grep -qF 'path="d a/t/x 1.txt" path="d a/t/y\\[2\\].txt"' n1.plan
+	grep -qF 'match="\\d+ \"x\""' n1.plan
+	grep -qx 'weights at=0 s=0.75 u=0.25' n1.plan
+	run -0 "$OVL_MIX" --check n1.plan
+	printf '%s\n' "$output" | sed 1d > n2.plan
+	sed 1d n1.plan | cmp - n2.plan
+	# and each line is a safe shell word list: eval gives the same words
+	line=$(grep '^source s ' n1.plan)
+	eval "set -- $line"
+	[ "$3" = "path=d a/t/x 1.txt" ]
+}
+
+@test "--list-sources: NUL-terminated name, partitions, shadows, on-exhaust" {
+	run -0 bash -c '"$1" --list-sources "$2" | tr "\0" "|"' _ "$OVL_MIX" "$SAMPLES/plans/mix.plan"
+	[ "$output" = "web|2|0|repeat|code|1|0|repeat|books|2|0|drop|" ]
+}
+
+@test "--source-args gives the exact ovl-source argument vector, NUL-terminated" {
+	"$OVL_MIX" --source-args books "$SAMPLES/plans/mix.plan" > "$BATS_TEST_TMPDIR/args"
+	mapfile -d '' args < "$BATS_TEST_TMPDIR/args"
+	SAMPLES=$(cd "$SAMPLES" && pwd)
+	[ "${args[0]}" = --id ] && [ "${args[1]}" = 2 ]
+	[ "${args[2]}" = --tokenizer ] && [ "${args[3]}" = bytes ]
+	[ "${args[4]}" = --doc-per ] && [ "${args[5]}" = file ]
+	[ "${args[6]}" = --shuffle-seed ]
+	[ "${args[8]}" = books ]
+	[ "${args[9]}" = "$SAMPLES/books/book-00.txt" ]
+	[ "${#args[@]}" -eq 17 ]
+	# the vector runs as is
+	run -0 "$OVL_SOURCE" --partition 1/2 --json "${args[@]}"
+	[ "${#lines[@]}" -eq 4 ]
+	run -2 "$OVL_MIX" --source-args nosuch "$SAMPLES/plans/mix.plan"
+	[[ "$output" == *"no source named 'nosuch'"* ]]
+}
+
+@test "a quoted path with spaces and = and a relative plan directory" {
+	mkdir -p "$BATS_TEST_TMPDIR/p/my data"
+	cp "$SAMPLES/web/web-0.jsonl" "$BATS_TEST_TMPDIR/p/my data/a=1.jsonl"
+	printf 'source w path="my data/a=1.jsonl" format=jsonl\n' > "$BATS_TEST_TMPDIR/p/w.plan"
+	cd "$BATS_TEST_TMPDIR"
+	"$OVL_MIX" --source-args w p/w.plan > args
+	mapfile -d '' args < args
+	[ "${args[-1]}" = "p/my data/a=1.jsonl" ]
+	run -0 "$OVL_SOURCE" --json "${args[@]}"
+	[ "${#lines[@]}" -eq "$(wc -l < "$SAMPLES/web/web-0.jsonl")" ]
+}
+
+@test "usage: help on stdout, usage errors exit 2, synopsis equals the man page" {
+	run -0 "$OVL_MIX" --help
+	[ "${lines[0]}" = "usage: ovl-mix [options] PLAN INPUT..." ]
+	[ "${lines[1]}" = "       ovl-mix --check PLAN" ]
+	run -0 bash -c 'mandoc -Tascii -O width=200 "$1" | sed "s/.\x08//g"' _ "$OVL_SRCDIR/man/ovl-mix.1"
+	syn=$(printf '%s\n' "$output" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+	    sed '1d;$d' | sed 's/^ *//; s/ *$//' | sed '/^$/d')
+	run -0 "$OVL_MIX" --help
+	use=$(printf '%s\n' "$output" | sed -n '/^usage:/,/^[^ u]/p' | sed '$d' |
+	    sed 's/^usage: //; s/^ *//')
+	[ "$syn" = "$use" ]
+	run -0 "$OVL_MIX" --version
+	[[ "$output" =~ ^ovl-mix\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run -2 "$OVL_MIX"
+	[[ "$output" == *"usage: ovl-mix [options] PLAN INPUT..."* ]]
+	run -2 "$OVL_MIX" "$SAMPLES/plans/small.plan"
+	run -2 "$OVL_MIX" --by bytes "$SAMPLES/plans/small.plan" web=x
+	run -2 "$OVL_MIX" --check "$SAMPLES/plans/small.plan" extra
+	run -2 "$OVL_MIX" --json "$SAMPLES/plans/small.plan" web=/dev/null
+	[[ "$output" == *"no input for source 'book'"* ]]
+	run -2 "$OVL_MIX" --json "$SAMPLES/plans/small.plan" web=/dev/null nope=/dev/null
+	[[ "$output" == *"the plan has no source 'nope'"* ]]
+}
