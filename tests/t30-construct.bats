@@ -39,14 +39,14 @@ setup() {
 @test "every token once, pieces as cut, sequences consistent: each balance and pack" {
 	for m in "--balance kk --pack bfd" "--balance lpt --pack first-fit" \
 	    "--balance none --pack concat" "--balance kk --pack concat"; do
-		run -0 "$OVL_CONSTRUCT" $C $m < "$T/in.f" > "$T/out.f"
+		"$OVL_CONSTRUCT" $C $m < "$T/in.f" > "$T/out.f"
 		run -0 python3 "$CHECK" check "$T/in.f" "$T/out.f" $C
 		[[ "$output" == "ok 160 documents"* ]]
 	done
 }
 
 @test "the checker catches a wrong cut" {
-	run -0 "$OVL_CONSTRUCT" $C < "$T/in.f" > "$T/out.f"
+	"$OVL_CONSTRUCT" $C < "$T/in.f" > "$T/out.f"
 	run -1 python3 "$CHECK" check "$T/in.f" "$T/out.f" --ranks 4 \
 	    --micro-batches 3 --seq-len 256
 	run -1 python3 "$CHECK" check "$T/in.f" "$T/out.f" --ranks 4 \
@@ -54,7 +54,7 @@ setup() {
 }
 
 @test "uniform: every rank the same number of full sequences, padded at the end" {
-	run -0 "$OVL_CONSTRUCT" $C --uniform --stats "$T/st" < "$T/in.f" > "$T/out.f"
+	"$OVL_CONSTRUCT" $C --uniform --stats "$T/st" < "$T/in.f" > "$T/out.f"
 	run -0 python3 "$CHECK" check "$T/in.f" "$T/out.f" $C --uniform
 	run -0 python3 -c '
 import json, sys
@@ -68,16 +68,16 @@ for l in open(sys.argv[1]):
 }
 
 @test "window: pieces stay in their window, documents in order, budgets kept" {
-	run -0 "$OVL_CONSTRUCT" $C --window 4 --stats "$T/st" < "$T/in.f" > "$T/out.f"
+	"$OVL_CONSTRUCT" $C --window 4 --stats "$T/st" < "$T/in.f" > "$T/out.f"
 	run -0 python3 "$CHECK" check "$T/in.f" "$T/out.f" $C --window 4
 	grep -q '"drift":' "$T/st"
-	run -0 "$OVL_CONSTRUCT" $C --window 3 --uniform < "$T/in.f" > "$T/out.f"
+	"$OVL_CONSTRUCT" $C --window 3 --uniform < "$T/in.f" > "$T/out.f"
 	run -0 python3 "$CHECK" check "$T/in.f" "$T/out.f" $C --window 3 --uniform
 }
 
 @test "seq-len schedule: the length switches at the step after the token count" {
 	S="--ranks 2 --micro-batches 2 --seq-len 128,512@9000"
-	run -0 "$OVL_CONSTRUCT" $S --stats "$T/st" < "$T/in.f" > "$T/out.f"
+	"$OVL_CONSTRUCT" $S --stats "$T/st" < "$T/in.f" > "$T/out.f"
 	run -0 python3 "$CHECK" check "$T/in.f" "$T/out.f" $S
 	grep -q '"seq_len":128' "$T/st"
 	grep -q '"seq_len":512' "$T/st"
@@ -100,7 +100,7 @@ for l in open(sys.argv[1]):
 }
 
 @test "stats: bound below the maximum, kk not worse than none, json fields" {
-	run -0 "$OVL_CONSTRUCT" $C --stats "$T/st" --json < "$T/in.f" > "$T/out.json"
+	"$OVL_CONSTRUCT" $C --stats "$T/st" --json < "$T/in.f" > "$T/out.json"
 	run -0 python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
@@ -120,8 +120,8 @@ print(len(seqs))
 
 @test "image tokens count in the cost" {
 	"$GEN" $GENARGS --images 3 > "$T/img.f"
-	run -0 "$OVL_CONSTRUCT" $C --stats "$T/a" < "$T/img.f" > "$T/a.f"
-	run -0 "$OVL_CONSTRUCT" $C --stats "$T/b" --image-tokens 300 < "$T/img.f" > "$T/b.f"
+	"$OVL_CONSTRUCT" $C --stats "$T/a" < "$T/img.f" > "$T/a.f"
+	"$OVL_CONSTRUCT" $C --stats "$T/b" --image-tokens 300 < "$T/img.f" > "$T/b.f"
 	run -0 python3 -c '
 import json, sys
 a = [json.loads(l)["mean_cost"] for l in open(sys.argv[1])]
@@ -184,7 +184,7 @@ assert sum(b) > sum(a) * 1.1, (sum(a), sum(b))
 
 @test "refuses a terminal, stops quietly on a closed pipe, fails on a full disk" {
 	if [ -e /dev/full ]; then
-		run -1 "$OVL_CONSTRUCT" $C < "$T/in.f" > /dev/full
+		run -1 bash -c '"$1" $2 < "$3" > /dev/full' _ "$OVL_CONSTRUCT" "$C" "$T/in.f"
 	fi
 	run -0 bash -c '"$1" $2 < "$3" | head -c 100 > /dev/null; s=("${PIPESTATUS[@]}"); [ "${s[0]}" -eq 141 ] || [ "${s[0]}" -eq 0 ]' _ "$OVL_CONSTRUCT" "$C" "$T/in.f"
 }
@@ -205,7 +205,7 @@ PLAN
 	"$OVL_SOURCE" web "$SAMPLES"/web/web-0.jsonl > "$T/web.f"
 	"$OVL_SOURCE" --format text --doc-per blank-line books "$SAMPLES"/books/*.txt > "$T/books.f"
 	"$OVL_MIX" "$T/p.plan" web="$T/web.f" books="$T/books.f" > "$T/mix.f"
-	run -0 "$OVL_CONSTRUCT" "$T/p.plan" < "$T/mix.f" > "$T/con.f"
+	"$OVL_CONSTRUCT" "$T/p.plan" < "$T/mix.f" > "$T/con.f"
 	run -0 python3 "$CHECK" check "$T/mix.f" "$T/con.f" --ranks 4 \
 	    --micro-batches 2 --seq-len 256,512@20000
 	python3 "$CHECK" state "$T/con.f" 5 > "$T/con5"
@@ -228,7 +228,7 @@ while off < len(data):
 	"$OVL_SOURCE" --resume "$wc" web "$SAMPLES"/web/web-0.jsonl > "$T/webr.f"
 	"$OVL_SOURCE" --resume "$bc" --format text --doc-per blank-line books "$SAMPLES"/books/*.txt > "$T/booksr.f"
 	"$OVL_MIX" --resume "$T/mix5" "$T/p.plan" web="$T/webr.f" books="$T/booksr.f" > "$T/mixr.f"
-	run -0 "$OVL_CONSTRUCT" --resume "$T/con5" "$T/p.plan" < "$T/mixr.f" > "$T/conr.f"
+	"$OVL_CONSTRUCT" --resume "$T/con5" "$T/p.plan" < "$T/mixr.f" > "$T/conr.f"
 	python3 "$CHECK" after "$T/con.f" 5 > "$T/want"
 	python3 "$CHECK" body "$T/conr.f" > "$T/got"
 	cmp "$T/want" "$T/got"
