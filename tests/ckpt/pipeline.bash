@@ -1,0 +1,97 @@
+# Run a whole pipeline, stage by stage, each a process of its own joined by
+# FIFOs, so that a test can kill any one of them; restart it from the lines
+# of `ovl-ckpt restore`. Sourced by tests/t41-ckpt-pipeline.bats.
+#
+#   pl_start PLAN CKDIR RESUMEFILE OUTOPT...   start every stage (RESUMEFILE
+#                                              "" or restore's output)
+#   pl_wait                                    wait for all; PL_RC[role]
+#   pl_kill ROLE SIGNAL                        signal one stage
+#   pl_killall                                 SIGKILL what still runs
+#   pl_restore CKDIR RESUMEFILE                restore; 0 resume, 1 from scratch, 2 done
+
+declare -gA PL_PID PL_RC
+
+pl_opts() {	# pl_opts RESUMEFILE KEY: the options restore printed for KEY
+	local line
+	PL_OPTS=()
+	[ -n "$1" ] && [ -s "$1" ] || return 0
+	while IFS= read -r line; do
+		if [ "${line%% *}" = "$2" ]; then
+			eval "PL_OPTS=(${line#* })"
+			return 0
+		fi
+	done < "$1"
+}
+
+pl_start() {
+	local plan=$1 ck=$2 resume=$3 name parts p i fd
+	local -a list args inputs holds=()
+	shift 3
+	PL_PID=()
+	PL_RC=()
+	mkdir -p fifo
+	mapfile -d '' list < <("$OVL_MIX" --list-sources "$plan")
+	for ((i = 0; i < ${#list[@]}; i += 4)); do
+		name=${list[i]} parts=${list[i+1]}
+		mapfile -d '' args < <("$OVL_MIX" --source-args "$name" "$plan")
+		for ((p = 0; p < parts; p++)); do
+			[ -p "fifo/$name.$p" ] || mkfifo "fifo/$name.$p"
+			exec {fd}<>"fifo/$name.$p"
+			holds+=("$fd")
+			pl_opts "$resume" "source:$name:$p/$parts"
+			"$OVL_SOURCE" "${args[@]}" --partition "$p/$parts" \
+			    "${PL_OPTS[@]}" > "fifo/$name.$p" 2>> "source.err" 3>&- &
+			PL_PID["source:$name:$p/$parts"]=$!
+			inputs+=("$name=fifo/$name.$p")
+		done
+	done
+	[ -p fifo/mix ] || mkfifo fifo/mix
+	[ -p fifo/construct ] || mkfifo fifo/construct
+	pl_opts "$resume" ckpt
+	"$OVL_CKPT" --dir "$ck" "$@" "${PL_OPTS[@]}" "$plan" \
+	    < fifo/construct 2>> ckpt.err 3>&- &
+	PL_PID[ckpt]=$!
+	pl_opts "$resume" construct
+	"$OVL_CONSTRUCT" "${PL_OPTS[@]}" "$plan" < fifo/mix > fifo/construct \
+	    2>> construct.err 3>&- &
+	PL_PID[construct]=$!
+	pl_opts "$resume" mix
+	"$OVL_MIX" "${PL_OPTS[@]}" "$plan" "${inputs[@]}" > fifo/mix \
+	    2>> mix.err 3>&- &
+	PL_PID[mix]=$!
+	sleep 0.05
+	for fd in "${holds[@]}"; do
+		exec {fd}>&-
+	done
+}
+
+pl_wait() {
+	local role
+	for role in "${!PL_PID[@]}"; do
+		wait "${PL_PID[$role]}" && PL_RC[$role]=0 || PL_RC[$role]=$?
+	done
+}
+
+pl_kill() {
+	kill "-$2" "${PL_PID[$1]}" 2>/dev/null || true
+}
+
+pl_killall() {
+	local role
+	for role in "${!PL_PID[@]}"; do
+		kill -KILL "${PL_PID[$role]}" 2>/dev/null || true
+	done
+	pl_wait
+}
+
+pl_restore() {
+	local rc=0
+	"$OVL_CKPT" restore "$1" > "$2" 2> restore.err || rc=$?
+	if [ "$rc" -eq 1 ] && grep -q 'no checkpoint' restore.err; then
+		: > "$2"
+		return 1
+	fi
+	[ "$rc" -eq 0 ] || { cat restore.err >&2; return 3; }
+	[ -s "$2" ] || return 2
+	return 0
+}
