@@ -171,6 +171,7 @@ main(int argc, char **argv)
 	cfg.nstages = nst;
 	cfg.at = at;
 	cfg.seq_len = sl;
+	cfg.exact = 0;
 	ovl_stepcut_init(&cut, &cfg);
 	ovl_rng_seed(&rng, seed);
 	ovl_rng_seed2(&trng, seed, 1);

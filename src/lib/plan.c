@@ -1620,6 +1620,7 @@ ovl_plan_stepcfg(const struct ovl_plan *p, struct ovl_stepcfg *cfg)
 	cfg->nstages = p->nseq;
 	cfg->at = p->seq_at;
 	cfg->seq_len = p->seq_len;
+	cfg->exact = p->uniform == 1;
 }
 
 /* ---- ovl-source arguments ------------------------------------------------ */

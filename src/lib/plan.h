@@ -216,7 +216,7 @@ void	ovl_plan_target_active(const struct ovl_plan *p, uint64_t from,
 	    uint64_t to, const unsigned char *active, double *acc);
 
 /*
- * Fill cfg from the plan: nseq = ranks x micro-batches, budget =
+ * Fill cfg from the plan: exact = (uniform yes), nseq = ranks x micro-batches, budget =
  * step_tokens, the seq-len schedule (pointing into the plan: cfg is valid
  * while the plan lives).
  */

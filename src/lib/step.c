@@ -42,9 +42,14 @@ uint32_t
 ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened)
 {
 	uint64_t plen = left < s->seq_len ? left : s->seq_len;
+	int full;
 
 	*opened = 0;
-	if (s->used > 0 && s->used + plen > s->budget) {
+	if (s->cfg->exact)
+		full = s->used >= s->budget;
+	else
+		full = s->used > 0 && s->used + plen > s->budget;
+	if (full) {
 		s->start += s->used;
 		s->step++;
 		s->used = 0;
@@ -53,6 +58,8 @@ ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened)
 		plen = left < s->seq_len ? left : s->seq_len;
 		*opened = 1;
 	}
+	if (s->cfg->exact && s->used + plen > s->budget)
+		plen = s->budget - s->used;
 	s->used += plen;
 	return (uint32_t)plen;
 }

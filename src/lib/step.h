@@ -8,6 +8,12 @@
  * The step's sequence length and budget follow the schedule at the mixed
  * token count where the step begins.
  *
+ * In exact mode (fixed shapes, --uniform) a step takes exactly its budget:
+ * the piece that would cross the budget is cut at it, and the rest of the
+ * document opens the next step. Every step but the last is then full, so
+ * ranks x micro-batches sequences of seq_len tokens can be filled without
+ * padding.
+ *
  * ovl-mix (to place barriers at step boundaries) and ovl-construct (to
  * build the steps) run this same code on the same configuration, so they
  * agree on every boundary: a boundary is "offset O of the document at mixed
@@ -25,6 +31,7 @@ struct ovl_stepcfg {
 	size_t		 nstages;	/* seq-len schedule points, >= 1 */
 	const uint64_t	*at;		/* mixed tokens where stage i begins; at[0] = 0 */
 	const uint32_t	*seq_len;	/* sequence length of stage i, >= 1 */
+	int		 exact;		/* 1: cut pieces at the budget (see above) */
 };
 
 struct ovl_stepcut {
@@ -43,7 +50,8 @@ void	ovl_stepcut_restore(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg,
 	    uint64_t step, uint64_t start, uint64_t used);
 /*
  * Place the next piece of a document that has left > 0 tokens to go.
- * Returns the piece's length (1 .. seq_len). *opened is set to 1 when the
+ * Returns the piece's length (1 .. seq_len; in exact mode also at most
+ * what the step has left). *opened is set to 1 when the
  * piece opens a new step (s->step was advanced first; a boundary lies just
  * before the piece), else 0.
  */

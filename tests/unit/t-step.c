@@ -14,7 +14,7 @@ test_basic(void)
 {
 	static const uint64_t at[] = { 0 };
 	static const uint32_t sl[] = { 4 };
-	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl };	/* budget 8 */
+	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl, 0 };	/* budget 8 */
 	struct ovl_stepcut s;
 	int opened;
 
@@ -34,7 +34,7 @@ test_random_invariants(void)
 {
 	static const uint64_t at[] = { 0, 5000, 20000 };
 	static const uint32_t sl[] = { 64, 256, 32 };
-	struct ovl_stepcfg cfg = { 3, 0, 3, at, sl };
+	struct ovl_stepcfg cfg = { 3, 0, 3, at, sl, 0 };
 	struct ovl_stepcut s;
 	struct ovl_rng rng;
 	uint64_t total = 0, step_tokens = 0, cur_step = 0, step_start = 0;
@@ -79,7 +79,7 @@ test_restore(void)
 {
 	static const uint64_t at[] = { 0 };
 	static const uint32_t sl[] = { 16 };
-	struct ovl_stepcfg cfg = { 4, 0, 1, at, sl };
+	struct ovl_stepcfg cfg = { 4, 0, 1, at, sl, 0 };
 	struct ovl_stepcut a, b;
 	struct ovl_rng rng;
 	int i, opened_a, opened_b, same = 1;
@@ -98,11 +98,49 @@ test_restore(void)
 	CHECK(same && a.step == b.step && a.used == b.used);
 }
 
+static void
+test_exact(void)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 4 };
+	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl, 1 };	/* budget 8, exact */
+	struct ovl_stepcut s;
+	struct ovl_rng rng;
+	uint64_t in_step = 0;
+	int i, opened, bad = 0;
+
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next(&s, 3, &opened) == 3 && !opened);
+	CHECK(ovl_stepcut_next(&s, 4, &opened) == 4 && !opened);
+	/* 7 used: the next piece is cut at the budget... */
+	CHECK(ovl_stepcut_next(&s, 4, &opened) == 1 && !opened && s.used == 8);
+	/* ...and the rest of the document opens step 1. */
+	CHECK(ovl_stepcut_next(&s, 3, &opened) == 3 && opened && s.step == 1);
+	/* Every closed step holds exactly its budget. */
+	ovl_rng_seed(&rng, 9);
+	ovl_stepcut_init(&s, &cfg);
+	for (i = 0; i < 2000; i++) {
+		uint64_t left = 1 + ovl_rng_below(&rng, 30);
+		while (left > 0) {
+			uint32_t p = ovl_stepcut_next(&s, left, &opened);
+			if (opened) {
+				if (in_step != 8)
+					bad++;
+				in_step = 0;
+			}
+			in_step += p;
+			left -= p;
+		}
+	}
+	CHECK(bad == 0);
+}
+
 int
 main(void)
 {
 	RUN(test_basic);
 	RUN(test_random_invariants);
 	RUN(test_restore);
+	RUN(test_exact);
 	UNIT_DONE();
 }
