@@ -483,8 +483,7 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 	if (r == NULL)
 		where[0] = '\0';
 	else if (r->member != NULL)
-		snprintf(where, sizeof(where), " member %" PRIu64,
-		    r->start_off);
+		snprintf(where, sizeof(where), " group %" PRIu64, r->start_off);
 	else if (r->line != 0)
 		snprintf(where, sizeof(where), " line %" PRIu64, r->line);
 	else if (c->comp != OVL_COMP_NONE)
@@ -495,15 +494,16 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 		    c->off + r->start_off);
 	if (r != NULL && r->member != NULL) {
 		if (!s->o->skip)
-			ovl_errx(OVL_EXIT_DATA, "'%s':%s ('%s'): %s", s->cx.path,
-			    where, r->member, msg);
-		ovl_info(1, "skipped: '%s':%s ('%s'): %s", s->cx.path, where,
-		    r->member, msg);
+			ovl_errx(OVL_EXIT_DATA, "'%s': member '%s' (%s): %s",
+			    s->cx.path, r->member, where + 1, msg);
+		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.path,
+		    r->member, where + 1, msg);
 	} else {
 		if (!s->o->skip)
-			ovl_errx(OVL_EXIT_DATA, "'%s':%s: %s", s->cx.path, where,
-			    msg);
-		ovl_info(1, "skipped: '%s':%s: %s", s->cx.path, where, msg);
+			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.path, where,
+			    where[0] != '\0' ? ":" : "", msg);
+		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.path, where,
+		    where[0] != '\0' ? ":" : "", msg);
 	}
 	s->skipped[reason]++;
 }
@@ -812,8 +812,10 @@ in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
 		if (want_archive) {
 			archive_read_support_format_tar(in->a);
 			archive_read_support_format_empty(in->a);
-		} else
+		} else {
 			archive_read_support_format_raw(in->a);
+			archive_read_support_format_empty(in->a);
+		}
 		if (archive_read_open_fd(in->a, in->fd, BLOCK) != ARCHIVE_OK) {
 			snprintf(in->err, sizeof(in->err), "%s",
 			    archive_error_string(in->a));
@@ -1487,12 +1489,23 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 
 		if (r == ARCHIVE_EOF)
 			break;
+		if (r == ARCHIVE_RETRY) {
+			/* A damaged header: libarchive can resynchronize. */
+			struct rec rr;
+
+			memset(&rr, 0, sizeof(rr));
+			rr.start_off = g.open ? g.index : 0;
+			rr.member = g.open ? g.member : "(none)";
+			bad(s, R_INPUT, &rr, "damaged archive after this member: %s",
+			    archive_error_string(in.a));
+			continue;
+		}
 		if (r < ARCHIVE_WARN) {
 			struct rec rr;
 
 			memset(&rr, 0, sizeof(rr));
-			rr.start_off = ngroups;
-			rr.member = g.open ? g.member : "(start)";
+			rr.start_off = g.open ? g.index : 0;
+			rr.member = g.open ? g.member : "(none)";
 			bad(s, R_INPUT, &rr, "corrupt archive after this member: %s",
 			    archive_error_string(in.a));
 			bytes = (uint64_t)archive_filter_bytes(in.a, 0);

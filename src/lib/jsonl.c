@@ -370,7 +370,8 @@ number(struct jp *j)
 			p++;
 		real = expo = 1;
 	}
-	j->p = p;
+	/* jansson's lexer swallows one NUL byte just after a number. */
+	j->p = p < end && *p == '\0' ? p + 1 : p;
 	if (!real) {
 		/* jansson keeps integers in int64 and refuses larger ones. */
 		const char *lim = *s == '-' ? "9223372036854775808" :
@@ -481,6 +482,9 @@ literal(struct jp *j, const char *word, size_t len)
 	if ((size_t)(j->end - j->p) < len || memcmp(j->p, word, len) != 0)
 		return fail(j, j->p, "invalid token");
 	j->p += len;
+	/* jansson's lexer swallows one NUL byte just after a literal. */
+	if (j->p < j->end && *j->p == '\0')
+		j->p++;
 	return 0;
 }
 

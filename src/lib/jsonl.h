@@ -7,8 +7,10 @@
  * of tests/unit/t-jsonl.c): RFC 8259 JSON with an object or array at the
  * top, valid UTF-8 throughout, no \u0000 in any string, no lone
  * surrogate escapes, integers within int64, reals within double range,
- * nesting at most 2048 deep. For a duplicated key the last one wins, as
- * in jansson. Nothing is allocated per line once scratch has grown.
+ * nesting at most 2048 deep; and, as jansson's lexer does, one NUL byte
+ * right after a number or a literal is ignored. For a duplicated key the
+ * last one wins, as in jansson. Nothing is allocated per line once scratch
+ * has grown.
  */
 #ifndef OVL_JSONL_H
 #define OVL_JSONL_H
