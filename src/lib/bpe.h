@@ -64,6 +64,11 @@ const unsigned char *ovl_bpe_token(const struct ovl_bpe *b, uint32_t id,
 	    size_t *len);
 
 void	ovl_bpe_set_special(struct ovl_bpe *b, enum ovl_bpe_special policy);
+/*
+ * 1 (the default): the ASCII scanner of the built-in encodings finds what
+ * it can, PCRE2 the rest (pretok.h); 0: PCRE2 finds every piece (for tests).
+ */
+void	ovl_bpe_set_scanner(struct ovl_bpe *b, int on);
 /* Parse "plain", "error", "allow", "strip": 0, or -1. */
 int	ovl_bpe_special_parse(const char *s, enum ovl_bpe_special *out);
 

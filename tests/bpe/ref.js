@@ -23,7 +23,7 @@ if (!mods || !mode || !enc) {
 	process.stderr.write('usage: ref.js NODE_MODULES encode|bench|specials ENC ...\n');
 	process.exit(2);
 }
-const need = (name) => require(path.join(mods, name));
+const need = (name) => require(require.resolve(name, { paths: [mods] }));
 
 function wasmEncoder(special) {
 	const { get_encoding } = need('tiktoken');

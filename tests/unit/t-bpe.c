@@ -15,6 +15,7 @@
 
 #include "bpe.h"
 #include "buf.h"
+#include "pretok.h"
 #include "tok.h"
 #include "unit.h"
 
@@ -488,6 +489,75 @@ test_tok_interface(void)
 	ovl_u32vec_free(&v);
 }
 
+/* The ASCII scanners cut exactly where PCRE2 does. */
+static void
+test_scanner(void)
+{
+	static const char *const alpha[] = {
+		"a", "b", "Z", "Q", "s", "S", "t", "re", "RE", "ve", "ll", "LL",
+		"d", "m", "'", "'", "'", "0", "1", "9", " ", " ", " ", "  ",
+		"\t", "\n", "\r", "\r\n", "\v", "\f", ".", "/", "//", "-",
+		"(", "\"", "#", "\x01", "\x1c", "\x7f",
+		"\xc3\xa9", "\xc3\x89", "\xc2\xa0", "\xc5\xbf", "\xc2\x85",
+		"\xe4\xb8\xad", "\xd9\xa1", "\xcc\x81", "\xe2\x80\x83",
+		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99"
+	};
+	static const enum ovl_pretok_kind kinds[] = {
+		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K
+	};
+	char err[256], text[2048];
+	struct ovl_pretok *fast, *slow;
+	size_t k, i, n, pos1, pos2, a1, e1, a2, e2, bad = 0, pieces = 0;
+	int r1, r2, kk;
+
+	for (kk = 0; kk < 3; kk++) {
+		fast = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
+		slow = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
+		CHECK(fast != NULL && slow != NULL);
+		if (fast == NULL || slow == NULL)
+			return;
+		ovl_pretok_set_scanner(slow, 0);
+		for (k = 0; k < 4000; k++) {
+			size_t want = 1 + rnd(k % 4 == 0 ? 400 : 30);
+			n = 0;
+			for (i = 0; i < want; i++) {
+				/* Mostly ASCII, as real text is. */
+				const char *p = alpha[rnd(k % 3 == 0 ?
+				    sizeof(alpha) / sizeof(alpha[0]) : 40)];
+				size_t l = strlen(p);
+				if (n + l >= sizeof(text))
+					break;
+				memcpy(text + n, p, l);
+				n += l;
+			}
+			pos1 = pos2 = 0;
+			for (;;) {
+				r1 = ovl_pretok_next(fast, (unsigned char *)text,
+				    n, pos1, &a1, &e1, err, sizeof(err));
+				r2 = ovl_pretok_next(slow, (unsigned char *)text,
+				    n, pos2, &a2, &e2, err, sizeof(err));
+				if (r1 != r2 || (r1 == 1 && (a1 != a2 || e1 != e2))) {
+					if (bad++ < 5)
+						printf("# kind %d: '%.*s': piece at "
+						    "%zu: scanner %zu-%zu, pcre2 "
+						    "%zu-%zu\n", kk, (int)n, text,
+						    pos1, a1, e1, a2, e2);
+					break;
+				}
+				if (r1 != 1)
+					break;
+				pieces++;
+				pos1 = e1;
+				pos2 = e2;
+			}
+		}
+		ovl_pretok_free(fast);
+		ovl_pretok_free(slow);
+	}
+	CHECK(bad == 0);
+	CHECK(pieces > 100000);
+}
+
 static void
 cleanup(void)
 {
@@ -630,6 +700,7 @@ main(int argc, char **argv)
 	RUN(test_invalid_utf8);
 	RUN(test_special_policies);
 	RUN(test_tok_interface);
+	RUN(test_scanner);
 	cleanup();
 	UNIT_DONE();
 }

@@ -1,0 +1,46 @@
+/*
+ * pretok: the pre-tokenizer of the BPE tokenizer: cuts text into the
+ * pieces tiktoken's regex finds.
+ *
+ * The regex runs in PCRE2 (UTF, Unicode properties, JIT). For the built-in
+ * encodings (r50k/p50k, cl100k, o200k) a hand-written scanner finds the
+ * pieces of ASCII text itself, with exactly the regex's result, and hands
+ * a position to PCRE2 whenever the answer depends on a non-ASCII character.
+ * A handle is used by one thread and allocates nothing while matching.
+ */
+#ifndef OVL_PRETOK_H
+#define OVL_PRETOK_H
+
+#include <stddef.h>
+
+enum ovl_pretok_kind {
+	OVL_PRETOK_REGEX,	/* a user's PCRE2 regex, no scanner */
+	OVL_PRETOK_R50K,	/* r50k_base, p50k_base, gpt2 */
+	OVL_PRETOK_CL100K,
+	OVL_PRETOK_O200K
+};
+
+struct ovl_pretok;
+
+/*
+ * kind's built-in pattern, or (OVL_PRETOK_REGEX) the regex given. NULL with
+ * a message in err (a bad regex, with the offset).
+ */
+struct ovl_pretok *ovl_pretok_open(enum ovl_pretok_kind kind,
+	    const char *regex, char *err, size_t errlen);
+void	ovl_pretok_free(struct ovl_pretok *p);
+/* The PCRE2 pattern of a built-in kind (as adjusted for PCRE2). */
+const char *ovl_pretok_pattern(enum ovl_pretok_kind kind);
+/* 0: every piece from PCRE2 (for tests and benchmarks); 1: the default. */
+void	ovl_pretok_set_scanner(struct ovl_pretok *p, int on);
+
+/*
+ * The first piece of s[0..n) (valid UTF-8) that starts at or after pos
+ * (a character boundary): returns 1 with the piece in [*ms, *me), 0 when
+ * there is none, -1 when the regex engine fails (its message in err, such
+ * as a match limit with a user's regex). Empty matches are skipped.
+ */
+int	ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
+	    size_t pos, size_t *ms, size_t *me, char *err, size_t errlen);
+
+#endif
