@@ -119,6 +119,7 @@ struct source {
 	uint64_t	  empty_run;	/* chunks ended without a document */
 	int		  state;
 	double		  base;		/* target at the last drop */
+	struct ovl_buf	  meta;		/* META lines of partition 0 passed on */
 };
 
 struct barrier_at {
@@ -151,7 +152,6 @@ struct mixer {
 	char		*tokenizer;
 	uint64_t	 vocab, eod;
 	int		 have_ref;
-	struct ovl_buf	 meta_extra;	/* lines passed on from the sources */
 	/* poll */
 	struct pollfd	*pfd;
 	struct input	**pin;
@@ -338,7 +338,7 @@ meta_value(const char *text, size_t len, const char *key, char *out,
 static void
 take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 {
-	const struct source *s = &m->src[in->src];
+	struct source *s = &m->src[in->src];
 	const char *text, *p, *end, *nl;
 	uint32_t tl, pp, pn;
 	char tok[256], val[256];
@@ -401,8 +401,8 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 			    (nl - p > 7 && memcmp(p, "source ", 7) == 0) ||
 			    memmem(p, (size_t)(nl - p), ".partition ", 11) != NULL)
 				continue;
-			ovl_buf_append(&m->meta_extra, p, (size_t)(nl - p));
-			ovl_buf_append(&m->meta_extra, "\n", 1);
+			ovl_buf_append(&s->meta, p, (size_t)(nl - p));
+			ovl_buf_append(&s->meta, "\n", 1);
 		}
 	}
 }
@@ -699,7 +699,8 @@ write_meta(struct mixer *m)
 		    m->src[i].ps->name);
 		ovl_buf_append(&b, line, (size_t)n);
 	}
-	ovl_buf_append(&b, m->meta_extra.p, m->meta_extra.len);
+	for (i = 0; i < m->nsrc; i++)
+		ovl_buf_append(&b, m->src[i].meta.p, m->src[i].meta.len);
 	n = snprintf(line, sizeof(line), "mix-by %s\ncheckpoint-every %" PRIu64
 	    "\nranks %u\nmicro-batches %u\n",
 	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens", m->every,
@@ -1380,8 +1381,10 @@ main(int argc, char **argv)
 		free(m.in[i].label);
 		free(m.in[i].path);
 	}
-	for (i = 0; i < m.nsrc; i++)
+	for (i = 0; i < m.nsrc; i++) {
 		free(m.src[i].in);
+		ovl_buf_free(&m.src[i].meta);
+	}
 	free(m.in);
 	free(m.src);
 	free(m.pfd);
@@ -1391,7 +1394,6 @@ main(int argc, char **argv)
 	free(m.w8);
 	free(m.active);
 	free(m.tokenizer);
-	ovl_buf_free(&m.meta_extra);
 	ovl_plan_free(m.plan);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
