@@ -96,6 +96,7 @@ struct input {
 	char		*path;		/* NULL: standard input */
 	int		 fd;
 	int		 is_fifo;
+	int		 connected;	/* a FIFO's writer has shown up (poll) */
 	struct ovl_reader *r;
 	struct ovl_frame pend;		/* the next frame, read ahead */
 	int		 has_pend;
@@ -285,6 +286,12 @@ open_input(struct input *in)
 	}
 	if (fstat(in->fd, &st) == 0 && S_ISFIFO(st.st_mode))
 		in->is_fifo = 1;
+	/*
+	 * A FIFO opened without blocking reads end-of-file until its writer
+	 * opens it: read it only once poll(2) has reported it (Linux reports
+	 * nothing on a FIFO that has had no writer since it was opened).
+	 */
+	in->connected = !in->is_fifo || in->path == NULL;
 	fl = fcntl(in->fd, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		(void)fcntl(in->fd, F_SETFL, fl | O_NONBLOCK);
@@ -419,6 +426,8 @@ try_read(struct mixer *m, struct input *in)
 	for (;;) {
 		if (in->has_pend || in->ended)
 			return 1;
+		if (!in->connected)
+			return 0;
 		rc = ovl_reader_next(in->r, &in->pend);
 		if (rc == OVL_RD_AGAIN)
 			return 0;
@@ -477,9 +486,12 @@ wait_for(struct mixer *m, struct input *need)
 		need->blocked += now_s() - t0;
 		if (rc < 0 && errno != EINTR)
 			ovl_err(OVL_EXIT_DATA, "poll");
-		for (i = 0; rc > 0 && i < n; i++)
+		for (i = 0; rc > 0 && i < n; i++) {
+			if (m->pfd[i].revents != 0)
+				m->pin[i]->connected = 1;
 			if (m->pfd[i].revents != 0 && m->pin[i] != need)
 				(void)try_read(m, m->pin[i]);
+		}
 		if (m->o->stats != NULL && since(&m->last_stats) >= 1.0)
 			write_stats(m, 0);
 	}
