@@ -508,6 +508,9 @@ do_source(struct ctx *c)
 		} else if (strcmp(k, "drop") == 0) {
 			if (set_str(c, &s->drop, k, v) != 0)
 				return -1;
+		} else if (strcmp(k, "throttle") == 0) {
+			if (set_str(c, &s->throttle, k, v) != 0)
+				return -1;
 		} else if (strcmp(k, "on-error") == 0) {
 			if (s->on_error != NULL)
 				return perr(c, "duplicate on-error=");
@@ -1419,6 +1422,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->eod_token);
 		free(s->match);
 		free(s->drop);
+		free(s->throttle);
 		free(s->on_error);
 	}
 	free(p->sources);
@@ -1694,6 +1698,7 @@ ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
 	arg_num(&a, "--chunk-size", s->chunk_size);
 	arg_num(&a, "--max-doc-bytes", s->max_doc_bytes);
 	arg_opt(&a, "--on-error", s->on_error);
+	arg_opt(&a, "--throttle", s->throttle);
 	if (s->shuffle) {
 		snprintf(buf, sizeof(buf), "%llu",
 		    (unsigned long long)s->shuffle_seed);
@@ -1853,6 +1858,7 @@ ovl_plan_print(const struct ovl_plan *p, FILE *fp)
 		put_kv(fp, "match", s->match);
 		put_kv(fp, "drop", s->drop);
 		put_kv(fp, "on-error", s->on_error);
+		put_kv(fp, "throttle", s->throttle);
 		put_kn(fp, "min-tokens", s->min_tokens);
 		put_kn(fp, "max-tokens", s->max_tokens);
 		put_kn(fp, "chunk-size", s->chunk_size);

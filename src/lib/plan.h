@@ -66,6 +66,7 @@ struct ovl_plan_source {
 	char		 *match;	/* match=REGEX: keep matching documents */
 	char		 *drop;		/* drop=REGEX: drop matching documents */
 	char		 *on_error;	/* on-error=fail|skip */
+	char		 *throttle;	/* throttle=RATE (ovl-source --throttle): a slow source, for tests and benchmarks */
 	uint64_t	  min_tokens;	/* min-tokens=, 0 unset */
 	uint64_t	  max_tokens;	/* max-tokens=, 0 unset */
 	uint64_t	  chunk_size;	/* chunk-size=, 0 unset */
