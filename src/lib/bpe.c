@@ -15,7 +15,7 @@
 #define NONE		UINT32_MAX
 #define FILE_MAX	(1u << 30)	/* a rank file larger than this is refused */
 #define SPECIAL_MAX	16
-#define SMALL_PIECE	128		/* longer pieces merge with a heap */
+#define SMALL_PIECE	64		/* longer pieces merge with a heap */
 
 /*
  * The cache of merged pieces: direct-mapped by the piece's hash. Pieces
@@ -31,6 +31,14 @@ struct cache_slot {
 	uint8_t		ntok;
 	unsigned char	key[CACHE_KEY];
 	uint32_t	tok[CACHE_TOK];
+};
+
+/* A slot of the token table: len 0 is empty. */
+struct tslot {
+	uint32_t	tag;		/* high half of the hash */
+	uint32_t	len;
+	uint32_t	off;		/* in arena */
+	uint32_t	rank;
 };
 
 struct bpe_entry {
@@ -51,7 +59,7 @@ struct ovl_bpe {
 	size_t		 arena_len, arena_cap;
 	struct bpe_entry *ent;
 	size_t		 nent, ent_cap;
-	uint64_t	*slot;		/* hash tag << 32 | entry index + 1 */
+	struct tslot	*slot;		/* open addressing, linear probing */
 	uint64_t	 mask;
 	uint32_t	*byid;		/* rank -> entry index + 1, 0: none */
 	size_t		 nbyid;
@@ -158,25 +166,50 @@ hash_bytes(const unsigned char *p, size_t n)
 	return h;
 }
 
-/* Entry index of the token with these bytes, or NONE. */
+static inline int
+bytes_eq(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	uint64_t x, y;
+	uint32_t x4, y4, z4, w4;
+
+	while (n >= 8) {
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
+			return 0;
+		a += 8;
+		b += 8;
+		n -= 8;
+	}
+	if (n >= 4) {
+		memcpy(&x4, a, 4);
+		memcpy(&y4, b, 4);
+		memcpy(&z4, a + n - 4, 4);
+		memcpy(&w4, b + n - 4, 4);
+		return x4 == y4 && z4 == w4;
+	}
+	while (n-- > 0)
+		if (*a++ != *b++)
+			return 0;
+	return 1;
+}
+
+/* Rank of the token with these bytes (hash h), or NONE. */
 static inline uint32_t
-find_entry(const struct ovl_bpe *b, const unsigned char *p, size_t n,
+find_rank(const struct ovl_bpe *b, const unsigned char *p, size_t n,
     uint64_t h)
 {
-	uint64_t i = h & b->mask, s;
+	uint64_t i = h & b->mask;
 	uint32_t tag = (uint32_t)(h >> 32);
-	const struct bpe_entry *e;
+	const struct tslot *e;
 
-	for (;;) {
-		s = b->slot[i];
-		if (s == 0)
+	for (;; i = (i + 1) & b->mask) {
+		e = &b->slot[i];
+		if (e->len == 0)
 			return NONE;
-		if ((uint32_t)(s >> 32) == tag) {
-			e = &b->ent[(uint32_t)s - 1];
-			if (e->len == n && memcmp(b->arena + e->off, p, n) == 0)
-				return (uint32_t)s - 1;
-		}
-		i = (i + 1) & b->mask;
+		if (e->tag == tag && e->len == n &&
+		    bytes_eq(b->arena + e->off, p, n))
+			return e->rank;
 	}
 }
 
@@ -184,14 +217,11 @@ find_entry(const struct ovl_bpe *b, const unsigned char *p, size_t n,
 static inline uint32_t
 rank_of(const struct ovl_bpe *b, const unsigned char *p, size_t n)
 {
-	uint32_t e;
-
 	if (n == 2)
 		return b->pair_rank[p[0] << 8 | p[1]];
 	if (n == 1)
 		return b->byte_rank[p[0]];
-	e = find_entry(b, p, n, hash_bytes(p, n));
-	return e == NONE ? NONE : b->ent[e].rank;
+	return find_rank(b, p, n, hash_bytes(p, n));
 }
 
 /* ---- loading --------------------------------------------------------- */
@@ -274,16 +304,16 @@ grow_byid(struct ovl_bpe *b, uint32_t rank)
 	b->nbyid = n;
 }
 
-/* Add a token; -1 when its bytes are already a token (entry index in *dup). */
+/* Add a token; -1 when its bytes are already a token (its rank in *dup). */
 static int
 add_token(struct ovl_bpe *b, const unsigned char *p, size_t n, uint32_t rank,
     uint32_t *dup)
 {
 	uint64_t h = hash_bytes(p, n), i;
-	uint32_t e = find_entry(b, p, n, h);
+	uint32_t r = find_rank(b, p, n, h);
 
-	if (e != NONE) {
-		*dup = e;
+	if (r != NONE) {
+		*dup = r;
 		return -1;
 	}
 	if (b->arena_len + n > b->arena_cap) {
@@ -300,9 +330,12 @@ add_token(struct ovl_bpe *b, const unsigned char *p, size_t n, uint32_t rank,
 	b->ent[b->nent].len = (uint32_t)n;
 	b->ent[b->nent].rank = rank;
 	b->arena_len += n;
-	for (i = h & b->mask; b->slot[i] != 0; i = (i + 1) & b->mask)
+	for (i = h & b->mask; b->slot[i].len != 0; i = (i + 1) & b->mask)
 		;
-	b->slot[i] = (h >> 32) << 32 | (uint64_t)(b->nent + 1);
+	b->slot[i].tag = (uint32_t)(h >> 32);
+	b->slot[i].len = (uint32_t)n;
+	b->slot[i].off = (uint32_t)b->arena_len - (uint32_t)n;
+	b->slot[i].rank = rank;
 	b->nent++;
 	return 0;
 }
@@ -431,7 +464,7 @@ load_ranks(struct ovl_bpe *b, const char *path, char *err, size_t errlen)
 			fail(err, errlen, "%s:%zu: token '%.*s' given twice "
 			    "(ranks %" PRIu32 " and %" PRIu64 ")", path, line,
 			    (int)(l1 > 40 ? 40 : l1), (const char *)f1,
-			    b->ent[dup].rank, rank);
+			    dup, rank);
 			goto out;
 		}
 		b->byid[rank] = (uint32_t)b->nent;
@@ -854,15 +887,15 @@ encode_piece(struct ovl_bpe *b, const unsigned char *p, size_t n,
 		return 1;
 	}
 	h = hash_bytes(p, n);
-	if ((e = find_entry(b, p, n, h)) != NONE) {
-		dst[0] = b->ent[e].rank;
+	if ((e = find_rank(b, p, n, h)) != NONE) {
+		dst[0] = e;
 		return 1;
 	}
 	if (n > CACHE_KEY)
 		return n > SMALL_PIECE ? merge_large(b, p, n, dst) :
 		    merge_small(b, p, n, dst);
 	c = &b->cache[h >> (64 - CACHE_BITS)];
-	if (c->hash == h && c->klen == n && memcmp(c->key, p, n) == 0) {
+	if (c->hash == h && c->klen == n && bytes_eq(c->key, p, n)) {
 		memcpy(dst, c->tok, c->ntok * sizeof(uint32_t));
 		return c->ntok;
 	}

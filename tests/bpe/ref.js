@@ -8,8 +8,9 @@
 //   node ref.js NODE_MODULES bench ENC LIB FILE
 //       FILE holds documents separated by NUL bytes; encode each with LIB
 //       (tiktoken, js-tiktoken or gpt-tokenizer) and print
-//       "LIB bytes B tokens T seconds S hash H" (H: FNV-1a over the ids, as
-//       scripts/bench-bpe computes it for overlord)
+//       "LIB bytes B tokens T seconds S hash H" (S: CPU seconds spent
+//       encoding; H: FNV-1a over the ids, as tests/unit/t-bpe bench
+//       computes it for overlord)
 //   node ref.js NODE_MODULES specials ENC
 //       the special tokens of ENC, "TEXT ID" per line
 //
@@ -80,13 +81,17 @@ if (mode === 'encode') {
 	const docs = buf.toString('utf8').split('\0');
 	f('warm up');
 	let tokens = 0, h = 2166136261;
-	const t0 = process.hrtime.bigint();
+	// CPU time (user + system) of encoding alone: the machine is shared.
+	let cpu = 0;
 	for (const d of docs) {
+		const c0 = process.cpuUsage();
 		const ids = f(d);
+		const c1 = process.cpuUsage(c0);
+		cpu += c1.user + c1.system;
 		tokens += ids.length;
 		h = fnv(h, ids);
 	}
-	const sec = Number(process.hrtime.bigint() - t0) / 1e9;
+	const sec = cpu / 1e6;
 	process.stdout.write(`${lib} bytes ${buf.length} tokens ${tokens} seconds ${sec.toFixed(3)} hash ${h.toString(16)}\n`);
 } else if (mode === 'specials') {
 	const j = need('tiktoken/encoders/' + enc + '.json');
