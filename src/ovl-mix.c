@@ -36,7 +36,8 @@ static const struct ovl_cli cli = {
 	"ovl-mix [options] PLAN INPUT...\n"
 	"ovl-mix --check PLAN\n"
 	"ovl-mix --list-sources PLAN\n"
-	"ovl-mix --source-args NAME PLAN",
+	"ovl-mix --source-args NAME PLAN\n"
+	"ovl-mix --get KEY PLAN",
 	"Mix the DOC streams of a plan's sources into one stream.\n"
 	"INPUT is NAME=PATH (a FIFO, a file or -), one per partition of each\n"
 	"source, in partition order.\n"
@@ -49,6 +50,7 @@ static const struct ovl_cli cli = {
 	"  --check               validate the plan and print it normalized\n"
 	"  --list-sources        name, partitions, shadows, on-exhaust per source (NUL-separated)\n"
 	"  --source-args NAME    the ovl-source arguments of a source (NUL-separated)\n"
+	"  --get KEY             one plan value, NUL-terminated (checkpoint.dir, ...)\n"
 	"  -v, --verbose         per-input statistics on stderr at the end\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
@@ -57,7 +59,7 @@ static const struct ovl_cli cli = {
 
 enum {
 	O_BY = 256, O_EVERY, O_RESUME, O_REOPEN, O_STATS, O_JSON, O_CHECK,
-	O_LIST, O_ARGS
+	O_LIST, O_ARGS, O_GET
 };
 
 static const struct option longopts[] = {
@@ -71,6 +73,7 @@ static const struct option longopts[] = {
 	{ "check", no_argument, NULL, O_CHECK },
 	{ "list-sources", no_argument, NULL, O_LIST },
 	{ "source-args", required_argument, NULL, O_ARGS },
+	{ "get", required_argument, NULL, O_GET },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -79,6 +82,7 @@ struct mix_opts {
 	int		  check;
 	int		  list;
 	const char	 *args_name;
+	const char	 *get_key;
 	int		  by;		/* -1: the plan's mix-by */
 	int		  has_every;
 	uint64_t	  every;
@@ -264,6 +268,58 @@ cmd_args(const struct mix_opts *o)
 		put0(argv[k]);
 	check_stdout();
 	ovl_plan_argv_free(argv);
+	ovl_plan_free(p);
+	ovl_io_close_stdout();
+	return OVL_EXIT_OK;
+}
+
+/*
+ * --get KEY: one value of the plan as the stages see it (paths resolved),
+ * NUL-terminated; nothing when the plan leaves it unset. For the supervisor,
+ * which must never parse plan text itself.
+ */
+static int
+cmd_get(const struct mix_opts *o)
+{
+	struct ovl_plan *p = load_plan(o->plan, OVL_PLAN_NOGLOB);
+	const char *k = o->get_key, *str = NULL;
+	uint64_t num = 0;
+	int isnum = 0;
+	char buf[32];
+
+	if (strcmp(k, "checkpoint.dir") == 0)
+		str = p->ckpt_dir;
+	else if (strcmp(k, "checkpoint.every") == 0)
+		num = p->ckpt_every, isnum = 1;
+	else if (strcmp(k, "output.format") == 0)
+		str = p->out_format;
+	else if (strcmp(k, "output.path") == 0)
+		str = p->out_path;
+	else if (strcmp(k, "output.manifest") == 0)
+		str = p->out_manifest;
+	else if (strcmp(k, "output.per-rank") == 0)
+		str = p->out_per_rank;
+	else if (strcmp(k, "ranks") == 0)
+		num = p->ranks, isnum = 1;
+	else if (strcmp(k, "micro-batches") == 0)
+		num = p->micro_batches, isnum = 1;
+	else if (strcmp(k, "stop.steps") == 0)
+		num = p->stop_steps, isnum = 1;
+	else if (strcmp(k, "stop.tokens") == 0)
+		num = p->stop_tokens, isnum = 1;
+	else if (strcmp(k, "sources") == 0)
+		num = p->nsources, isnum = 1;
+	else
+		ovl_errx(OVL_EXIT_USAGE, "--get: unknown key '%s' (known: "
+		    "checkpoint.dir, checkpoint.every, output.format, output.path, "
+		    "output.manifest, output.per-rank, ranks, micro-batches, "
+		    "stop.steps, stop.tokens, sources)", k);
+	if (isnum && num != 0) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
+		put0(buf);
+	} else if (!isnum && str != NULL)
+		put0(str);
+	check_stdout();
 	ovl_plan_free(p);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
@@ -1310,13 +1366,18 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 			o->args_name = optarg;
 			needs_plan_only = "--source-args";
 			break;
+		case O_GET:
+			o->get_key = optarg;
+			needs_plan_only = "--get";
+			break;
 		default:
 			ovl_cli_usage(&cli);
 		}
 	}
-	if (o->check + o->list + (o->args_name != NULL) > 1)
-		ovl_cli_usagex(&cli, "--check, --list-sources and --source-args "
-		    "exclude each other");
+	if (o->check + o->list + (o->args_name != NULL) +
+	    (o->get_key != NULL) > 1)
+		ovl_cli_usagex(&cli, "--check, --list-sources, --source-args and "
+		    "--get exclude each other");
 	if (optind >= argc)
 		ovl_cli_usagex(&cli, "a PLAN is needed");
 	o->plan = argv[optind];
@@ -1347,6 +1408,8 @@ main(int argc, char **argv)
 		return cmd_list(&o);
 	if (o.args_name != NULL)
 		return cmd_args(&o);
+	if (o.get_key != NULL)
+		return cmd_get(&o);
 
 	memset(&m, 0, sizeof(m));
 	m.o = &o;
