@@ -136,7 +136,7 @@ EOF
 
 @test "ovl-run restarts from the last checkpoint after a stage is killed" {
 	small_plan p.plan
-	sed -i 's|^source web .*|& throttle=200K|' p.plan
+	sed -i 's|^source web .*|& throttle=40K|' p.plan
 	reference p.plan ref
 	"$OVL_RUN" -d run --restart 5 p.plan 3>&- 2> err &
 	pid=$!
