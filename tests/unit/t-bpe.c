@@ -631,12 +631,15 @@ driver(int argc, char **argv)
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (special != NULL && ovl_tok_set_special(t, special, err, sizeof(err)) != 0) {
 		fprintf(stderr, "t-bpe: %s\n", err);
+		ovl_tok_free(t);
 		return 2;
 	}
 	for (; i < argc; i++) {
 		if ((text = slurp(argv[i], &len)) == NULL) {
 			fprintf(stderr, "t-bpe: cannot read '%s': %s\n", argv[i],
 			    strerror(errno));
+			ovl_tok_free(t);
+			ovl_u32vec_free(&v);
 			return 2;
 		}
 		bytes += len;
