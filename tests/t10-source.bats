@@ -244,3 +244,12 @@ print(len(ln), len(m), len(d))' "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/len" 
 	# 300 documents at 100/s take at least 2.9 s
 	[ $(( (end - start) / 1000000 )) -ge 2900 ]
 }
+
+@test "scripts/sample-job reads every sample source and prints a summary" {
+	run -0 --separate-stderr "$OVL_SRCDIR/scripts/sample-job" "$OVL_BUILDDIR"
+	[ "${lines[0]}" = "source   documents     tokens      bytes" ]
+	[[ "${lines[1]}" =~ ^web\ +325\ +[0-9]+\ +474012$ ]]
+	[[ "${lines[5]}" =~ ^lines\ +300\ +49523\ +49523$ ]]
+	[ "${#lines[@]}" -eq 6 ]
+	run -2 "$OVL_SRCDIR/scripts/sample-job"
+}
