@@ -6,14 +6,15 @@
  *       [--tail PCT] [--tail-min L] [--tail-max L] [--lengths a,b,...]
  *       [--sources K] [--images K] [--mixed]
  *       [--checkpoint-every K --ranks R --micro-batches M --seq-len SCHED]
- *       [--from-checkpoint N]
+ *       [--from-checkpoint N] [--exact]
  *
  * Lengths are lognormal around the median (sigma X) with PCT percent of
  * documents log-uniform in [tail-min, tail-max], or the --lengths list
  * repeated. With --checkpoint-every it places barriers as ovl-mix does
  * (src/lib/step.h): STATE(mix, n) and BARRIER(n, ...) before the document
  * in which step n*K opens; --from-checkpoint N writes META and then only
- * what follows BARRIER N (a resumed mixer's stream).
+ * what follows BARRIER N (a resumed mixer's stream). --exact cuts steps
+ * as a plan with 'uniform yes' does (the step cutter's exact mode).
  */
 #include <errno.h>
 #include <math.h>
@@ -69,6 +70,7 @@ main(int argc, char **argv)
 		{ "micro-batches", required_argument, NULL, 'M' },
 		{ "seq-len", required_argument, NULL, 'L' },
 		{ "from-checkpoint", required_argument, NULL, 'f' },
+		{ "exact", no_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 }
 	};
 	uint64_t ndocs = 100, seed = 1, median = 500, tail_min = 8192,
@@ -80,7 +82,7 @@ main(int argc, char **argv)
 	uint64_t at[64];
 	uint32_t sl[64];
 	size_t nst = 1;
-	int mixed = 0, opt;
+	int mixed = 0, exact = 0, opt;
 	struct ovl_rng rng, trng;
 	struct ovl_stepcfg cfg;
 	struct ovl_stepcut cut;
@@ -114,6 +116,7 @@ main(int argc, char **argv)
 		case 'k': nsrc = num("--sources", optarg); break;
 		case 'i': images = num("--images", optarg); break;
 		case 'x': mixed = 1; break;
+		case 'e': exact = 1; break;
 		case 'c': every = num("--checkpoint-every", optarg); break;
 		case 'r': ranks = num("--ranks", optarg); break;
 		case 'M': mb = num("--micro-batches", optarg); break;
@@ -171,7 +174,7 @@ main(int argc, char **argv)
 	cfg.nstages = nst;
 	cfg.at = at;
 	cfg.seq_len = sl;
-	cfg.exact = 0;
+	cfg.exact = exact;
 	ovl_stepcut_init(&cut, &cfg);
 	ovl_rng_seed(&rng, seed);
 	ovl_rng_seed2(&trng, seed, 1);

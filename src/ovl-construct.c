@@ -133,6 +133,21 @@ struct stepwork {
 	uint32_t	*nmb;		/* micro-batches per rank */
 	uint32_t	*nmb_none;
 	uint32_t	*rfirst;	/* varlen: first global bin of a rank */
+	uint64_t	*rtok;		/* tokens per rank */
+	/* uniform: parts of pieces per rank, fragments per bin */
+	uint32_t	*extra;
+	struct ovl_part	*parts;
+	size_t		 parts_cap;
+	struct ovl_frag	*frags;
+	uint32_t	*plen, *pidx;	/* one rank's parts */
+	size_t		 frags_cap;
+};
+
+/* One piece (or fragment) of a sequence, in emission order. */
+struct emitkey {
+	uint64_t	key;	/* rank, micro-batch */
+	uint64_t	sub;	/* place in the step, offset within the piece */
+	uint32_t	piece;
 };
 
 struct construct {
@@ -577,6 +592,7 @@ sw_grow(struct stepwork *w, size_t n, size_t nbins, uint32_t ranks)
 		w->order = ovl_xrealloc(w->order, cap * sizeof(*w->order));
 		w->rlen = ovl_xrealloc(w->rlen, cap * sizeof(*w->rlen));
 		w->rbin = ovl_xrealloc(w->rbin, cap * sizeof(*w->rbin));
+		w->extra = ovl_xrealloc(w->extra, cap * sizeof(*w->extra));
 		w->cap = cap;
 	}
 	if (nbins > w->bcap) {
@@ -591,6 +607,7 @@ sw_grow(struct stepwork *w, size_t n, size_t nbins, uint32_t ranks)
 		w->nmb = ovl_xcalloc(ranks, sizeof(*w->nmb));
 		w->nmb_none = ovl_xcalloc(ranks, sizeof(*w->nmb_none));
 		w->rfirst = ovl_xcalloc(ranks + 1, sizeof(*w->rfirst));
+		w->rtok = ovl_xcalloc(ranks, sizeof(*w->rtok));
 	}
 }
 
@@ -643,7 +660,7 @@ cmp_u64(const void *a, const void *b)
 static void
 write_stats(struct construct *c, const struct wstep *s, size_t n,
     uint64_t tokens, uint64_t pad, const uint32_t *nmb, double maxc,
-    double lb, double none_max, const uint32_t *nmb_none, uint64_t none_pad,
+    double lb, double tb, double none_max, const uint32_t *nmb_none, uint64_t none_pad,
     double drift, uint32_t moved)
 {
 	uint32_t ranks = c->o->ranks, r, lo = UINT32_MAX, hi = 0;
@@ -667,10 +684,15 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		    "\"padding\":%" PRIu64 ",\"mb\":", s->step, s->seq_len,
 		    s->budget, tokens, n, pad);
 		ovl_json_u32s(fp, nmb, ranks);
-		fprintf(fp, ",\"max_cost\":%.17g,\"mean_cost\":%.17g,"
-		    "\"lower_bound\":%.17g,\"none\":{\"max_cost\":%.17g,"
-		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, none_max,
-		    none_pad);
+		fprintf(fp, ",\"rank_tokens\":[");
+		for (r = 0; r < ranks; r++)
+			fprintf(fp, "%s%" PRIu64, r > 0 ? "," : "",
+			    c->sw.rtok[r]);
+		fprintf(fp, "],\"max_cost\":%.17g,\"mean_cost\":%.17g,"
+		    "\"lower_bound\":%.17g,\"tight_bound\":%.17g,"
+		    "\"none\":{\"max_cost\":%.17g,"
+		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,
+		    none_max, none_pad);
 		ovl_json_u32s(fp, nmb_none, ranks);
 		fprintf(fp, "}");
 		if (c->o->window > 1)
@@ -684,11 +706,6 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 	    mean > 0 ? none_max / mean : 1, drift);
 }
 
-struct emitkey {
-	uint64_t	key;	/* rank, micro-batch */
-	uint32_t	i;
-};
-
 static int
 cmp_emitkey(const void *a, const void *b)
 {
@@ -696,11 +713,128 @@ cmp_emitkey(const void *a, const void *b)
 
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	return x->sub < y->sub ? -1 : x->sub > y->sub;
 }
 
 static struct emitkey *ekeys;
 static size_t ekeys_cap;
+
+static void
+ekeys_grow(size_t n)
+{
+	if (n > ekeys_cap) {
+		ekeys_cap = n + n / 2 + 16;
+		ekeys = ovl_xrealloc(ekeys, ekeys_cap * sizeof(*ekeys));
+	}
+}
+
+/* A new piece: tokens [off, off + len) of piece i (images stay first). */
+static uint32_t
+piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
+{
+	struct piece *p;
+
+	if (off == 0 && len == c->pieces[i].length)
+		return i;
+	if (c->npieces == c->pcap) {
+		c->pcap = c->pcap ? 2 * c->pcap : 1024;
+		c->pieces = ovl_xrealloc(c->pieces, c->pcap * sizeof(*p));
+	}
+	p = &c->pieces[c->npieces];
+	*p = c->pieces[i];
+	p->offset += off;
+	p->tok += off;
+	p->length = len;
+	if (off > 0)
+		p->images = 0;
+	return (uint32_t)c->npieces++;
+}
+
+/*
+ * Uniform shapes: the step's pieces to ranks of exactly per x seq_len
+ * tokens (ovl_balance_exact), each rank's parts into per sequences
+ * (ovl_pack_fill), cutting where they do not fit. Rank costs over the
+ * final fragments into rc. With keys, the fragments become pieces and
+ * emission keys (returns their number); else returns 0.
+ */
+static size_t
+uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
+    uint32_t per, double *rc, int keys)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = o->ranks, r;
+	size_t np, i, k, nk = 0, need = OVL_BALANCE_EXACT_PARTS(n, ranks);
+
+	if (need > w->parts_cap) {
+		w->parts_cap = need + need / 2;
+		w->parts = ovl_xrealloc(w->parts, w->parts_cap *
+		    sizeof(*w->parts));
+		w->plen = ovl_xrealloc(w->plen, w->parts_cap * sizeof(*w->plen));
+		w->pidx = ovl_xrealloc(w->pidx, w->parts_cap * sizeof(*w->pidx));
+	}
+	np = ovl_balance_exact(c->bal, method, &o->cost, w->cost, w->len,
+	    w->extra, n, ranks, (uint64_t)per * S, w->parts, rc);
+	if (np + per > w->frags_cap) {
+		w->frags_cap = np + per + (np + per) / 2;
+		w->frags = ovl_xrealloc(w->frags, w->frags_cap *
+		    sizeof(*w->frags));
+	}
+	if (keys)
+		ekeys_grow(np + (size_t)per * ranks);
+	/* the parts of each rank, in arrival order */
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (i = 0; i < np; i++)
+		w->rfirst[w->parts[i].rank + 1]++;
+	for (r = 0; r < ranks; r++)
+		w->rfirst[r + 1] += w->rfirst[r];
+	for (i = 0; i < np; i++)
+		w->pidx[w->rfirst[w->parts[i].rank]++] = (uint32_t)i;
+	for (r = ranks; r > 0; r--)
+		w->rfirst[r] = w->rfirst[r - 1];
+	w->rfirst[0] = 0;
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (r = 0; r < ranks; r++) {
+		size_t a = w->rfirst[r], z = w->rfirst[r + 1], nf, j;
+		uint32_t *pi = w->pidx + a;
+
+		/* insertion sort by (piece, offset): parts mostly in order */
+		for (j = 1; j < z - a; j++) {
+			uint32_t x = pi[j];
+			size_t q = j;
+			while (q > 0 && (w->parts[pi[q - 1]].item >
+			    w->parts[x].item || (w->parts[pi[q - 1]].item ==
+			    w->parts[x].item && w->parts[pi[q - 1]].off >
+			    w->parts[x].off))) {
+				pi[q] = pi[q - 1];
+				q--;
+			}
+			pi[q] = x;
+		}
+		for (j = 0; j < z - a; j++)
+			w->plen[j] = w->parts[pi[j]].len;
+		nf = ovl_pack_fill(c->pk, o->pack, w->plen, z - a, S, per,
+		    w->frags);
+		w->rtok[r] = 0;
+		for (k = 0; k < nf; k++) {
+			const struct ovl_frag *f = &w->frags[k];
+			const struct ovl_part *pt = &w->parts[pi[f->item]];
+			uint32_t off = pt->off + f->off, item = pt->item;
+
+			rc[r] += ovl_cost_of(&o->cost, (uint64_t)f->len +
+			    (off == 0 ? w->extra[item] : 0));
+			w->rtok[r] += f->len;
+			if (!keys)
+				continue;
+			ekeys[nk].key = (uint64_t)r << 32 | f->bin;
+			ekeys[nk].sub = (uint64_t)item << 32 | off;
+			ekeys[nk].piece = piece_cut(c, w->idx[item], off,
+			    f->len);
+			nk++;
+		}
+	}
+	return nk;
+}
 
 /* Balance, pack and write one step made of the pieces w->idx[0..n). */
 static void
@@ -711,18 +845,20 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 	struct stepwork *w = &c->sw;
 	uint32_t ranks = o->ranks, r, *nmb = w->nmb;
 	uint64_t tokens = 0, pad = 0, none_pad = 0;
-	double maxc, lb, none_max = 0;
-	size_t i, nb = 0, nbins = 0, per = 0;
+	double maxc = 0, lb, tb, none_max = 0;
+	size_t i, nk = 0, per = 0;
 	int want_none = c->stats != NULL || ovl_verbose >= 1;
 
 	for (i = 0; i < n; i++) {
 		const struct piece *p = &c->pieces[w->idx[i]];
 		w->len[i] = p->length;
+		w->extra[i] = p->images;
 		w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
 		    p->images);
 		tokens += p->length;
 	}
 	lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
+	tb = ovl_balance_tight_bound(w->cost, n, ranks, w->scratch);
 	if (!o->uniform) {
 		if (want_none) {
 			none_max = ovl_balance(c->bal, OVL_BAL_NONE, w->cost,
@@ -731,55 +867,56 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		}
 		maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
 		    ranks, w->rank, w->rcost);
-		nb = pack_ranks(c, n, s->seq_len, nmb);
-		(void)nb;
+		pack_ranks(c, n, s->seq_len, nmb);
+		ekeys_grow(n);
+		memset(w->rtok, 0, ranks * sizeof(*w->rtok));
+		for (i = 0; i < n; i++) {
+			ekeys[i].key = (uint64_t)w->rank[i] << 32 | w->bin[i];
+			ekeys[i].sub = (uint64_t)i << 32;
+			ekeys[i].piece = w->idx[i];
+			w->rtok[w->rank[i]] += w->len[i];
+		}
+		nk = n;
 	} else {
-		nb = ovl_pack(c->pk, o->pack, w->len, n, s->seq_len, w->bin);
-		per = (nb + ranks - 1) / ranks;
+		uint64_t rs = (uint64_t)ranks * s->seq_len;
+
+		per = (s->budget + rs - 1) / rs;
 		if (per < o->mb)
 			per = o->mb;
-		nbins = per * ranks;
-		sw_grow(w, n, nbins, ranks);
 		if (want_none) {
-			memcpy(w->bin2, w->bin, n * sizeof(*w->bin));
-			none_max = ovl_balance_fixed(c->bal, OVL_BAL_NONE,
-			    w->cost, w->len, n, w->bin2, nbins, (uint32_t)per,
-			    s->seq_len, ranks, w->bin_rank, w->rcost);
-			none_pad = (uint64_t)nbins * s->seq_len - tokens;
-			for (r = 0; r < ranks; r++)
+			(void)uniform_fill(c, OVL_BAL_NONE, n, s->seq_len,
+			    (uint32_t)per, w->rcost, 0);
+			for (r = 0, none_max = 0; r < ranks; r++) {
 				w->nmb_none[r] = (uint32_t)per;
+				if (w->rcost[r] > none_max)
+					none_max = w->rcost[r];
+			}
 		}
-		maxc = ovl_balance_fixed(c->bal, o->balance, w->cost, w->len, n,
-		    w->bin, nbins, (uint32_t)per, s->seq_len, ranks,
-		    w->bin_rank, w->rcost);
-		/* micro-batch index of each bin: its order within its rank */
-		for (r = 0; r < ranks; r++)
-			nmb[r] = 0;
-		for (i = 0; i < nbins; i++)
-			w->bin_mb[i] = nmb[w->bin_rank[i]]++;
-		pad = (uint64_t)nbins * s->seq_len - tokens;
+		nk = uniform_fill(c, o->balance, n, s->seq_len, (uint32_t)per,
+		    w->rcost, 1);
+		for (r = 0; r < ranks; r++) {
+			nmb[r] = (uint32_t)per;
+			if (w->rcost[r] > maxc)
+				maxc = w->rcost[r];
+		}
+		pad = (uint64_t)per * ranks * s->seq_len - tokens;
+		none_pad = pad;
+		/* the bounds of the pieces as placed: cutting lowers costs */
+		sw_grow(w, nk, 0, ranks);
+		for (i = 0; i < nk; i++) {
+			const struct piece *p = &c->pieces[ekeys[i].piece];
+			w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
+			    p->images);
+		}
+		lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
+		tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
 	}
 	if (want_none)
-		write_stats(c, s, n, tokens, pad, nmb, maxc, lb, none_max,
+		write_stats(c, s, n, tokens, pad, nmb, maxc, lb, tb, none_max,
 		    w->nmb_none, none_pad, drift, moved);
 	/* emit rank by rank, micro-batch by micro-batch */
-	if (n > ekeys_cap) {
-		ekeys_cap = n + n / 2 + 16;
-		ekeys = ovl_xrealloc(ekeys, ekeys_cap * sizeof(*ekeys));
-	}
-	for (i = 0; i < n; i++) {
-		uint64_t rk, mb;
-		if (o->uniform) {
-			rk = w->bin_rank[w->bin[i]];
-			mb = w->bin_mb[w->bin[i]];
-		} else {
-			rk = w->rank[i];
-			mb = w->bin[i];
-		}
-		ekeys[i].key = rk << 32 | mb;
-		ekeys[i].i = (uint32_t)i;
-	}
-	qsort(ekeys, n, sizeof(*ekeys), cmp_emitkey);
+	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
+	sw_grow(w, nk, 0, ranks);
 	{
 		size_t a = 0;
 		uint32_t m;
@@ -789,10 +926,10 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 				uint64_t key = (uint64_t)r << 32 | m;
 				size_t z = a;
 
-				while (z < n && ekeys[z].key == key)
+				while (z < nk && ekeys[z].key == key)
 					z++;
 				for (i = a; i < z; i++)
-					w->order[i - a] = w->idx[ekeys[i].i];
+					w->order[i - a] = ekeys[i].piece;
 				emit_seq(c, s->step, s->seq_len, r, m, w->order,
 				    z - a);
 				a = z;
@@ -1018,6 +1155,16 @@ held_pop(struct construct *c)
 	c->nheld--;
 }
 
+/* Why barriers may not match: the cut differs with fixed shapes. */
+static const char *
+uniform_hint(const struct construct *c)
+{
+	return c->o->uniform ? " (--uniform cuts every step exactly at its "
+	    "budget: ovl-mix must run a plan with 'uniform yes')" :
+	    " (if ovl-mix's plan says 'uniform yes', it cuts steps exactly "
+	    "at their budget: give ovl-construct --uniform too)";
+}
+
 /*
  * A piece is about to be placed at offset off of document pos; boundary
  * is 1 when a step begins just before it. Emit the checkpoints that sit
@@ -1040,8 +1187,8 @@ check_barriers(struct construct *c, uint64_t pos, uint32_t off, int boundary)
 				    ": ovl-mix places step %" PRIu64 " after %"
 				    PRIu64 " tokens, the construct plan step %"
 				    PRIu64 " after %" PRIu64 ": the plans "
-				    "differ", b->n, b->step, b->tokens,
-				    c->cut.step, c->cut.start);
+				    "differ%s", b->n, b->step, b->tokens,
+				    c->cut.step, c->cut.start, uniform_hint(c));
 			emit_checkpoint(c, h, pos, off);
 			held_pop(c);
 			continue;
@@ -1050,8 +1197,8 @@ check_barriers(struct construct *c, uint64_t pos, uint32_t off, int boundary)
 			ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64 " at "
 			    "document %" PRIu64 " offset %u (step %" PRIu64
 			    ") is not a step boundary here: the plans of "
-			    "ovl-mix and ovl-construct differ", b->n, b->mix_pos,
-			    b->offset, b->step);
+			    "ovl-mix and ovl-construct differ%s", b->n,
+			    b->mix_pos, b->offset, b->step, uniform_hint(c));
 		break;
 	}
 }
@@ -1490,6 +1637,7 @@ main(int argc, char **argv)
 	c.cfg.nstages = o.nst;
 	c.cfg.at = o.at;
 	c.cfg.seq_len = o.sl;
+	c.cfg.exact = o.uniform;	/* fixed shapes: every step full */
 	format_schedule(&o, c.seqlen_text, sizeof(c.seqlen_text));
 	ovl_stepcut_init(&c.cut, &c.cfg);
 	if (o.resume_path != NULL)
@@ -1536,6 +1684,8 @@ main(int argc, char **argv)
 		free(w->rank); free(w->bin); free(w->bin2); free(w->order);
 		free(w->rlen); free(w->rbin); free(w->bin_rank); free(w->bin_mb);
 		free(w->rcost); free(w->nmb); free(w->nmb_none); free(w->rfirst);
+		free(w->rtok); free(w->extra); free(w->parts); free(w->frags);
+		free(w->plen); free(w->pidx);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;

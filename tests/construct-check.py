@@ -88,8 +88,10 @@ def seq_len_at(st, start):
     return sl
 
 
-def cut(dl, st, nseq, step_tokens):
-    """The step rule, written again: {(pos, offset): (step, length)}."""
+def cut(dl, st, nseq, step_tokens, exact=False):
+    """The step rule, written again: {(pos, offset): (step, length, seq_len,
+    budget)}. exact: a step takes exactly its budget, the piece crossing it
+    being cut there (fixed shapes, --uniform)."""
     step, start, used = 0, 0, 0
     sl = seq_len_at(st, 0)
     budget = max(step_tokens or nseq * sl, sl)
@@ -99,13 +101,15 @@ def cut(dl, st, nseq, step_tokens):
         while off < len(toks):
             left = len(toks) - off
             ln = min(left, sl)
-            if used > 0 and used + ln > budget:
+            if (used >= budget) if exact else (used > 0 and used + ln > budget):
                 start += used
                 step += 1
                 used = 0
                 sl = seq_len_at(st, start)
                 budget = max(step_tokens or nseq * sl, sl)
                 ln = min(left, sl)
+            if exact and used + ln > budget:
+                ln = budget - used
             used += ln
             pieces[(pos, off)] = (step, ln, sl, budget)
             off += ln
@@ -132,7 +136,30 @@ def check(args):
 
     dl = docs(a.inp)
     byid = {pos: toks for pos, _, toks in dl}
-    want = cut(dl, schedule(a.seq_len), a.ranks * a.micro_batches, a.step_tokens)
+    want = cut(dl, schedule(a.seq_len), a.ranks * a.micro_batches, a.step_tokens,
+               exact=a.uniform)
+    # uniform shapes may cut a piece again at a sequence boundary: look a
+    # piece up as the cut piece that holds it
+    import bisect
+    starts = {}
+    for (pos, off) in want:
+        starts.setdefault(pos, []).append(off)
+    for v in starts.values():
+        v.sort()
+
+    def holder(mpos, poff, ln):
+        offs = starts.get(mpos)
+        if not offs:
+            return None
+        i = bisect.bisect_right(offs, poff) - 1
+        if i < 0:
+            return None
+        w = want[(mpos, offs[i])]
+        if not a.uniform and offs[i] != poff:
+            return None
+        if poff + ln > offs[i] + w[1] or (not a.uniform and ln != w[1]):
+            return None
+        return w
     sq = seqs(a.out)
     seen = {}
     step_tokens = {}
@@ -176,8 +203,8 @@ def check(args):
             if (mpos, poff) in seen:
                 err("document %d offset %d twice" % (mpos, poff))
             seen[(mpos, poff)] = (s["step"], ln)
-            w = want.get((mpos, poff))
-            if w is None or w[1] != ln:
+            w = holder(mpos, poff, ln)
+            if w is None:
                 err("document %d offset %d length %d is not a piece of the cut" % (mpos, poff, ln))
                 continue
             if w[2] != s["seq_len"] and a.window == 1:
@@ -212,6 +239,13 @@ def check(args):
         for st, ranks in per.items():
             if len(ranks) != a.ranks or len(set(ranks.values())) != 1:
                 err("step %d: ranks hold %r micro-batches" % (st, ranks))
+        # exact steps: padding only in the stream's last step
+        if not a.step_tokens:
+            last = max(per) if per else 0
+            for s in sq:
+                if s["step"] != last and s["cu"][-1] != s["seq_len"]:
+                    err("step %d rank %d mb %d: %d pad tokens before the last step" % (
+                        s["step"], s["rank"], s["mb"], s["seq_len"] - s["cu"][-1]))
     ntok = sum(len(t) for _, _, t in dl)
     if errors:
         for e in errors:

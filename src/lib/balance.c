@@ -29,6 +29,13 @@ struct ovl_balancer {
 	double		*slot;		/* window: cost per (step, rank) */
 	uint64_t	*wused;		/* window: tokens per step */
 	size_t		 slots_cap;
+	/* exact: per part */
+	double		*xcost, *xcumc;
+	uint64_t	*xcum;
+	uint32_t	*xpos;
+	size_t		 xcap;
+	size_t		*xgrp;		/* per rank + 1 */
+	size_t		 xgrp_cap;
 	/* fixed shapes: per bin */
 	double		*bcost;
 	uint32_t	*broom;
@@ -110,6 +117,43 @@ ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
 	return lb;
 }
 
+double
+ovl_balance_bound_sorted(const double *desc, size_t n, uint32_t ranks,
+    double total)
+{
+	double lb = total / ranks, s;
+	size_t k, j;
+
+	if (n == 0 || ranks == 0)
+		return 0;
+	for (k = 0; k * ranks < n; k++) {
+		/* the k+1 cheapest of the k*R+1 costliest share a rank */
+		s = 0;
+		for (j = k * ranks - k; j <= k * ranks; j++)
+			s += desc[j];
+		if (s > lb)
+			lb = s;
+	}
+	return lb;
+}
+
+double
+ovl_balance_tight_bound(const double *cost, size_t n, uint32_t ranks,
+    double *scratch)
+{
+	double total = 0;
+	size_t i;
+
+	if (n == 0 || ranks == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		total += cost[i];
+		scratch[i] = cost[i];
+	}
+	qsort(scratch, n, sizeof(*scratch), cmp_double_desc);
+	return ovl_balance_bound_sorted(scratch, n, ranks, total);
+}
+
 struct ovl_balancer *
 ovl_balancer_new(void)
 {
@@ -138,6 +182,11 @@ ovl_balancer_free(struct ovl_balancer *b)
 	free(b->wused);
 	free(b->bcost);
 	free(b->broom);
+	free(b->xcost);
+	free(b->xcumc);
+	free(b->xcum);
+	free(b->xpos);
+	free(b->xgrp);
 	free(b);
 }
 
@@ -886,4 +935,285 @@ ovl_balance_window(struct ovl_balancer *b, const double *cost,
 	}
 	memcpy(step, ns, n * sizeof(*step));
 	return 0;
+}
+
+/* ---- fixed token counts --------------------------------------------- */
+
+static double
+part_cost(const struct ovl_cost *c, const uint32_t *extra, uint32_t item,
+    uint32_t off, uint32_t len)
+{
+	return ovl_cost_of(c, (uint64_t)len +
+	    (extra != NULL && off == 0 ? extra[item] : 0));
+}
+
+/* Parts grouped by rank, each group cheapest first. */
+static const struct ovl_part *sort_part;
+static const double *sort_pc;
+
+static int
+cmp_part_rank_cost(const void *x, const void *y)
+{
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+
+	if (sort_part[i].rank != sort_part[j].rank)
+		return sort_part[i].rank < sort_part[j].rank ? -1 : 1;
+	if (sort_pc[i] != sort_pc[j])
+		return sort_pc[i] < sort_pc[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/*
+ * The cost of rank B's first d tokens, cheapest parts first, without
+ * part y (at py of ord): whole parts, the last one perhaps cut. B's group
+ * is [lo, hi) of ord; xcum/xcumc hold the tokens and cost of the group's
+ * parts up to and including each position. Sets *cut (the position of
+ * the last part taken) and *cutlen (the tokens taken from it); returns
+ * -1 when B has fewer than d tokens besides y.
+ */
+static double
+filler(const struct ovl_balancer *b, const struct ovl_cost *c,
+    const uint32_t *extra, const struct ovl_part *part, size_t lo, size_t hi,
+    size_t py, uint64_t d, size_t *cut, uint32_t *cutlen)
+{
+	const uint64_t *cl = b->xcum;
+	const double *cc = b->xcumc;
+	uint64_t ly = part[b->order[py]].len, before;
+	size_t a = lo, z = hi, k;
+	const struct ovl_part *f;
+	double sum;
+
+	/* the first k whose tokens up to it, less y, reach d */
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+		if (cl[m] - (py <= m ? ly : 0) < d)
+			a = m + 1;
+		else
+			z = m;
+	}
+	k = a;
+	if (k >= hi)
+		return -1;
+	f = &part[b->order[k]];
+	before = cl[k] - (py <= k ? ly : 0) - f->len;
+	sum = cc[k] - (py <= k ? b->xcost[b->order[py]] : 0) -
+	    b->xcost[b->order[k]];
+	*cut = k;
+	*cutlen = (uint32_t)(d - before);
+	if (*cutlen == f->len)
+		return sum + b->xcost[b->order[k]];
+	return sum + part_cost(c, extra, f->item, f->off, *cutlen);
+}
+
+/*
+ * kk's improvement: rank A (the costliest) gives part x to rank B and
+ * takes back B's part y (shorter) plus d = len x - len y of B's other
+ * tokens, cheapest parts first, the last one cut, so both keep their
+ * token counts. Applies the best such trade over all x, y, B (returns 1)
+ * or finds none (returns 0).
+ */
+static int
+improve_exact(struct ovl_balancer *b, const struct ovl_cost *c,
+    const uint32_t *extra, struct ovl_part *part, size_t *np, uint32_t ranks,
+    double *rc)
+{
+	uint32_t A = argmax(rc, ranks), B, *ord = b->order;
+	double cA = rc[A], best = cA * (1 - 1e-9);
+	size_t i, j, n = *np, bx = 0, by = 0, *gs = b->xgrp;
+	uint32_t bB = ranks;
+	double *pc = b->xcost;
+
+	for (i = 0; i < n; i++) {
+		pc[i] = part_cost(c, extra, part[i].item, part[i].off,
+		    part[i].len);
+		ord[i] = (uint32_t)i;
+	}
+	sort_part = part;
+	sort_pc = pc;
+	qsort(ord, n, sizeof(*ord), cmp_part_rank_cost);
+	sort_part = NULL;
+	sort_pc = NULL;
+	for (i = 0; i <= ranks; i++)
+		gs[i] = 0;
+	for (i = 0; i < n; i++)
+		gs[part[i].rank + 1]++;
+	for (i = 0; i < ranks; i++)
+		gs[i + 1] += gs[i];
+	for (i = 0; i < n; i++) {
+		int g = i == 0 || part[ord[i]].rank != part[ord[i - 1]].rank;
+
+		b->xpos[ord[i]] = (uint32_t)i;
+		b->xcum[i] = (g ? 0 : b->xcum[i - 1]) + part[ord[i]].len;
+		b->xcumc[i] = (g ? 0 : b->xcumc[i - 1]) + pc[ord[i]];
+	}
+	for (i = 0; i < n; i++) {
+		if (part[i].rank != A)
+			continue;
+		for (j = 0; j < n; j++) {
+			size_t cut;
+			uint32_t cutlen;
+			double fill, nA, nB, m;
+
+			B = part[j].rank;
+			if (B == A || part[j].len >= part[i].len ||
+			    pc[i] - pc[j] <= 0)
+				continue;
+			fill = filler(b, c, extra, part, gs[B], gs[B + 1],
+			    b->xpos[j], part[i].len - part[j].len, &cut,
+			    &cutlen);
+			if (fill < 0)
+				continue;
+			nA = cA - pc[i] + pc[j] + fill;
+			nB = rc[B] + pc[i] - pc[j] - fill;
+			m = nA > nB ? nA : nB;
+			if (m < best) {
+				best = m;
+				bx = i;
+				by = j;
+				bB = B;
+			}
+		}
+	}
+	if (bB == ranks)
+		return 0;
+	{
+		size_t cut, k, py = b->xpos[by];
+		uint32_t cutlen;
+
+		B = bB;
+		(void)filler(b, c, extra, part, gs[B], gs[B + 1], py,
+		    part[bx].len - part[by].len, &cut, &cutlen);
+		for (k = gs[B]; k < cut; k++)
+			if (k != py)
+				part[ord[k]].rank = A;
+		if (cutlen == part[ord[cut]].len) {
+			part[ord[cut]].rank = A;
+		} else {
+			/* the cut part's first cutlen tokens go to A */
+			struct ovl_part *f = &part[ord[cut]];
+
+			part[*np] = *f;
+			part[*np].off = f->off + cutlen;
+			part[*np].len = f->len - cutlen;
+			(*np)++;
+			f->len = cutlen;
+			f->rank = A;
+		}
+		part[bx].rank = B;
+		part[by].rank = A;
+	}
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (i = 0; i < *np; i++)
+		rc[part[i].rank] += part_cost(c, extra, part[i].item,
+		    part[i].off, part[i].len);
+	return 1;
+}
+
+size_t
+ovl_balance_exact(struct ovl_balancer *b, int method, const struct ovl_cost *c,
+    const double *cost, const uint32_t *len, const uint32_t *extra, size_t n,
+    uint32_t ranks, uint64_t cap, struct ovl_part *part, double *rank_cost)
+{
+	uint64_t *room, total = 0;
+	size_t i, np = 0, iter, maxiter;
+	uint32_t r;
+
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	if (n == 0)
+		return 0;
+	grow(b, OVL_BALANCE_EXACT_PARTS(n, ranks), ranks);
+	if (OVL_BALANCE_EXACT_PARTS(n, ranks) + 1 > b->xcap) {
+		size_t k = OVL_BALANCE_EXACT_PARTS(n, ranks) + 1;
+		b->xcost = ovl_xrealloc(b->xcost, k * sizeof(*b->xcost));
+		b->xcumc = ovl_xrealloc(b->xcumc, k * sizeof(*b->xcumc));
+		b->xcum = ovl_xrealloc(b->xcum, k * sizeof(*b->xcum));
+		b->xpos = ovl_xrealloc(b->xpos, k * sizeof(*b->xpos));
+		b->xcap = k;
+	}
+	if (ranks + 1 > b->xgrp_cap) {
+		b->xgrp = ovl_xrealloc(b->xgrp, (ranks + 1) * sizeof(*b->xgrp));
+		b->xgrp_cap = ranks + 1;
+	}
+	if (ranks > b->slots_cap) {
+		b->slot = ovl_xrealloc(b->slot, ranks * sizeof(*b->slot));
+		b->wused = ovl_xrealloc(b->wused, ranks * sizeof(*b->wused));
+		b->slots_cap = ranks;
+	}
+	room = b->wused;
+	for (i = 0; i < n; i++)
+		total += len[i];
+	if (method == OVL_BAL_NONE || ranks == 1) {
+		uint64_t share = (total + ranks - 1) / ranks;
+
+		if (share > cap)
+			share = cap;
+		for (r = 0; r < ranks; r++)
+			room[r] = share;
+		for (i = 0, r = 0; i < n; i++) {
+			uint32_t off = 0;
+
+			while (off < len[i]) {
+				uint32_t t = len[i] - off;
+
+				while (r + 1 < ranks && room[r] == 0)
+					r++;
+				if (t > room[r] && r + 1 < ranks)
+					t = (uint32_t)room[r];
+				part[np].item = (uint32_t)i;
+				part[np].off = off;
+				part[np].len = t;
+				part[np].rank = r;
+				np++;
+				room[r] -= t < room[r] ? t : room[r];
+				off += t;
+			}
+		}
+	} else {
+		sort_by_cost(b->order, n, cost);
+		for (r = 0; r < ranks; r++)
+			room[r] = cap;
+		for (i = 0; i < n; i++) {
+			uint32_t k = b->order[i], off = 0;
+
+			while (off < len[k]) {
+				uint32_t t = len[k] - off, m = ranks;
+
+				for (r = 0; r < ranks; r++)
+					if (room[r] >= t && (m == ranks ||
+					    rank_cost[r] < rank_cost[m]))
+						m = r;
+				if (m == ranks) {
+					m = 0;
+					for (r = 1; r < ranks; r++)
+						if (room[r] > room[m])
+							m = r;
+					if (room[m] > 0)
+						t = (uint32_t)room[m];
+				}
+				part[np].item = k;
+				part[np].off = off;
+				part[np].len = t;
+				part[np].rank = m;
+				np++;
+				room[m] -= t < room[m] ? t : room[m];
+				rank_cost[m] += part_cost(c, extra, k, off, t);
+				off += t;
+			}
+		}
+		if (method == OVL_BAL_KK) {
+			maxiter = 2 * (size_t)ranks + 8;
+			if ((double)np * np > 4e7)
+				maxiter = 0;
+			for (iter = 0; iter < maxiter &&
+			    np < OVL_BALANCE_EXACT_PARTS(n, ranks); iter++)
+				if (!improve_exact(b, c, extra, part, &np, ranks,
+				    rank_cost))
+					break;
+		}
+	}
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	for (i = 0; i < np; i++)
+		rank_cost[part[i].rank] += part_cost(c, extra, part[i].item,
+		    part[i].off, part[i].len);
+	return np;
 }

@@ -60,6 +60,19 @@ void	ovl_cost_model(struct ovl_cost *c, uint64_t layers, uint64_t hidden,
 double	ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
 	    double *scratch);
 
+/*
+ * A tighter bound (the pigeonhole bound): the largest of the mean rank
+ * cost and, for k = 0, 1, ..., the sum of the k+1 cheapest of the k*R+1
+ * costliest pieces (k+1 of them share a rank). k = 0 and 1 give the
+ * costliest piece and the R-th plus (R+1)-th; so this bound is never
+ * below ovl_balance_lower_bound. scratch holds n doubles (overwritten).
+ */
+double	ovl_balance_tight_bound(const double *cost, size_t n, uint32_t ranks,
+	    double *scratch);
+/* The same over costs sorted costliest first, whose sum is total. */
+double	ovl_balance_bound_sorted(const double *desc, size_t n, uint32_t ranks,
+	    double total);
+
 struct ovl_balancer;
 
 struct ovl_balancer *ovl_balancer_new(void);
@@ -88,6 +101,37 @@ double	ovl_balance_fixed(struct ovl_balancer *b, int method,
 	    const double *cost, const uint32_t *len, size_t n, uint32_t *bin,
 	    size_t nbins, uint32_t per, uint32_t cap, uint32_t ranks,
 	    uint32_t *bin_rank, double *rank_cost);
+
+/*
+ * Fixed token counts (uniform shapes, where steps are cut exactly): give
+ * every rank at most cap tokens, cutting pieces where they do not fit
+ * whole. Piece i has len[i] tokens and cost[i] (= ovl_cost_of(c, len[i] +
+ * extra[i]); extra may be NULL: image tokens, counted with a piece's
+ * first part only). Writes the parts to part[] (room for OVL_BALANCE_EXACT_PARTS) and
+ * returns their number; the parts of a piece cover it, in order, and a
+ * part is a whole piece unless it filled its rank to cap.
+ *   none     arrival order, every rank up to min(cap, ceil(tokens/ranks))
+ *   lpt, kk  costliest piece first, to the cheapest rank with room for
+ *            it whole, else cut at the room of the rank with the most;
+ *            kk then trades a piece of the costliest rank for a shorter
+ *            one of another rank plus as many of that rank's shortest
+ *            tokens as keep both token counts, while that lowers the
+ *            maximum
+ * rank_cost receives each rank's cost over its parts.
+ */
+struct ovl_part {
+	uint32_t	item;	/* the piece */
+	uint32_t	off;	/* first token of the part within the piece */
+	uint32_t	len;
+	uint32_t	rank;
+};
+
+#define OVL_BALANCE_EXACT_PARTS(n, ranks) ((n) + 3 * (size_t)(ranks) + 8)
+
+size_t	ovl_balance_exact(struct ovl_balancer *b, int method,
+	    const struct ovl_cost *c, const double *cost, const uint32_t *len,
+	    const uint32_t *extra, size_t n, uint32_t ranks, uint64_t cap,
+	    struct ovl_part *part, double *rank_cost);
 
 /*
  * Outlier delay over a window of k steps (WLB-LLM): move whole pieces

@@ -14,6 +14,10 @@ struct ovl_packer {
 	int32_t		*next;		/* bfd: bin stack links */
 	uint32_t	*tree;		/* first-fit: max room over bin ranges */
 	size_t		 tree_cap;
+	uint32_t	*room;		/* fill: room of each bin */
+	size_t		 fill_cap;
+	uint32_t	*defer;		/* fill: pieces that fit no bin whole */
+	size_t		 defer_cap;
 };
 
 static const char *const names[] = { "bfd", "first-fit", "concat" };
@@ -53,6 +57,8 @@ ovl_packer_free(struct ovl_packer *p)
 	free(p->bits);
 	free(p->next);
 	free(p->tree);
+	free(p->room);
+	free(p->defer);
 	free(p);
 }
 
@@ -234,4 +240,122 @@ ovl_pack(struct ovl_packer *p, int method, const uint32_t *len, size_t n,
 	default:
 		return pack_concat(len, n, cap, bin);
 	}
+}
+
+/* ---- fixed shapes: fill a fixed number of bins, cutting pieces -------- */
+
+static size_t
+fill_cut(struct ovl_packer *p, const uint32_t *len, size_t nd, uint32_t cap,
+    size_t nbins, struct ovl_frag *frag, size_t nf)
+{
+	size_t i, j;
+
+	(void)cap;
+	for (i = 0; i < nd; i++) {
+		uint32_t k = p->defer[i], off = 0, left = len[k];
+
+		while (left > 0) {
+			size_t m = 0;
+			uint32_t t;
+
+			for (j = 1; j < nbins; j++)
+				if (p->room[j] > p->room[m])
+					m = j;
+			if (p->room[m] == 0)
+				return nf;	/* more than fits: caller's error */
+			t = left < p->room[m] ? left : p->room[m];
+			frag[nf].item = k;
+			frag[nf].off = off;
+			frag[nf].len = t;
+			frag[nf].bin = (uint32_t)m;
+			nf++;
+			p->room[m] -= t;
+			off += t;
+			left -= t;
+		}
+	}
+	return nf;
+}
+
+size_t
+ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
+    size_t n, uint32_t cap, size_t nbins, struct ovl_frag *frag)
+{
+	size_t i, j, nf = 0, nd = 0;
+
+	if (n == 0 || nbins == 0)
+		return 0;
+	grow_items(p, n);
+	if (nbins > p->fill_cap) {
+		p->room = ovl_xrealloc(p->room, nbins * sizeof(*p->room));
+		p->fill_cap = nbins;
+	}
+	if (n > p->defer_cap) {
+		p->defer = ovl_xrealloc(p->defer, n * sizeof(*p->defer));
+		p->defer_cap = n;
+	}
+	for (j = 0; j < nbins; j++)
+		p->room[j] = cap;
+	if (method == OVL_PACK_CONCAT) {
+		uint32_t off;
+
+		for (i = 0, j = 0; i < n; i++) {
+			for (off = 0; off < len[i];) {
+				uint32_t t = len[i] - off;
+
+				while (j + 1 < nbins && p->room[j] == 0)
+					j++;
+				if (p->room[j] == 0)
+					return nf;
+				if (t > p->room[j])
+					t = p->room[j];
+				frag[nf].item = (uint32_t)i;
+				frag[nf].off = off;
+				frag[nf].len = t;
+				frag[nf].bin = (uint32_t)j;
+				nf++;
+				p->room[j] -= t;
+				off += t;
+			}
+		}
+		return nf;
+	}
+	for (i = 0; i < n; i++)
+		p->order[i] = (uint32_t)i;
+	if (method == OVL_PACK_BFD) {
+		sort_len = len;
+		qsort(p->order, n, sizeof(*p->order), cmp_len_desc);
+		sort_len = NULL;
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t k = p->order[i];
+		size_t m = nbins;
+
+		for (j = 0; j < nbins; j++) {
+			if (p->room[j] < len[k])
+				continue;
+			if (m == nbins || (method == OVL_PACK_BFD &&
+			    p->room[j] < p->room[m]))
+				m = j;
+			if (method != OVL_PACK_BFD || p->room[m] == len[k])
+				break;
+		}
+		if (m == nbins) {
+			p->defer[nd++] = k;
+			continue;
+		}
+		frag[nf].item = k;
+		frag[nf].off = 0;
+		frag[nf].len = len[k];
+		frag[nf].bin = (uint32_t)m;
+		nf++;
+		p->room[m] -= len[k];
+	}
+	if (nd > 0 && method != OVL_PACK_BFD) {
+		/* longest first, as bfd does */
+		sort_len = len;
+		qsort(p->defer, nd, sizeof(*p->defer), cmp_len_desc);
+		sort_len = NULL;
+	}
+	return fill_cut(p, len, nd, cap, nbins, frag, nf);
 }

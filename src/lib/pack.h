@@ -47,4 +47,25 @@ void	ovl_packer_free(struct ovl_packer *p);
 size_t	ovl_pack(struct ovl_packer *p, int method, const uint32_t *len,
 	    size_t n, uint32_t cap, uint32_t *bin);
 
+/*
+ * Fill exactly nbins bins of capacity cap with n pieces whose lengths add
+ * up to at most nbins x cap, cutting pieces at bin boundaries where they
+ * do not fit whole (fixed shapes: no padding but at the end). bfd and
+ * first-fit place whole pieces as in ovl_pack while a bin has room for
+ * them, then cut the rest, longest first, into the bins with the most
+ * room; concat fills bin after bin in order, cutting at every boundary.
+ * Writes the fragments to frag[] (room for n + nbins) and returns their
+ * number; the fragments of a piece cover it, in order of offset. Every
+ * fragment but a piece's last fills its bin.
+ */
+struct ovl_frag {
+	uint32_t	item;	/* the piece */
+	uint32_t	off;	/* first token within the piece */
+	uint32_t	len;
+	uint32_t	bin;
+};
+
+size_t	ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
+	    size_t n, uint32_t cap, size_t nbins, struct ovl_frag *frag);
+
 #endif

@@ -266,6 +266,161 @@ test_fixed(void)
 	ovl_packer_free(p);
 }
 
+/* Fragments or parts cover every piece once, in order. */
+static int
+covers(const uint32_t *l, size_t n, const uint32_t *item, const uint32_t *off,
+    const uint32_t *fl, size_t nf)
+{
+	static uint32_t next[N];
+	size_t i;
+
+	memset(next, 0, sizeof(next));
+	for (i = 0; i < nf; i++) {
+		if (item[i] >= n || off[i] != next[item[i]] || fl[i] == 0)
+			return 0;
+		next[item[i]] += fl[i];
+	}
+	for (i = 0; i < n; i++)
+		if (next[i] != l[i])
+			return 0;
+	return 1;
+}
+
+static void
+test_fill(void)
+{
+	static struct ovl_frag fr[N + 64];
+	static uint32_t it[N + 64], of[N + 64], fl[N + 64];
+	struct ovl_packer *p = ovl_packer_new();
+	struct ovl_rng rng;
+	uint64_t total, load[64];
+	size_t i, n, nf, cuts;
+	int m, bad = 0;
+
+	ovl_rng_seed(&rng, 9);
+	for (m = 0; m < 3; m++) {
+		/* 16 bins of 4096 filled exactly by pieces of at most 4096 */
+		gen(&rng, N, 4096);
+		for (n = 0, total = 0; total < 16 * 4096; n++) {
+			if (total + len[n] > 16 * 4096)
+				len[n] = (uint32_t)(16 * 4096 - total);
+			total += len[n];
+		}
+		nf = ovl_pack_fill(p, m, len, n, 4096, 16, fr);
+		memset(load, 0, sizeof(load));
+		for (i = 0, cuts = 0; i < nf; i++) {
+			it[i] = fr[i].item;
+			of[i] = fr[i].off;
+			fl[i] = fr[i].len;
+			if (fr[i].bin >= 16)
+				bad++;
+			else
+				load[fr[i].bin] += fr[i].len;
+			if (fr[i].len != len[fr[i].item])
+				cuts++;
+		}
+		/* fragments of a piece in order: sort by (item, off) */
+		for (i = 1; i < nf; i++) {
+			size_t q = i;
+			while (q > 0 && (it[q - 1] > it[q] || (it[q - 1] == it[q] &&
+			    of[q - 1] > of[q]))) {
+				uint32_t t;
+				t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
+				t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
+				t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
+				q--;
+			}
+		}
+		CHECK(covers(len, n, it, of, fl, nf));
+		for (i = 0; i < 16; i++)
+			if (load[i] != 4096)
+				bad++;
+		/* at most one cut per bin boundary */
+		CHECK(nf <= n + 15);
+	}
+	CHECK(bad == 0);
+	ovl_packer_free(p);
+}
+
+static void
+test_exact(void)
+{
+	static struct ovl_part pt[N + 64];
+	static uint32_t it[N + 64], of[N + 64], fl[N + 64];
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_cost c = { 1, 0 };
+	struct ovl_rng rng;
+	uint64_t total, load[8];
+	double rc[8], mx[3], sum;
+	size_t i, n, np;
+	int m, round, bad = 0, better = 0;
+
+	ovl_rng_seed(&rng, 13);
+	for (round = 0; round < 10; round++) {
+		/* 8 ranks of 4 x 4096 tokens, exactly */
+		gen(&rng, N, 4096);
+		for (n = 0, total = 0; total < 8 * 4 * 4096; n++) {
+			if (total + len[n] > 8 * 4 * 4096)
+				len[n] = (uint32_t)(8 * 4 * 4096 - total);
+			total += len[n];
+		}
+		for (i = 0; i < n; i++)
+			cost[i] = ovl_cost_of(&c, len[i]);
+		for (m = 0; m < 3; m++) {
+			np = ovl_balance_exact(b, m, &c, cost, len, NULL, n, 8,
+			    4 * 4096, pt, rc);
+			if (np > OVL_BALANCE_EXACT_PARTS(n, 8))
+				bad++;
+			memset(load, 0, sizeof(load));
+			for (i = 0; i < np; i++) {
+				it[i] = pt[i].item;
+				of[i] = pt[i].off;
+				fl[i] = pt[i].len;
+				load[pt[i].rank < 8 ? pt[i].rank : 0] += pt[i].len;
+			}
+			for (i = 1; i < np; i++) {
+				size_t q = i;
+				while (q > 0 && (it[q - 1] > it[q] ||
+				    (it[q - 1] == it[q] && of[q - 1] > of[q]))) {
+					uint32_t t;
+					t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
+					t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
+					t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
+					q--;
+				}
+			}
+			if (!covers(len, n, it, of, fl, np))
+				bad++;
+			for (i = 0, sum = 0, mx[m] = 0; i < 8; i++) {
+				if (load[i] != 4 * 4096)
+					bad++;
+				sum += rc[i];
+				if (rc[i] > mx[m])
+					mx[m] = rc[i];
+			}
+		}
+		if (mx[2] > mx[1] * (1 + 1e-9))
+			bad++;
+		if (mx[2] < mx[1] * (1 - 1e-6))
+			better++;
+	}
+	CHECK(bad == 0);
+	/* the trades improve on the greedy deal now and then */
+	CHECK(better > 0);
+	ovl_balancer_free(b);
+}
+
+static void
+test_tight_bound(void)
+{
+	/* 5 pieces of 10 on 2 ranks: three share a rank */
+	static const double c[] = { 10, 10, 10, 10, 10, 1 };
+
+	CHECK(ovl_balance_lower_bound(c, 6, 2, scratch) == 25.5);
+	CHECK(ovl_balance_tight_bound(c, 6, 2, scratch) == 30);
+	CHECK(ovl_balance_tight_bound(c, 0, 2, scratch) == 0);
+}
+
 static double
 step_ratio(size_t n, uint32_t t, uint32_t ranks)
 {
@@ -345,5 +500,8 @@ main(void)
 	RUN(test_random_steps);
 	RUN(test_fixed);
 	RUN(test_window);
+	RUN(test_fill);
+	RUN(test_exact);
+	RUN(test_tight_bound);
 	UNIT_DONE();
 }
