@@ -199,7 +199,8 @@ open(sys.argv[2], "wb").write(b)' "$SAMPLES/wds/shard-000000.tar" "$D/s.tar"
 }
 
 @test "a reader that goes away ends ovl-source quietly (SIGPIPE), no message" {
-	run -0 bash -c '"$1" web "$2" 2>"$3" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}"' _ \
+	# (--repeat: more than any pipe buffer holds)
+	run -0 bash -c '"$1" --repeat web "$2" 2>"$3" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}"' _ \
 	    "$OVL_SOURCE" "$SAMPLES/web/web-1.jsonl" "$D/err"
 	[ "$output" = 141 ]
 	[ ! -s "$D/err" ]

@@ -31,6 +31,8 @@ struct jp {
 	int			 depth;
 	const char		*err;
 	const unsigned char	*errp;
+	unsigned char		*out;		/* the field, unescaped */
+	size_t			 olen;
 	unsigned char		 kb[KEYBUF];
 };
 
@@ -211,12 +213,41 @@ escape(struct jp *j, const unsigned char *q)
 	return 12;
 }
 
-/* Scan the string at j->p (at its '"'); [*s, *e) is its raw body. */
+static size_t put_utf8(unsigned char *o, unsigned long cp);
+
+/* Write the bytes of the validated escape q[0..n) to o; returns how many. */
+static size_t
+decode_escape(const unsigned char *q, int n, unsigned char *o)
+{
+	unsigned long cp;
+
+	switch (q[1]) {
+	case 'b': *o = '\b'; return 1;
+	case 'f': *o = '\f'; return 1;
+	case 'n': *o = '\n'; return 1;
+	case 'r': *o = '\r'; return 1;
+	case 't': *o = '\t'; return 1;
+	case 'u': break;
+	default: *o = q[1]; return 1;
+	}
+	cp = (unsigned long)hex4(q + 2);
+	if (n == 12)
+		cp = 0x10000 + ((cp - 0xd800) << 10) +
+		    ((unsigned long)hex4(q + 8) - 0xdc00);
+	return put_utf8(o, cp);
+}
+
+/*
+ * Scan the string at j->p (at its '"'); [*s, *e) is its raw body. With out
+ * (room for the rest of the line), a string with escapes is also written
+ * there unescaped, its length in *olen.
+ */
 static int
 string(struct jp *j, const unsigned char **s, const unsigned char **e,
-    int *escaped)
+    int *escaped, unsigned char *out, size_t *olen)
 {
-	const unsigned char *p = j->p + 1, *end = j->end;
+	const unsigned char *p = j->p + 1, *end = j->end, *run = p;
+	size_t o = 0;
 	int esc = 0;
 
 	*s = p;
@@ -230,20 +261,34 @@ string(struct jp *j, const unsigned char **s, const unsigned char **e,
 			*e = q;
 			j->p = q + 1;
 			*escaped = esc;
+			if (out != NULL && esc) {
+				memcpy(out + o, run, (size_t)(q - run));
+				*olen = o + (size_t)(q - run);
+			}
 			return 0;
 		}
 		if (*q == '\\') {
-			esc = 1;
 			if ((n = escape(j, q)) < 0)
 				return -1;
+			esc = 1;
+			if (out != NULL) {
+				memcpy(out + o, run, (size_t)(q - run));
+				o += (size_t)(q - run);
+				o += decode_escape(q, n, out + o);
+				run = q + n;
+			}
 			p = q + n;
 		} else if (*q < 0x20) {
 			return fail(j, q, "control character in a string");
 		} else {
-			size_t len = utf8_seq(q, end);
-			if (len == 0)
-				return fail(j, q, "invalid UTF-8");
-			p = q + len;
+			/* A run of multibyte sequences. */
+			do {
+				size_t len = utf8_seq(q, end);
+				if (len == 0)
+					return fail(j, q, "invalid UTF-8");
+				q += len;
+			} while (q < end && *q >= 0x80);
+			p = q;
 		}
 	}
 }
@@ -421,7 +466,7 @@ object(struct jp *j, int lvl, struct hit *h)
 
 		if (j->p == j->end || *j->p != '"')
 			return fail(j, j->p, "string or '}' expected");
-		if (string(j, &ks, &ke, &kesc) != 0)
+		if (string(j, &ks, &ke, &kesc, NULL, NULL) != 0)
 			return -1;
 		ws(j);
 		if (j->p == j->end || *j->p != ':')
@@ -516,7 +561,7 @@ value(struct jp *j, int lvl, struct hit *h)
 		break;
 	case '"':
 		type = T_STRING;
-		rc = string(j, &s, &e, &esc);
+		rc = string(j, &s, &e, &esc, target ? j->out : NULL, &j->olen);
 		break;
 	case 't':
 		type = T_TRUE;
@@ -556,6 +601,10 @@ ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
 	struct jp j;
 	struct hit h = { 0, 0, 0, NULL, NULL };
 
+	/* Room for the field unescaped: never longer than the line. */
+	scratch->len = 0;
+	j.out = ovl_buf_reserve(scratch, n + 4);
+	j.olen = 0;
 	j.start = j.p = (const unsigned char *)line;
 	j.end = j.p + n;
 	j.path = path;
@@ -586,13 +635,9 @@ ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
 		r->val = (const char *)h.s;
 		r->len = (size_t)(h.e - h.s);
 	} else {
-		size_t cap = (size_t)(h.e - h.s);
-		unsigned char *o;
-
-		scratch->len = 0;
-		o = ovl_buf_reserve(scratch, cap + 4);
-		r->len = unescape(h.s, h.e, o, cap + 4);
-		r->val = (const char *)o;
+		/* The last string at the path was unescaped into scratch. */
+		r->val = (const char *)j.out;
+		r->len = j.olen;
 	}
 	return OVL_JSONL_OK;
 }
