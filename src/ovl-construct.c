@@ -998,31 +998,46 @@ flush_window(struct construct *c)
 		for (i = c->ws[t].first; i < c->ws[t].end; i++)
 			c->pieces[i].wstep = c->pieces[i].nstep = (uint32_t)t;
 	if (nw > 1) {
-		uint64_t budget[MAX_WINDOW];
+		uint64_t lo[MAX_WINDOW], hi[MAX_WINDOW];
+		int moves;
 
 		if (n > c->wgroup_cap) {
 			c->wgroup_cap = n + n / 2;
 			c->wgroup = ovl_xrealloc(c->wgroup, c->wgroup_cap *
 			    sizeof(*c->wgroup));
 		}
-
 		for (i = 0; i < n; i++) {
 			w->len[i] = c->pieces[i].length;
 			w->cost[i] = ovl_cost_of(&c->o->cost,
 			    (uint64_t)c->pieces[i].length + c->pieces[i].images);
 			w->rank[i] = c->pieces[i].wstep;
+			w->bin[i] = c->pieces[i].source;
 			c->wgroup[i] = c->pieces[i].mix_pos;
 		}
-		for (t = 0; t < nw; t++)
-			budget[t] = c->ws[t].budget;
-		if (ovl_balance_window(c->bal, w->cost, w->len, c->wgroup, n,
-		    w->rank, nw, budget, c->o->ranks) == 0)
+		/*
+		 * Every step keeps its token budget: at most its budget and at
+		 * least what the cut guarantees (more than budget - seq-len, or
+		 * what it had as cut); exactly as cut with fixed shapes.
+		 */
+		for (t = 0; t < nw; t++) {
+			const struct wstep *ws = &c->ws[t];
+			uint64_t cut = 0, floor;
+
+			for (i = ws->first; i < ws->end; i++)
+				cut += c->pieces[i].length;
+			floor = ws->budget >= ws->seq_len ?
+			    ws->budget - ws->seq_len + 1 : 0;
+			lo[t] = c->o->uniform || cut < floor ? cut : floor;
+			hi[t] = c->o->uniform ? cut : ws->budget;
+		}
+		moves = ovl_balance_window(c->bal, w->cost, w->len, w->bin,
+		    c->wgroup, n, w->rank, nw, lo, hi, c->o->ranks,
+		    16 * nw);
+		if (moves > 0)
 			for (i = 0; i < n; i++)
 				c->pieces[i].nstep = w->rank[i];
-		else
-			ovl_info(1, "window of steps %" PRIu64 "-%" PRIu64
-			    ": pieces do not fit elsewhere, kept as cut",
-			    c->ws[0].step, c->ws[nw - 1].step);
+		ovl_info(2, "window of steps %" PRIu64 "-%" PRIu64 ": %d "
+		    "trades", c->ws[0].step, c->ws[nw - 1].step, moves);
 		window_drift(c, nw);
 	}
 	for (t = 0; t < nw; t++) {

@@ -217,6 +217,21 @@ def check(args):
             budget = w[3]
             if step_tokens[s["step"]] > budget:
                 err("step %d over its budget %d" % (s["step"], budget))
+    # a window keeps every step's token budget: at most the budget, at
+    # least what the cut guarantees (more than budget - seq-len, or what
+    # the step had as cut); with fixed shapes exactly as cut
+    if a.window > 1:
+        cut_tokens, info = {}, {}
+        for (st_, ln, sl, budget) in want.values():
+            cut_tokens[st_] = cut_tokens.get(st_, 0) + ln
+            info[st_] = (sl, budget)
+        for st_, ct in cut_tokens.items():
+            got = step_tokens.get(st_, 0)
+            sl, budget = info[st_]
+            low = ct if a.uniform else min(ct, budget - sl + 1)
+            high = ct if a.uniform else budget
+            if not low <= got <= high:
+                err("step %d: %d tokens, cut %d, allowed %d..%d" % (st_, got, ct, low, high))
     # every token exactly once, pieces of a document in order by step
     for pos, _, toks in dl:
         off, prev = 0, -1

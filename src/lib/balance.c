@@ -832,109 +832,211 @@ ovl_balance_fixed(struct ovl_balancer *b, int method, const double *cost,
 
 /* ---- outlier delay over a window of steps ------------------------------ */
 
-static int
-cmp_u32(const void *a, const void *b)
+/* The tight bound of step t's pieces (their costs into tmp). */
+static double
+wbound(const double *cost, const uint32_t *step, size_t n, uint32_t t,
+    uint32_t ranks, double *tmp, uint32_t skip, const uint32_t *add,
+    size_t nadd, uint32_t addx, uint32_t skipy, const uint32_t *sety,
+    size_t nsety)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	double total = 0;
+	size_t i, k = 0, j;
 
-	return x < y ? -1 : x > y;
+	for (i = 0; i < n; i++) {
+		if (step[i] != t || i == skip)
+			continue;
+		for (j = 0; j < nsety && sety[j] != i; j++)
+			;
+		if (j < nsety)
+			continue;
+		tmp[k++] = cost[i];
+		total += cost[i];
+	}
+	(void)skipy;
+	for (j = 0; j < nadd; j++) {
+		tmp[k++] = cost[add[j]];
+		total += cost[add[j]];
+	}
+	if (addx != UINT32_MAX) {
+		tmp[k++] = cost[addx];
+		total += cost[addx];
+	}
+	qsort(tmp, k, sizeof(*tmp), cmp_double_desc);
+	return ovl_balance_bound_sorted(tmp, k, ranks, total);
+}
+
+/* Piece i may go to step t: its document's pieces stay in step order. */
+static int
+movable(const uint64_t *group, const uint32_t *step, size_t n, size_t i,
+    uint32_t t)
+{
+	if (group == NULL)
+		return 1;
+	if (i > 0 && group[i - 1] == group[i] && step[i - 1] > t)
+		return 0;
+	if (i + 1 < n && group[i + 1] == group[i] && step[i + 1] < t)
+		return 0;
+	return 1;
+}
+
+static const uint32_t *sort_len32;
+
+static int
+cmp_idx_len_desc(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (sort_len32[i] != sort_len32[j])
+		return sort_len32[i] > sort_len32[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
 }
 
 int
 ovl_balance_window(struct ovl_balancer *b, const double *cost,
-    const uint32_t *len, const uint64_t *group, size_t n, uint32_t *step,
-    size_t k, const uint64_t *budget, uint32_t ranks)
+    const uint32_t *len, const uint32_t *src, const uint64_t *group, size_t n,
+    uint32_t *step, size_t k, const uint64_t *lo, const uint64_t *hi,
+    uint32_t ranks, size_t maxmoves)
 {
-	size_t nslots = k * ranks, i, t;
-	double total = 0, thr;
-	double *slot;
-	uint64_t *used, *target;
-	uint32_t *ns;
+	uint64_t *used;
+	double *bnd, *tmp;
+	uint32_t *byl, *ybuf, *best_y;
+	size_t i, moves = 0, t, u, nbyl, nby = 0;
+	double eps;
 
-	if (n == 0 || k <= 1)
+	if (n == 0 || k <= 1 || ranks == 0)
 		return 0;
-	grow(b, n, ranks);
-	if (nslots + 2 * k > b->slots_cap) {
-		b->slot = ovl_xrealloc(b->slot, (nslots + 2 * k) *
-		    sizeof(*b->slot));
-		b->wused = ovl_xrealloc(b->wused, (nslots + 2 * k) *
-		    sizeof(*b->wused));
-		b->slots_cap = nslots + 2 * k;
+	grow(b, 4 * n + 8, ranks);
+	if (k + 1 > b->slots_cap || n + 8 > b->slots_cap) {
+		size_t m = (k > n ? k : n) + 8;
+		b->slot = ovl_xrealloc(b->slot, m * sizeof(*b->slot));
+		b->wused = ovl_xrealloc(b->wused, m * sizeof(*b->wused));
+		b->slots_cap = m;
 	}
-	slot = b->slot;
+	if (n + 1 > b->xcap) {
+		b->xcost = ovl_xrealloc(b->xcost, (n + 1) * sizeof(*b->xcost));
+		b->xcumc = ovl_xrealloc(b->xcumc, (n + 1) * sizeof(*b->xcumc));
+		b->xcum = ovl_xrealloc(b->xcum, (n + 1) * sizeof(*b->xcum));
+		b->xpos = ovl_xrealloc(b->xpos, (n + 1) * sizeof(*b->xpos));
+		b->xcap = n + 1;
+	}
 	used = b->wused;
-	ns = (uint32_t *)b->heap;	/* scratch: the new steps */
-	for (i = 0; i < n; i++)
-		total += cost[i];
-	thr = total / (double)nslots / 4;
-	memset(slot, 0, nslots * sizeof(*slot));
-	memset(used, 0, k * sizeof(*used));
-	sort_by_cost(b->order, n, cost);
-	for (i = 0; i < n && cost[b->order[i]] > thr; i++) {
-		uint32_t p = b->order[i];
-		size_t s, m = nslots;
-
-		for (s = 0; s < nslots; s++)
-			if (used[s / ranks] + len[p] <= budget[s / ranks] &&
-			    (m == nslots || slot[s] < slot[m]))
-				m = s;
-		if (m == nslots)
-			return -1;
-		slot[m] += cost[p];
-		used[m / ranks] += len[p];
-		ns[p] = (uint32_t)(m / ranks);
-	}
-	/*
-	 * The light pieces in arrival order, each step up to the tokens it
-	 * had as cut (so step sizes and mixture move little); what is left
-	 * goes to the earliest step with room in its budget.
-	 */
-	target = used + k;
-	memset(target, 0, k * sizeof(*target));
-	for (i = 0; i < n; i++)
-		target[step[i] < k ? step[i] : k - 1] += len[i];
-	for (i = 0, t = 0; i < n; i++) {
-		if (cost[i] > thr)
-			continue;
-		while (t < k && used[t] + len[i] > target[t])
-			t++;
-		if (t == k) {
-			ns[i] = (uint32_t)k;	/* later */
-			continue;
-		}
-		used[t] += len[i];
-		ns[i] = (uint32_t)t;
-	}
+	bnd = b->slot;
+	tmp = b->xcost;
+	byl = b->order;			/* pieces by length, longest first */
+	ybuf = b->heap;			/* the trade being built */
+	best_y = (uint32_t *)b->next;	/* the best trade so far */
+	for (t = 0; t < k; t++)
+		used[t] = 0;
 	for (i = 0; i < n; i++) {
-		if (cost[i] > thr || ns[i] != k)
-			continue;
-		for (t = 0; t < k; t++)
-			if (used[t] + len[i] <= budget[t])
-				break;
-		if (t == k)
+		if (step[i] >= k)
 			return -1;
-		used[t] += len[i];
-		ns[i] = (uint32_t)t;
+		used[step[i]] += len[i];
 	}
-	/* pieces of one group (document) keep their order: sorted steps */
-	if (group != NULL) {
-		size_t j, q;
+	for (t = 0; t < k; t++)
+		bnd[t] = wbound(cost, step, n, (uint32_t)t, ranks, tmp,
+		    UINT32_MAX, NULL, 0, UINT32_MAX, UINT32_MAX, NULL, 0);
+	for (i = 0; i < n; i++)
+		byl[i] = (uint32_t)i;
+	sort_len32 = len;
+	qsort(byl, n, sizeof(*byl), cmp_idx_len_desc);
+	sort_len32 = NULL;
+	nbyl = n;
+	eps = 0;
+	for (t = 0; t < k; t++)
+		eps += bnd[t];
+	eps *= 1e-9;
+	while (moves < maxmoves) {
+		double gain_best = eps, nbt = 0, nbu = 0;
+		uint32_t bx = UINT32_MAX, bu = 0;
 
-		for (i = 0; i < n; i = j) {
-			for (j = i + 1; j < n && group[j] == group[i]; j++)
-				;
-			if (j - i > 1)
-				qsort(ns + i, j - i, sizeof(*ns), cmp_u32);
+		for (i = 0; i < nbyl; i++) {
+			uint32_t x = byl[i], tx = step[x];
+			int tries = 0;
+
+			/* the costliest pieces only: those that make steps uneven */
+			if (i >= 16 * (size_t)k)
+				break;
+			for (u = 0; u < k; u++) {
+				uint64_t ylo, yhi, sum;
+				size_t q, ny, pass;
+				double bt, bu2, gain;
+
+				if (u == tx || !movable(group, step, n, x,
+				    (uint32_t)u))
+					continue;
+				/* tokens of the trade: both steps in [lo, hi] */
+				ylo = lo[tx] + len[x] > used[tx] ?
+				    lo[tx] + len[x] - used[tx] : 0;
+				yhi = hi[tx] + len[x] - used[tx];
+				if (used[u] + len[x] > hi[u] &&
+				    used[u] + len[x] - hi[u] > ylo)
+					ylo = used[u] + len[x] - hi[u];
+				if (used[u] + len[x] < lo[u])
+					continue;
+				if (used[u] + len[x] - lo[u] < yhi)
+					yhi = used[u] + len[x] - lo[u];
+				if (ylo > yhi)
+					continue;
+				/* light pieces of u, same source first, longest first */
+				ny = 0;
+				sum = 0;
+				for (pass = 0; pass < 2 && sum < ylo; pass++) {
+					for (q = 0; q < nbyl && sum < ylo; q++) {
+						uint32_t y = byl[q];
+						int same = src == NULL ||
+						    src[y] == src[x];
+
+						if (step[y] != u || len[y] * 4 >
+						    len[x] || sum + len[y] > yhi ||
+						    (pass == 0) != same)
+							continue;
+						if (!movable(group, step, n, y,
+						    (uint32_t)tx) || (group != NULL &&
+						    group[y] == group[x]))
+							continue;
+						ybuf[ny++] = y;
+						sum += len[y];
+					}
+				}
+				if (sum < ylo || sum > yhi)
+					continue;
+				tries++;
+				bt = wbound(cost, step, n, (uint32_t)tx, ranks, tmp,
+				    x, ybuf, ny, UINT32_MAX, 0, NULL, 0);
+				bu2 = wbound(cost, step, n, (uint32_t)u, ranks, tmp,
+				    UINT32_MAX, NULL, 0, x, 0, ybuf, ny);
+				gain = bnd[tx] + bnd[u] - bt - bu2;
+				if (gain > gain_best) {
+					gain_best = gain;
+					bx = x;
+					bu = (uint32_t)u;
+					nbt = bt;
+					nbu = bu2;
+					memcpy(best_y, ybuf, ny * sizeof(*ybuf));
+					nby = ny;
+				}
+			}
+			(void)tries;
 		}
-		memset(used, 0, k * sizeof(*used));
-		for (q = 0; q < n; q++)
-			used[ns[q]] += len[q];
-		for (t = 0; t < k; t++)
-			if (used[t] > budget[t])
-				return -1;
+		if (bx == UINT32_MAX)
+			break;
+		{
+			uint32_t tx = step[bx];
+
+			used[tx] -= len[bx];
+			used[bu] += len[bx];
+			step[bx] = bu;
+			for (i = 0; i < nby; i++) {
+				step[best_y[i]] = tx;
+				used[tx] += len[best_y[i]];
+				used[bu] -= len[best_y[i]];
+			}
+			bnd[tx] = nbt;
+			bnd[bu] = nbu;
+		}
+		moves++;
 	}
-	memcpy(step, ns, n * sizeof(*step));
-	return 0;
+	return (int)moves;
 }
 
 /* ---- fixed token counts --------------------------------------------- */

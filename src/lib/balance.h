@@ -134,22 +134,25 @@ size_t	ovl_balance_exact(struct ovl_balancer *b, int method,
 	    struct ovl_part *part, double *rank_cost);
 
 /*
- * Outlier delay over a window of k steps (WLB-LLM): move whole pieces
- * between the steps of a window so that every step can be balanced, never
- * putting more than budget[t] tokens in step t. Piece i (len[i], cost[i])
- * was cut into step step[i] (0..k-1); the heavy pieces (cost above a
- * quarter of the window's mean rank cost) are dealt to the k*ranks rank
- * slots (step, rank) costliest first, to the cheapest slot whose step has
- * room; then the light pieces fill the steps in arrival order, each step
- * up to the tokens it had as cut, the rest into the earliest step with
- * room in its budget. When group is not NULL, consecutive pieces of
- * equal group[i] (the pieces of one document) keep their order: their
- * steps are sorted among them. Writes the new step to step[i] and returns 0;
- * returns -1 with step[] untouched when the pieces do not fit (keep the
- * steps as cut).
+ * Outlier delay over a window of k steps (WLB-LLM): trade pieces between
+ * the steps of the window so that each step can be balanced better.
+ * Piece i (len[i], cost[i], source src[i]) is in step step[i] (0..k-1).
+ * A trade moves one of the window's costliest pieces x from its step t to
+ * another step u and a set Y of u's light pieces (each at most a quarter
+ * of x's length; of x's source first, so the mixture moves little) back
+ * to t, such that every step's tokens stay within [lo[s], hi[s]]. The
+ * trade taken is the one that lowers the sum over the window of each
+ * step's tight bound (ovl_balance_tight_bound) the most; trades go on
+ * while one lowers it, at most maxmoves. When group is not NULL,
+ * consecutive pieces of equal group[i] (the pieces of one document, in
+ * order) keep their order: no piece moves to a step before its
+ * predecessor's or after its successor's. Writes the new steps to
+ * step[]; returns the number of trades, or -1 (step[] untouched) when a
+ * step is out of range.
  */
 int	ovl_balance_window(struct ovl_balancer *b, const double *cost,
-	    const uint32_t *len, const uint64_t *group, size_t n,
-	    uint32_t *step, size_t k, const uint64_t *budget, uint32_t ranks);
+	    const uint32_t *len, const uint32_t *src, const uint64_t *group,
+	    size_t n, uint32_t *step, size_t k, const uint64_t *lo,
+	    const uint64_t *hi, uint32_t ranks, size_t maxmoves);
 
 #endif
