@@ -5,6 +5,10 @@
 
 #include "buf.h"
 
+/* MULTIFIT is tried after KK on steps of at most this many pieces. */
+#ifndef MULTIFIT_MAX
+#define MULTIFIT_MAX	100000
+#endif
 /* KK keeps ranks sums per piece; above this many it falls back to LPT. */
 #define KK_MAX_CELLS	((size_t)1 << 25)
 
@@ -18,6 +22,8 @@ struct ovl_balancer {
 	int32_t		*next;		/* piece lists */
 	uint32_t	*heap;		/* tuple ids */
 	double		*diff;		/* per tuple: max - min */
+	uint32_t	*mf_rank;	/* MULTIFIT: the best fit found */
+	uint32_t	*pr_order, *pr_side;	/* pairs: order, side */
 	size_t		 items_cap;
 	/* per rank */
 	double		*rcost;
@@ -172,6 +178,9 @@ ovl_balancer_free(struct ovl_balancer *b)
 	free(b->next);
 	free(b->heap);
 	free(b->diff);
+	free(b->mf_rank);
+	free(b->pr_order);
+	free(b->pr_side);
 	free(b->rcost);
 	free(b->rcount);
 	free(b->pairs);
@@ -198,6 +207,10 @@ grow(struct ovl_balancer *b, size_t n, uint32_t ranks)
 		b->next = ovl_xrealloc(b->next, n * sizeof(*b->next));
 		b->heap = ovl_xrealloc(b->heap, n * sizeof(*b->heap));
 		b->diff = ovl_xrealloc(b->diff, n * sizeof(*b->diff));
+		b->mf_rank = ovl_xrealloc(b->mf_rank, n * sizeof(*b->mf_rank));
+		b->pr_order = ovl_xrealloc(b->pr_order, n *
+		    sizeof(*b->pr_order));
+		b->pr_side = ovl_xrealloc(b->pr_side, n * sizeof(*b->pr_side));
 		b->items_cap = n;
 	}
 	if (ranks > b->ranks_cap) {
@@ -627,6 +640,226 @@ refine(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
 	}
 }
 
+/*
+ * Two ranks at a time: A (the costliest) and B, their pieces pooled in
+ * pool[0..m), costliest first, side[] 0 for A and 1 for B. Try every
+ * swap of one of A's costliest pieces with a cheaper one of B's (and no
+ * swap), each followed by greedy moves of single pieces, costliest first,
+ * from the costlier side while a move lowers the pair's maximum. Returns
+ * the best maximum; with apply, leaves that outcome in side[].
+ */
+#define PAIR_X	8
+#define PAIR_Y	16
+
+static double
+pair_try(const double *cost, const uint32_t *pool, size_t m, uint32_t *side,
+    double sA, double sB, long x, long y, int apply)
+{
+	double s[2];
+	size_t i;
+	int hs;
+
+	s[0] = sA;
+	s[1] = sB;
+	if (x >= 0) {
+		s[0] += cost[y] - cost[x];
+		s[1] += cost[x] - cost[y];
+	}
+	if (apply && x >= 0) {
+		side[x] = 1;
+		side[y] = 0;
+	}
+	for (i = 0; i < m; i++) {
+		uint32_t k = pool[i], sk;
+
+		if ((long)k == x || (long)k == y)
+			continue;
+		sk = side[k];
+		hs = s[1] > s[0];
+		if ((int)sk != hs || cost[k] <= 0 ||
+		    s[!hs] + cost[k] >= s[hs])
+			continue;
+		s[hs] -= cost[k];
+		s[!hs] += cost[k];
+		if (apply)
+			side[k] = (uint32_t)!hs;
+	}
+	return s[0] > s[1] ? s[0] : s[1];
+}
+
+static double
+pair_best(const double *cost, const uint32_t *pool, size_t m, uint32_t *side,
+    double sA, double sB, long *bx, long *by)
+{
+	double best = pair_try(cost, pool, m, side, sA, sB, -1, -1, 0), v;
+	size_t i, j, nx = 0, ny;
+
+	*bx = *by = -1;
+	for (i = 0; i < m && nx < PAIR_X; i++) {
+		uint32_t x = pool[i];
+
+		if (side[x] != 0)
+			continue;
+		nx++;
+		ny = 0;
+		for (j = i + 1; j < m && ny < PAIR_Y; j++) {
+			uint32_t y = pool[j];
+
+			if (side[y] != 1 || cost[y] >= cost[x])
+				continue;
+			ny++;
+			v = pair_try(cost, pool, m, side, sA, sB, x, y, 0);
+			if (v < best) {
+				best = v;
+				*bx = x;
+				*by = y;
+			}
+		}
+	}
+	return best;
+}
+
+static void
+pair_repart(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank, double *rc)
+{
+	uint32_t *ord = b->pr_order, *side = b->pr_side, *pool = b->mf_rank;
+	uint32_t A, B, bB;
+	size_t iter, i, m, maxiter = 2 * (size_t)ranks + 8;
+	double best, v;
+	long x, y, bx = -1, by = -1;
+
+	sort_by_cost(ord, n, cost);
+	for (i = 0; i < n; i++)
+		side[i] = 0;
+	for (iter = 0; iter < maxiter; iter++) {
+		A = argmax(rc, ranks);
+		best = rc[A] * (1 - 1e-9);
+		bB = ranks;
+		for (B = 0; B < ranks; B++) {
+			if (B == A)
+				continue;
+			for (i = 0, m = 0; i < n; i++) {
+				uint32_t k = ord[i];
+				if (rank[k] == A || rank[k] == B) {
+					pool[m++] = k;
+					side[k] = rank[k] == B;
+				}
+			}
+			v = pair_best(cost, pool, m, side, rc[A], rc[B], &x, &y);
+			if (v < best) {
+				best = v;
+				bB = B;
+				bx = x;
+				by = y;
+			}
+		}
+		if (bB == ranks)
+			return;
+		B = bB;
+		for (i = 0, m = 0; i < n; i++) {
+			uint32_t k = ord[i];
+			if (rank[k] == A || rank[k] == B) {
+				pool[m++] = k;
+				side[k] = rank[k] == B;
+			}
+		}
+		(void)pair_try(cost, pool, m, side, rc[A], rc[B], bx, by, 1);
+		rc[A] = rc[B] = 0;
+		for (i = 0; i < m; i++) {
+			uint32_t k = pool[i];
+			rank[k] = side[k] ? B : A;
+			rc[rank[k]] += cost[k];
+		}
+	}
+}
+
+/* Local improvement after a first assignment. */
+static void
+polish(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
+    uint32_t *rank, double *rc)
+{
+	refine(b, cost, n, ranks, rank, rc);
+	if (n <= MULTIFIT_MAX) {
+		pair_repart(b, cost, n, ranks, rank, rc);
+		rank_costs(cost, n, rank, ranks, rc);
+		refine(b, cost, n, ranks, rank, rc);
+	}
+}
+
+/*
+ * First-fit decreasing of the pieces (b->order, costliest first) into
+ * ranks of capacity cap: 1 when all fit (rank2[], rc set), else 0.
+ */
+static int
+ffd(const double *cost, const uint32_t *order, size_t n, uint32_t ranks,
+    double cap, uint32_t *rank2, double *rc)
+{
+	size_t i;
+	uint32_t r;
+
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (i = 0; i < n; i++) {
+		uint32_t k = order[i];
+
+		for (r = 0; r < ranks && rc[r] + cost[k] > cap; r++)
+			;
+		if (r == ranks)
+			return 0;
+		rank2[k] = r;
+		rc[r] += cost[k];
+	}
+	return 1;
+}
+
+/*
+ * MULTIFIT (Coffman, Garey, Johnson): the least capacity at which
+ * first-fit decreasing places every piece, by bisection between the tight
+ * bound and the maximum in hand, then the same refinement. Replaces
+ * rank[] and rank_cost[] when that lowers the maximum.
+ */
+static void
+multifit(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank, double *rank_cost)
+{
+	uint32_t *rank2 = b->heap, *order = b->rcount + ranks;
+	double *rc2 = b->tsum, *sorted = b->diff, total = 0, lo, hi, cur;
+	size_t i;
+	int iter, found = 0;
+
+	cur = rank_costs(cost, n, rank, ranks, rank_cost);
+	sort_by_cost(b->order, n, cost);
+	for (i = 0; i < n; i++) {
+		sorted[i] = cost[b->order[i]];
+		total += sorted[i];
+	}
+	lo = ovl_balance_bound_sorted(sorted, n, ranks, total);
+	hi = cur;
+	if (hi <= lo * (1 + 1e-6))
+		return;
+	(void)order;
+	for (iter = 0; iter < 14 && hi > lo * (1 + 1e-4); iter++) {
+		double mid = (lo + hi) / 2;
+
+		if (ffd(cost, b->order, n, ranks, mid, rank2, rc2)) {
+			hi = mid;
+			found = 1;
+			memcpy(b->mf_rank, rank2, n * sizeof(*rank2));
+		} else {
+			lo = mid;
+		}
+	}
+	if (!found)
+		return;
+	memcpy(rank2, b->mf_rank, n * sizeof(*rank2));
+	rank_costs(cost, n, rank2, ranks, rc2);
+	polish(b, cost, n, ranks, rank2, rc2);
+	if (rank_costs(cost, n, rank2, ranks, rc2) < cur * (1 - 1e-12)) {
+		memcpy(rank, rank2, n * sizeof(*rank));
+		memcpy(rank_cost, rc2, ranks * sizeof(*rank_cost));
+	}
+}
+
 double
 ovl_balance(struct ovl_balancer *b, int method, const double *cost,
     const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
@@ -657,7 +890,9 @@ ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 		else
 			balance_lpt(b, cost, n, ranks, rank);
 		rank_costs(cost, n, rank, ranks, rank_cost);
-		refine(b, cost, n, ranks, rank, rank_cost);
+		polish(b, cost, n, ranks, rank, rank_cost);
+		if (n <= MULTIFIT_MAX)
+			multifit(b, cost, n, ranks, rank, rank_cost);
 		break;
 	}
 	return rank_costs(cost, n, rank, ranks, rank_cost);

@@ -12,7 +12,10 @@
  *         rank with the least cost so far
  *   kk    Karmarkar-Karp largest differencing for R ways, then a local
  *         improvement (moves and swaps between the costliest rank and
- *         the others) while it lowers the maximum
+ *         the others; then, two ranks at a time, a swap of pieces followed
+ *         by single moves) while it lowers the maximum; the same from
+ *         MULTIFIT (first-fit decreasing at the least capacity found by
+ *         bisection), keeping the better of the two
  *
  * A balancer keeps its working storage between calls: balancing step
  * after step allocates nothing once it has grown.
