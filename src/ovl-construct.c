@@ -883,6 +883,13 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		per = (s->budget + rs - 1) / rs;
 		if (per < o->mb)
 			per = o->mb;
+		/*
+		 * Steps are cut exactly, so only the stream's last step holds
+		 * less than its budget: as many micro-batches as it needs.
+		 */
+		if (tokens < s->budget && (tokens + rs - 1) / rs < per)
+			per = (tokens + rs - 1) / rs > 0 ?
+			    (tokens + rs - 1) / rs : 1;
 		if (want_none) {
 			(void)uniform_fill(c, OVL_BAL_NONE, n, s->seq_len,
 			    (uint32_t)per, w->rcost, 0);
