@@ -20,9 +20,7 @@ reference() {
 		local t0=$(date +%s%N)
 		pl_start "$PLAN" ck "" "${OUT[@]}"
 		pl_wait
-		for role in "${!PL_RC[@]}"; do
-			[ "${PL_RC[$role]}" -eq 0 ] || { echo "$role: ${PL_RC[$role]}"; cat *.err; exit 1; }
-		done
+		pl_all_ok || { cat ./*.err; exit 1; }
 		echo $(( ($(date +%s%N) - t0) / 1000000 )) > ms
 	)
 	REF_MS=$(cat ref/ms)
@@ -43,20 +41,18 @@ trial() {
 	rm -rf ck out fifo ./*.err resume.lines
 	pl_start "$PLAN" ck "" "${OUT[@]}"
 	sleep "$(printf '0.%03d' "$ms")"
-	pl_kill "$role" "$sig"
+	kill "-$sig" "${PL_PID[$role]}" 2>/dev/null && LANDED=$((LANDED + 1)) &&
+	    echo "# $role killed at ${ms}ms" >&3
 	sleep 0.2
 	pl_killall
 	rc=0
 	pl_restore ck resume.lines || rc=$?
 	[ "$rc" -le 2 ] || return 1
-	[ "$rc" -eq 2 ] || INTERRUPTED=$((INTERRUPTED + 1))
 	if [ "$rc" -le 1 ]; then
 		[ "$rc" -eq 1 ] && rm -rf ck
 		pl_start "$PLAN" ck resume.lines "${OUT[@]}"
 		pl_wait
-		for r in "${!PL_RC[@]}"; do
-			[ "${PL_RC[$r]}" -eq 0 ] || { echo "resumed $r: ${PL_RC[$r]}"; cat ./*.err; return 1; }
-		done
+		pl_all_ok || { cat ./*.err; return 1; }
 	fi
 	same_as_reference || { echo "$role $sig at ${ms}ms: outputs differ"; return 1; }
 	"$OVL_CKPT" verify ck out/rank0 out/rank1 out/npy.tokens.npy out/man.jsonl > /dev/null
@@ -75,16 +71,20 @@ trial() {
 @test "SIGKILL of each stage at seeded random moments: restore, restart, byte-identical" {
 	reference
 	RANDOM=20261122
-	INTERRUPTED=0
-	for role in source:web:1/2 source:book:0/1 mix construct ckpt; do
+	LANDED=0
+	span=$(( REF_MS / 2 > 999 ? 999 : REF_MS / 2 + 1 ))
+	for role in source:web:0/2 source:book:0/1 mix construct ckpt; do
 		for k in 1 2 3; do
-			ms=$(( RANDOM % (REF_MS > 999 ? 999 : REF_MS + 1) ))
-			trial "$role" KILL "$ms"
+			# sources and the mixer are done early (pipe buffers)
+			case $role in
+			source:*|mix) trial "$role" KILL $(( RANDOM % 200 )) ;;
+			*) trial "$role" KILL $(( RANDOM % span )) ;;
+			esac
 		done
 	done
-	# most kills must have landed before the end of the run
-	echo "interrupted: $INTERRUPTED of 15" >&3
-	[ "$INTERRUPTED" -ge 8 ]
+	# most kills must have hit a live process
+	echo "# kills that landed: $LANDED of 15" >&3
+	[ "$LANDED" -ge 12 ]
 }
 
 @test "SIGTERM to ovl-ckpt: a clean checkpoint, exit 143, and an exact resume" {

@@ -23,10 +23,20 @@ pl_opts() {	# pl_opts RESUMEFILE KEY: the options restore printed for KEY
 	done < "$1"
 }
 
+# Run a command in the background without the FIFO-holding descriptors.
+pl_bg() {
+	local fd
+	for fd in "${PL_HOLDS[@]}"; do
+		exec {fd}>&-
+	done
+	exec "$@"
+}
+
 pl_start() {
 	local plan=$1 ck=$2 resume=$3 name parts p i fd
-	local -a list args inputs holds=()
+	local -a list args inputs
 	shift 3
+	PL_HOLDS=()
 	PL_PID=()
 	PL_RC=()
 	mkdir -p fifo
@@ -37,9 +47,9 @@ pl_start() {
 		for ((p = 0; p < parts; p++)); do
 			[ -p "fifo/$name.$p" ] || mkfifo "fifo/$name.$p"
 			exec {fd}<>"fifo/$name.$p"
-			holds+=("$fd")
+			PL_HOLDS+=("$fd")
 			pl_opts "$resume" "source:$name:$p/$parts"
-			"$OVL_SOURCE" "${args[@]}" --partition "$p/$parts" \
+			pl_bg "$OVL_SOURCE" "${args[@]}" --partition "$p/$parts" \
 			    "${PL_OPTS[@]}" > "fifo/$name.$p" 2>> "source.err" 3>&- &
 			PL_PID["source:$name:$p/$parts"]=$!
 			inputs+=("$name=fifo/$name.$p")
@@ -48,20 +58,42 @@ pl_start() {
 	[ -p fifo/mix ] || mkfifo fifo/mix
 	[ -p fifo/construct ] || mkfifo fifo/construct
 	pl_opts "$resume" ckpt
-	"$OVL_CKPT" --dir "$ck" "$@" "${PL_OPTS[@]}" "$plan" \
+	pl_bg "$OVL_CKPT" --dir "$ck" "$@" "${PL_OPTS[@]}" "$plan" \
 	    < fifo/construct 2>> ckpt.err 3>&- &
 	PL_PID[ckpt]=$!
 	pl_opts "$resume" construct
-	"$OVL_CONSTRUCT" "${PL_OPTS[@]}" "$plan" < fifo/mix > fifo/construct \
+	pl_bg "$OVL_CONSTRUCT" "${PL_OPTS[@]}" "$plan" < fifo/mix > fifo/construct \
 	    2>> construct.err 3>&- &
 	PL_PID[construct]=$!
 	pl_opts "$resume" mix
-	"$OVL_MIX" "${PL_OPTS[@]}" "$plan" "${inputs[@]}" > fifo/mix \
+	pl_bg "$OVL_MIX" "${PL_OPTS[@]}" "$plan" "${inputs[@]}" > fifo/mix \
 	    2>> mix.err 3>&- &
 	PL_PID[mix]=$!
-	sleep 0.05
-	for fd in "${holds[@]}"; do
+	# drop the holds once every source has its FIFO open for writing
+	for ((i = 0; i < 500; i++)); do
+		pl_writers_ready && break
+		sleep 0.01
+	done
+	for fd in "${PL_HOLDS[@]}"; do
 		exec {fd}>&-
+	done
+}
+
+# Every source has its FIFO open for writing and ovl-mix has them all open
+# for reading (ovl-mix opens its inputs without blocking: until then the
+# test holds every FIFO open, and must not drop the hold too early).
+pl_writers_ready() {
+	local role r name p mixfds
+	kill -0 "${PL_PID[mix]}" 2>/dev/null || return 0	# nothing to wait for
+	mixfds=$(ls -l "/proc/${PL_PID[mix]}/fd" 2>/dev/null) || return 1
+	for role in "${!PL_PID[@]}"; do
+		[[ $role == source:* ]] || continue
+		r=${role#source:} name=${r%%:*} p=${r#*:} p=${p%%/*}
+		# read-only: ovl-mix's own open, not an inherited hold (lrwx)
+		grep -q "^lr-x.*/fifo/$name\.$p\$" <<< "$mixfds" || return 1
+		kill -0 "${PL_PID[$role]}" 2>/dev/null || continue
+		ls -l "/proc/${PL_PID[$role]}/fd" 2>/dev/null |
+		    grep -q "^l-wx.*/fifo/$name\.$p\$" || return 1
 	done
 }
 
@@ -69,6 +101,19 @@ pl_wait() {
 	local role
 	for role in "${!PL_PID[@]}"; do
 		wait "${PL_PID[$role]}" && PL_RC[$role]=0 || PL_RC[$role]=$?
+	done
+}
+
+# Every stage ended well: 0, or SIGPIPE for a source that repeats (the
+# mixer stops reading it at "stop tokens=").
+pl_all_ok() {
+	local role
+	for role in "${!PL_RC[@]}"; do
+		case ${PL_RC[$role]} in
+		0) ;;
+		141) [[ $role == source:* ]] || { echo "$role: 141"; return 1; } ;;
+		*) echo "$role: ${PL_RC[$role]}"; return 1 ;;
+		esac
 	done
 }
 
