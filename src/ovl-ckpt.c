@@ -55,6 +55,7 @@ static const struct ovl_cli cli = {
 	"  -r, --resume N          continue after checkpoint N (ovl-ckpt restore)\n"
 	"  -b, --base-every M      a full base record every M records (16)\n"
 	"  -s, --skip-steps A-B    drop the sequences of steps A..B\n"
+	"  -R, --rank R            only the sequences of rank R\n"
 	"  -j, --json              standard output as JSON lines (for people)\n"
 	"  -a, --at N              (show, restore, verify) checkpoint N, not the last\n"
 	"  -l, --list              (show) one line per record\n"
@@ -81,6 +82,8 @@ struct ckpt_opts {
 	int		 list;
 	int		 nskip;
 	uint64_t	 skip[2];
+	int		 rank_set;
+	uint32_t	 rank;
 	uint32_t	 plan_ranks;
 };
 
@@ -918,6 +921,8 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 
 	if (ovl_seq_decode(f, &s) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "malformed SEQ frame");
+	if (R->o->rank_set && s.rank != R->o->rank)
+		return;
 	if (skipped(R, s.step)) {
 		R->nskipped++;
 		return;
@@ -1020,6 +1025,8 @@ build_state(struct ckpt_run *R, const struct ovl_barrier *b)
 	skips_format(R->skips, R->nskips, &R->scratch);
 	ovl_kvsec_set(c, "skip-steps", (char *)R->scratch.p);
 	ovl_kvsec_set(c, "format", fmt_name[o->format]);
+	if (o->rank_set)
+		set_u64(c, "rank", o->rank);
 	ovl_kvsec_set(c, "token-bits", R->tok16 ? "16" : "32");
 	if (R->have_vocab)
 		set_u64(c, "vocab", R->vocab);
@@ -2031,6 +2038,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "at", required_argument, NULL, 'a' },
 	{ "list", no_argument, NULL, 'l' },
+	{ "rank", required_argument, NULL, 'R' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -2051,15 +2059,16 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 		o->dir = p->ckpt_dir;
 	if (o->base_every == 0 && p->ckpt_base != 0)
 		o->base_every = p->ckpt_base;
+	/* the plan's output line counts only when --format is not given */
 	if (!*format_set && p->out_format != NULL) {
 		o->format = parse_format(p->out_format);
 		if (o->format < 0)
 			ovl_errx(OVL_EXIT_USAGE, "%s: unknown output format '%s'",
 			    path, p->out_format);
 		*format_set = 1;
+		if (o->prefix == NULL && p->out_path != NULL)
+			o->prefix = p->out_path;
 	}
-	if (o->prefix == NULL && p->out_path != NULL)
-		o->prefix = p->out_path;
 	if (o->manifest == NULL && p->out_manifest != NULL)
 		o->manifest = p->out_manifest;
 	if (o->per_rank == NULL && p->out_per_rank != NULL)
@@ -2073,6 +2082,7 @@ main(int argc, char **argv)
 {
 	struct ckpt_opts o;
 	const char *sub = NULL;
+	uint64_t v;
 	int c, format_set = 0;
 
 	ovl_cli_init(&cli);
@@ -2085,7 +2095,7 @@ main(int argc, char **argv)
 		argc--;
 	}
 	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS
-	    "d:f:o:p:m:r:b:s:ja:l", longopts, NULL)) != -1) {
+	    "d:f:o:p:m:r:b:s:ja:lR:", longopts, NULL)) != -1) {
 		if (ovl_cli_common(&cli, c))
 			continue;
 		switch (c) {
@@ -2139,6 +2149,12 @@ main(int argc, char **argv)
 		case 'l':
 			o.list = 1;
 			break;
+		case 'R':
+			if (ovl_num_u64_max(optarg, MAX_RANKS - 1, &v) != 0)
+				ovl_cli_usagex(&cli, "bad --rank '%s'", optarg);
+			o.rank = (uint32_t)v;
+			o.rank_set = 1;
+			break;
 		default:
 			ovl_cli_usage(&cli);
 		}
@@ -2163,9 +2179,11 @@ main(int argc, char **argv)
 	if (o.dir == NULL)
 		ovl_cli_usagex(&cli, "no checkpoint directory (--dir, or the "
 		    "plan's checkpoint dir=)");
-	if (o.format != FMT_NONE && o.prefix == NULL)
+	if (o.format != FMT_NONE && o.format != FMT_FRAMES && o.prefix == NULL)
 		ovl_cli_usagex(&cli, "--format %s needs --output PREFIX",
 		    fmt_name[o.format]);
+	if (o.format == FMT_FRAMES && o.prefix == NULL)
+		o.format = FMT_NONE;	/* frames on standard output */
 	if (o.format == FMT_NONE && o.prefix != NULL)
 		ovl_cli_usagex(&cli, "--output needs --format");
 	if (o.per_rank != NULL && !pattern_ok(o.per_rank))
