@@ -46,6 +46,16 @@ resume_all() {
 	resume_all --min-tokens 50 --drop 'e$' lines "$SAMPLES/lines.txt.gz"
 }
 
+@test "resume: plain text lines, whole and cut into chunks; gzip jsonl; gzip tar" {
+	gzip -dc "$SAMPLES/lines.txt.gz" > "$BATS_TEST_TMPDIR/lines.txt"
+	resume_all lines "$BATS_TEST_TMPDIR/lines.txt"
+	resume_all --chunk-size 7000 lines "$BATS_TEST_TMPDIR/lines.txt"
+	gzip -c "$SAMPLES/web/web-1.jsonl" > "$BATS_TEST_TMPDIR/web-1.jsonl.gz"
+	resume_all web "$BATS_TEST_TMPDIR/web-1.jsonl.gz"
+	gzip -c "$SAMPLES/wds/shard-000001.tar" > "$BATS_TEST_TMPDIR/shard.tar.gz"
+	resume_all --format wds wds "$BATS_TEST_TMPDIR/shard.tar.gz"
+}
+
 @test "resume: text paragraphs (blank-line), whole and cut into chunks" {
 	resume_all --doc-per blank-line books "$SAMPLES"/books/book-0[5-7].txt
 	resume_all --doc-per blank-line --chunk-size 8K books "$SAMPLES"/books/book-0[67].txt
