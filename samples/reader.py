@@ -21,6 +21,7 @@ prints one line per batch ("step 3 rank 1 seqs 2 tokens 4096") and, with
 input (with the byte offset), 2 on a usage error.
 """
 
+import signal
 import struct
 import sys
 
@@ -206,4 +207,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly
     sys.exit(main(sys.argv[1:]))

@@ -45,7 +45,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
 	"ovl-ckpt restore [--skip-steps A-B] CKPTDIR [--at N]\n"
-	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT...",
+	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
 	"  -f, --format FMT        megatron, npy, jsonl or frames (files under -o)\n"
