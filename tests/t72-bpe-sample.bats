@@ -127,8 +127,8 @@ PY
 	done
 }
 
-@test "bpe.plan runs end to end: sources, mix, construct, ckpt into uint16" {
-	local IN=() src i n p args
+@test "bpe.plan runs end to end: by hand and by ovl-run, into uint16" {
+	local IN=() src i n p args s
 	# name, partitions, shadows, on-exhaust of each source
 	mapfile -d '' src < <("$OVL_MIX" --list-sources "$PLAN")
 	[ "${#src[@]}" -eq 12 ]
@@ -159,6 +159,14 @@ PY
 	[ "${BASH_REMATCH[1]}" -ge 20 ]
 	# vocab 50257: uint16 in both formats (Megatron's dtype code 8)
 	[ "$(od -A n -t u1 -j 17 -N 1 out2/packed.idx | tr -d ' ')" = 8 ]
+	# ovl-run wires the same plan to the same bytes: a copy of the plan
+	# beside links to the corpus, so its ../../run is in this directory
+	mkdir -p s/plans
+	for s in web code books tokenizers; do ln -s "$SAMPLES/$s" "s/$s"; done
+	cp "$PLAN" s/plans/
+	run -0 "$OVL_RUN" -q -d rundir s/plans/bpe.plan
+	cmp run/bpe-out/packed.bin out2/packed.bin
+	cmp run/bpe-out/packed.idx out2/packed.idx
 	python3 - "$RANKS" out/packed <<'PY'
 import ast, base64, struct, sys
 tok = {}
