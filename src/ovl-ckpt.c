@@ -143,6 +143,7 @@ struct ckpt_run {
 	struct ovl_barrier bar;
 
 	uint64_t	 nseqs, nskipped, ncu;
+	uint64_t	 cur_step;	/* step of the last SEQ, + 1; 0 before any */
 	struct skip	 skips[MAX_SKIPS];
 	size_t		 nskips;
 	struct ovl_buf	 scratch;
@@ -923,6 +924,13 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 		ovl_errx(OVL_EXIT_FRAME, "malformed SEQ frame");
 	if (R->o->rank_set && s.rank != R->o->rank)
 		return;
+	if (s.step + 1 != R->cur_step) {
+		/* a step is complete: a trainer on a pipe gets it now */
+		for (i = 0; i < R->nouts; i++)
+			if (!R->outs[i]->regular)
+				out_flush(R->outs[i]);
+		R->cur_step = s.step + 1;
+	}
 	if (skipped(R, s.step)) {
 		R->nskipped++;
 		return;
