@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -151,6 +152,8 @@ struct ckpt_run {
 };
 
 static volatile sig_atomic_t stop_requested;
+
+static void	committer_add_fd(int fd);
 
 static void
 on_term(int sig)
@@ -553,6 +556,8 @@ out_open(struct ckpt_run *R, struct out *o)
 		o->regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
 		if (!o->regular)
 			ovl_io_pipe_grow(o->fd);
+		else
+			committer_add_fd(o->fd);
 	}
 	o->len = len;
 	o->hash = hash;
@@ -596,15 +601,16 @@ out_open(struct ckpt_run *R, struct out *o)
 	}
 }
 
-/* Flush, fix headers, fsync; fold the segment into the chain. */
+/*
+ * Write out, fix the npy header, fold the segment into the chain. The
+ * committer thread fdatasyncs the file before the record goes to the log.
+ */
 static void
 out_commit(struct out *o)
 {
 	out_flush(o);
 	if (o->type == OT_NPY && o->regular)
 		npy_rewrite(o);
-	if (o->regular && fdatasync(o->fd) != 0)
-		ovl_err(OVL_EXIT_DATA, "cannot sync '%s'", o->path);
 	if (o->seg > 0) {
 		o->hash = ovl_hash64_digest(&o->h);
 		ovl_hash64_init(&o->h, o->hash);
@@ -1053,6 +1059,172 @@ build_state(struct ckpt_run *R, const struct ovl_barrier *b)
 	}
 }
 
+/*
+ * The committer thread makes checkpoints durable off the main path: the
+ * main thread writes a barrier's bytes to the files and queues its record;
+ * the committer fdatasyncs every file output, then appends the queued
+ * records (in order, several at once when they piled up) and fsyncs the
+ * log. A record is thus appended only after every byte it claims is on
+ * disk, and reading and packing go on meanwhile.
+ */
+#define QUEUE_MAX	(64u << 20)	/* queued record bytes before waiting */
+
+static struct committer {
+	pthread_t	 th;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	int		 started;
+	struct ovl_buf	 queue;		/* records not yet appended */
+	uint64_t	 queue_last;	/* n of the last queued record */
+	int		 busy, stop;
+	int		 *fds;		/* regular file outputs */
+	size_t		 nfds, capfds;
+	int		 logfd;
+	uint64_t	 logend;
+	int		 failed, err;	/* errno of the failure */
+	uint64_t	 fail_n;
+	int		 durable;	/* a record was appended before */
+	const char	*fail_what;
+} C = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *
+committer_main(void *arg)
+{
+	struct ovl_buf b = { 0 }, tmp;
+	uint64_t last;
+	size_t i, nfds;
+	int *fds = NULL, rc;
+
+	(void)arg;
+	pthread_mutex_lock(&C.mu);
+	for (;;) {
+		while (C.queue.len == 0 && !C.stop)
+			pthread_cond_wait(&C.cv, &C.mu);
+		if (C.queue.len == 0)
+			break;
+		tmp = b;
+		b = C.queue;
+		C.queue = tmp;
+		C.queue.len = 0;
+		last = C.queue_last;
+		nfds = C.nfds;
+		fds = ovl_xrealloc(fds, (nfds + 1) * sizeof(*fds));
+		if (nfds > 0)
+			memcpy(fds, C.fds, nfds * sizeof(*fds));
+		C.busy = 1;
+		pthread_cond_broadcast(&C.cv);
+		pthread_mutex_unlock(&C.mu);
+		rc = 0;
+		for (i = 0; i < nfds && rc == 0; i++)
+			if (fdatasync(fds[i]) != 0)
+				rc = -1;
+		if (rc == 0)
+			rc = ovl_ckptlog_append(C.logfd, C.logend, b.p, b.len);
+		pthread_mutex_lock(&C.mu);
+		C.busy = 0;
+		if (rc != 0) {
+			C.failed = 1;
+			C.err = errno;
+			C.fail_n = last;
+			C.fail_what = i < nfds ? "sync an output for" : "append";
+			pthread_cond_broadcast(&C.cv);
+			break;
+		}
+		C.logend += b.len;
+		C.durable = 1;
+		pthread_cond_broadcast(&C.cv);
+	}
+	pthread_mutex_unlock(&C.mu);
+	free(fds);
+	ovl_buf_free(&b);
+	return NULL;
+}
+
+static void
+committer_start(int logfd, uint64_t logend, int durable)
+{
+	C.logfd = logfd;
+	C.logend = logend;
+	C.durable = durable;
+	if (pthread_create(&C.th, NULL, committer_main, NULL) != 0)
+		ovl_errx(OVL_EXIT_DATA, "cannot start the committer thread");
+	C.started = 1;
+}
+
+/* Exit with the committer's failure (called with the lock held). */
+static void
+committer_die(const char *logpath)
+{
+	int err = C.err, durable = C.durable;
+	uint64_t n = C.fail_n;
+	const char *what = C.fail_what;
+
+	pthread_mutex_unlock(&C.mu);
+	errno = err;
+	ovl_err(OVL_EXIT_DATA, "cannot %s checkpoint %" PRIu64 " to '%s'%s",
+	    what, n, logpath, durable ?
+	    " (the previous checkpoint stays valid)" : "");
+}
+
+static void
+committer_add_fd(int fd)
+{
+	pthread_mutex_lock(&C.mu);
+	if (C.nfds == C.capfds) {
+		C.capfds = C.capfds ? C.capfds * 2 : 16;
+		C.fds = ovl_xrealloc(C.fds, C.capfds * sizeof(*C.fds));
+	}
+	C.fds[C.nfds++] = fd;
+	pthread_mutex_unlock(&C.mu);
+}
+
+static void
+committer_push(const char *logpath, const void *rec, size_t len, uint64_t n)
+{
+	pthread_mutex_lock(&C.mu);
+	while (!C.failed && C.queue.len > QUEUE_MAX)
+		pthread_cond_wait(&C.cv, &C.mu);
+	if (C.failed)
+		committer_die(logpath);
+	ovl_buf_append(&C.queue, rec, len);
+	C.queue_last = n;
+	pthread_cond_broadcast(&C.cv);
+	pthread_mutex_unlock(&C.mu);
+}
+
+/* Wait until every queued record is durable; exit on a failure unless quiet. */
+static int
+committer_drain(const char *logpath, int quiet)
+{
+	int failed;
+
+	if (!C.started)
+		return 0;
+	pthread_mutex_lock(&C.mu);
+	while (!C.failed && (C.queue.len > 0 || C.busy))
+		pthread_cond_wait(&C.cv, &C.mu);
+	failed = C.failed;
+	if (failed && !quiet)
+		committer_die(logpath);
+	pthread_mutex_unlock(&C.mu);
+	return failed;
+}
+
+static void
+committer_join(void)
+{
+	if (!C.started)
+		return;
+	pthread_mutex_lock(&C.mu);
+	C.stop = 1;
+	pthread_cond_broadcast(&C.cv);
+	pthread_mutex_unlock(&C.mu);
+	pthread_join(C.th, NULL);
+	C.started = 0;
+	ovl_buf_free(&C.queue);
+	free(C.fds);
+}
+
 static void
 append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 {
@@ -1061,10 +1233,7 @@ append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 	struct ovl_ckstate tmp;
 
 	ovl_ckrec_encode(&rec, n, flags, base ? NULL : &R->prev, &R->cur);
-	if (ovl_ckptlog_append(R->logfd, R->logend, rec.p, rec.len) != 0)
-		ovl_err(OVL_EXIT_DATA, "cannot append checkpoint %" PRIu64
-		    " to '%s'%s", n, R->logpath, R->have_last ?
-		    " (the previous checkpoint stays valid)" : "");
+	committer_push(R->logpath, rec.p, rec.len, n);
 	R->logend += rec.len;
 	R->since_base = base ? 0 : R->since_base + 1;
 	ovl_info(1, "checkpoint %" PRIu64 ": %s record of %zu bytes", n,
@@ -1321,6 +1490,8 @@ finish_stop(struct ckpt_run *R)
 	for (i = 0; i < R->nouts; i++)
 		out_flush(R->outs[i]);
 	finish_idx(R);
+	(void)committer_drain(R->logpath, 0);
+	committer_join();
 	ovl_info(0, "stopped at checkpoint %" PRIu64 "; resume with the "
 	    "lines of 'ovl-ckpt restore %s'", R->last_n, R->dir);
 	exit(EXIT_STOPPED);
@@ -1380,6 +1551,7 @@ run(struct ckpt_opts *o)
 		R.skips[R.nskips++].b = o->skip[1];
 	}
 	open_log(&R);
+	committer_start(R.logfd, R.logend, R.have_last);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigemptyset(&sa.sa_mask);
@@ -1393,6 +1565,8 @@ run(struct ckpt_opts *o)
 				ovl_warnx("%s", ovl_reader_error(rd));
 				finish_stop(&R);
 			}
+			/* what was committed before stays committed */
+			(void)committer_drain(R.logpath, 1);
 			ovl_reader_die(rd);
 		}
 		if (rc == OVL_RD_EOF)
@@ -1428,6 +1602,8 @@ run(struct ckpt_opts *o)
 		}
 	}
 	ovl_reader_free(rd);
+	(void)committer_drain(R.logpath, 0);
+	committer_join();
 	ovl_info(1, "%" PRIu64 " sequences written, %" PRIu64 " skipped",
 	    R.nseqs, R.nskipped);
 	if (R.std != NULL && R.std->fd == STDOUT_FILENO)
