@@ -1843,6 +1843,12 @@ run(struct src *s)
 	if (o->resume) {
 		const struct ovl_cursor *c = &o->cursor;
 
+		if (c->chunk == n && c->off == 0 && c->rec == 0 &&
+		    c->epoch < UINT32_MAX) {
+			/* "the start of chunk n": the next epoch's start */
+			e = c->epoch + 1;
+			goto epochs;
+		}
 		if (c->chunk >= n)
 			ovl_errx(OVL_EXIT_USAGE, "--resume cursor chunk %" PRIu32
 			    " is out of range: the source has %" PRIu32 " chunks",
@@ -1856,6 +1862,7 @@ run(struct src *s)
 		} else
 			k0 = c->chunk + 1;
 	}
+epochs:
 	if (o->part_p < n) {
 		for (;; e++) {
 			if (!o->repeat && e >= o->epochs)

@@ -144,6 +144,15 @@ print(kinds)' "$d/g"
 	[ "$output" = "[1, 7]" ]
 }
 
+@test "resume: E:NCHUNKS:0:0 (after the last chunk's CHUNK_END) is the start of epoch E+1" {
+	"$OVL_SOURCE" --json --epochs 3 --doc-per file books "$SAMPLES"/books/*.txt > "$BATS_TEST_TMPDIR/all"
+	"$OVL_SOURCE" --json --epochs 3 --resume 0:8:0:0 --doc-per file books "$SAMPLES"/books/*.txt \
+	    > "$BATS_TEST_TMPDIR/rest"
+	tail -n +9 "$BATS_TEST_TMPDIR/all" | cmp - "$BATS_TEST_TMPDIR/rest"
+	run -0 "$OVL_SOURCE" --json --epochs 3 --resume 2:8:0:0 --doc-per file books "$SAMPLES"/books/*.txt
+	[ -z "$output" ]
+}
+
 @test "resume: a cursor that does not fit the source is a usage error (2)" {
 	run -2 "$OVL_SOURCE" --json --resume 0:5:0:0 web "$SAMPLES/web/web-0.jsonl"
 	[[ "$output" == *"out of range"* ]]
