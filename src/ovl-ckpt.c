@@ -45,7 +45,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt show [--json] [--list] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--skip-steps A-B] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
@@ -85,6 +85,7 @@ struct ckpt_opts {
 	uint64_t	 skip[2];
 	int		 rank_set;
 	uint32_t	 rank;
+	int		 print0;	/* restore: NUL-separated words */
 	uint32_t	 plan_ranks;
 };
 
@@ -2069,8 +2070,36 @@ write_resume_file(const char *dir, const char *name,
 	free(rdir);
 }
 
+/*
+ * One line of restore's output: the stage's key, then its options, as
+ * shell words on a line, or (print0) as NUL-terminated words ending with an
+ * empty word, for a supervisor that must not evaluate text.
+ */
 static void
-print_sources(const struct ovl_kvsec *mix)
+restore_line(int print0, const char *key, const char *const *opts, size_t n)
+{
+	size_t i;
+
+	if (print0) {
+		fputs(key, stdout);
+		putchar('\0');
+		for (i = 0; i < n; i++) {
+			fputs(opts[i], stdout);
+			putchar('\0');
+		}
+		putchar('\0');
+		return;
+	}
+	fputs(key, stdout);
+	for (i = 0; i < n; i++) {
+		putchar(' ');
+		shell_word(stdout, opts[i]);
+	}
+	putchar('\n');
+}
+
+static void
+print_sources(const struct ovl_kvsec *mix, int print0)
 {
 	const char *k, *cur, *parts;
 	char key[512];
@@ -2089,10 +2118,13 @@ print_sources(const struct ovl_kvsec *mix)
 		if (parts == NULL || ovl_num_u64(parts, &np) != 0 || np == 0)
 			np = 1;
 		for (p = 0; p < np; p++) {
-			printf("source:%.*s:%" PRIu64 "/%" PRIu64 " --resume ",
-			    (int)(klen - 14), k + 7, p, np);
-			shell_word(stdout, cur != NULL ? cur : "");
-			putchar('\n');
+			const char *opts[2];
+
+			snprintf(key, sizeof(key), "source:%.*s:%" PRIu64 "/%"
+			    PRIu64, (int)(klen - 14), k + 7, p, np);
+			opts[0] = "--resume";
+			opts[1] = cur != NULL ? cur : "";
+			restore_line(print0, key, opts, 2);
 		}
 	}
 }
@@ -2193,12 +2225,20 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 		    &conpath);
 		free(abs);
 	}
-	print_sources(&st.sec[OVL_SEC_MIX]);
-	fputs("mix --resume ", stdout);
-	shell_word(stdout, mixpath);
-	fputs("\nconstruct --resume ", stdout);
-	shell_word(stdout, conpath);
-	printf("\nckpt --resume %" PRIu64 "\n", n);
+	print_sources(&st.sec[OVL_SEC_MIX], o->print0);
+	{
+		const char *opts[2];
+		char num[32];
+
+		opts[0] = "--resume";
+		opts[1] = mixpath;
+		restore_line(o->print0, "mix", opts, 2);
+		opts[1] = conpath;
+		restore_line(o->print0, "construct", opts, 2);
+		snprintf(num, sizeof(num), "%" PRIu64, n);
+		opts[1] = num;
+		restore_line(o->print0, "ckpt", opts, 2);
+	}
 	free(mixpath);
 	free(conpath);
 	ovl_ckstate_clear(&st);
@@ -2223,6 +2263,7 @@ static const struct option longopts[] = {
 	{ "at", required_argument, NULL, 'a' },
 	{ "list", no_argument, NULL, 'l' },
 	{ "rank", required_argument, NULL, 'R' },
+	{ "print0", no_argument, NULL, '0' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -2332,6 +2373,9 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			o.list = 1;
+			break;
+		case '0':
+			o.print0 = 1;
 			break;
 		case 'R':
 			if (ovl_num_u64_max(optarg, MAX_RANKS - 1, &v) != 0)
