@@ -141,11 +141,10 @@ EOF
 	"$OVL_RUN" -d run --restart 5 p.plan 3>&- 2> err &
 	pid=$!
 	# wait for a checkpoint, then kill the mixer
-	for _ in $(seq 100); do
-		[ -s ckpt/ckpt.log ] && break
+	for _ in $(seq 200); do
+		"$OVL_CKPT" show ckpt 2>/dev/null | grep -q '^checkpoint [2-9]' && break
 		sleep 0.05
 	done
-	sleep 0.3
 	pkill -KILL -f -- "ovl-mix .*$BATS_TEST_TMPDIR/run/" || true
 	st=0
 	wait "$pid" || st=$?
