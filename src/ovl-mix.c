@@ -642,7 +642,7 @@ drop_source(struct mixer *m, size_t k)
 	}
 	m->drop_at = count_of(m);
 	m->any_drop = 1;
-	ovl_info(0, "source '%s' exhausted after %" PRIu64 " tokens; dropped",
+	ovl_info(1, "source '%s' exhausted after %" PRIu64 " tokens; dropped",
 	    s->ps->name, s->tokens);
 }
 
