@@ -67,6 +67,9 @@ static const struct ovl_cli cli = {
 	"  --text                include the text in DOC frames\n"
 	"  --throttle RATE       at most RATE input bytes/s (4M) or docs/s (200docs)\n"
 	"  --json                one JSON object per document, for people\n"
+	"  --output FILE         write to FILE (a FIFO, say) instead of standard output\n"
+	"  --standby CTL         warm standby: load, then wait for a cursor line on\n"
+	"                        CTL and resume there (shadow loaders; needs --output)\n"
 	"  -v, --verbose         per-chunk figures on stderr\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
@@ -112,6 +115,8 @@ struct src_opts {
 	int		 json;
 	double		 throttle;	/* per second; 0: none */
 	int		 throttle_docs;
+	const char	*output;	/* NULL: standard output */
+	const char	*standby;	/* control FIFO of a warm standby */
 };
 
 /* Why a record was skipped (--on-error=skip). */
@@ -234,7 +239,7 @@ enum {
 	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
 	O_EOD, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
-	O_THROTTLE
+	O_THROTTLE, O_OUTPUT, O_STANDBY
 };
 
 static const struct option longopts[] = {
@@ -262,6 +267,8 @@ static const struct option longopts[] = {
 	{ "text", no_argument, NULL, O_TEXT },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "throttle", required_argument, NULL, O_THROTTLE },
+	{ "output", required_argument, NULL, O_OUTPUT },
+	{ "standby", required_argument, NULL, O_STANDBY },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -443,6 +450,12 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_THROTTLE:
 			opt_throttle(o, optarg);
 			break;
+		case O_OUTPUT:
+			o->output = optarg;
+			break;
+		case O_STANDBY:
+			o->standby = optarg;
+			break;
 		default:
 			ovl_cli_usage(&cli);
 		}
@@ -458,6 +471,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		ovl_cli_usagex(&cli, "--min-tokens is above --max-tokens");
 	if (o->epochs == 0 && !o->repeat)
 		ovl_cli_usagex(&cli, "--epochs must be at least 1");
+	if (o->standby != NULL && o->output == NULL)
+		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
+		    "over)");
 }
 
 /* The format a file name suggests, or FMT_AUTO. */
@@ -1943,7 +1959,7 @@ setup(struct src *s, struct src_opts *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	if (!o->json)
+	if (!o->json && o->output == NULL)
 		ovl_io_refuse_tty(STDOUT_FILENO);
 	if ((s->tok = ovl_tok_open(o->tokenizer, err, sizeof(err))) == NULL)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
@@ -1985,11 +2001,72 @@ setup(struct src *s, struct src_opts *o)
 	s->zbuf = ovl_xmalloc(s->zbufcap);
 	if (s->zd == NULL)
 		ovl_errx(OVL_EXIT_DATA, "out of memory");
+}
+
+/*
+ * A warm standby (shadow loader): everything is loaded; wait for the
+ * supervisor to write the cursor to resume at, one line on the control
+ * FIFO. End of file without a line means "not needed": exit quietly.
+ */
+static void
+standby(struct src_opts *o)
+{
+	char line[OVL_CURSOR_STRLEN + 2];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(o->standby, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		ovl_err(OVL_EXIT_DATA, "cannot open control FIFO '%s'", o->standby);
+	while (len < sizeof(line) - 1) {
+		n = read(fd, line + len, sizeof(line) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot read '%s'", o->standby);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (memchr(line, '\n', len) != NULL)
+			break;
+	}
+	close(fd);
+	if (len == 0) {
+		ovl_info(1, "%s: standby released", o->name);
+		exit(OVL_EXIT_OK);
+	}
+	line[len] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (ovl_cursor_parse(line, &o->cursor) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': bad cursor '%s'", o->standby, line);
+	o->resume = 1;
+	ovl_info(1, "%s: taking over at %s", o->name, line);
+}
+
+/* Open the output (after a standby, only now) and the frame writer. */
+static void
+open_output(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	int fd;
+
+	if (o->output != NULL) {
+		fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (fd < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->output);
+		if (dup2(fd, STDOUT_FILENO) < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot redirect to '%s'", o->output);
+		close(fd);
+		if (!o->json)
+			ovl_io_refuse_tty(STDOUT_FILENO);
+	}
 	if (o->json) {
 		static char obuf[1 << 20];
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	} else
-		s->w = ovl_writer_new(STDOUT_FILENO, "standard output");
+		s->w = ovl_writer_new(STDOUT_FILENO, o->output != NULL ?
+		    o->output : "standard output");
 }
 
 static void
@@ -2024,6 +2101,9 @@ main(int argc, char **argv)
 	ovl_cli_init(&cli);
 	parse_opts(&o, argc, argv);
 	setup(&s, &o);
+	if (o.standby != NULL)
+		standby(&o);
+	open_output(&s);
 	run(&s);
 	report(&s);
 	teardown(&s);
