@@ -22,6 +22,7 @@
 #include "atomic.h"
 #include "buf.h"
 #include "cli.h"
+#include "crc32c.h"
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
@@ -208,6 +209,95 @@ check_stdout(void)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on standard output");
 	}
+}
+
+/* ---- CRC of a rewritten DOC frame, without a pass over the payload ---- */
+
+/*
+ * CRC-32C is linear: rewriting the 64 first payload bytes of a frame of n
+ * CRC-covered bytes changes its CRC by the raw CRC of the difference,
+ * carried through the t = n - 72 bytes after it, i.e. multiplied by
+ * x^(8t) modulo the polynomial. The multiplications by x^(8 * 2^k) are
+ * byte-sliced tables, so a frame costs a few lookups however long it is
+ * (the input CRC was checked by the reader; this saves a second pass).
+ */
+#define CRC_POLY 0x82f63b78u
+#define CRC_K 31
+
+static uint32_t crc_shift[CRC_K][4][256];
+static uint32_t crc_zero64;
+
+static uint32_t
+multmodp(uint32_t a, uint32_t b)
+{
+	uint32_t m = (uint32_t)1 << 31, p = 0;
+
+	if (a == 0)
+		return 0;
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ CRC_POLY : b >> 1;
+	}
+	return p;
+}
+
+static void
+crc_shift_init(void)
+{
+	static const uint8_t zeros[64];
+	uint32_t p = (uint32_t)1 << 30, t;	/* x^1 */
+	int n, k, j, b;
+
+	/* x^(2^n) for n = 3 .. CRC_K + 2: x^(8 * 2^k) */
+	for (n = 1; n < 3; n++)
+		p = multmodp(p, p);
+	for (k = 0; k < CRC_K; k++) {
+		p = multmodp(p, p);
+		t = p;
+		for (j = 0; j < 4; j++)
+			for (b = 0; b < 256; b++)
+				crc_shift[k][j][b] = multmodp((uint32_t)b << (8 * j),
+				    t);
+	}
+	crc_zero64 = ovl_crc32c(0, zeros, sizeof(zeros));
+}
+
+static uint32_t
+crc_zeros(uint32_t s, uint64_t t)
+{
+	int k;
+
+	for (k = 0; t != 0 && k < CRC_K; k++, t >>= 1)
+		if (t & 1)
+			s = crc_shift[k][0][s & 0xff] ^
+			    crc_shift[k][1][(s >> 8) & 0xff] ^
+			    crc_shift[k][2][(s >> 16) & 0xff] ^
+			    crc_shift[k][3][s >> 24];
+	return s;
+}
+
+/* Set the mixed fields of the DOC frame f in place and fix its CRC. */
+static void
+doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
+    uint64_t tokens)
+{
+	uint8_t *pl = (uint8_t *)(uintptr_t)f->payload;
+	uint8_t *hdr = pl - OVL_FRAME_HDR_LEN;
+	uint8_t old[64];
+	uint32_t r;
+	int i;
+
+	memcpy(old, pl, sizeof(old));
+	ovl_doc_set_mixed(pl, source, pos, tokens);
+	for (i = 0; i < 64; i++)
+		old[i] ^= pl[i];
+	r = ovl_crc32c(0, old, sizeof(old)) ^ crc_zero64;
+	ovl_put32(hdr + 8, ovl_le32(hdr + 8) ^ crc_zeros(r, f->len - 64));
 }
 
 /* ---- the plan commands ------------------------------------------------- */
@@ -470,6 +560,8 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 	}
 }
 
+static void write_stats(struct mixer *m, int final);
+
 /*
  * Read the next frame of in without blocking. Returns 1 when in has a
  * pending frame (or has ended), 0 when it would block.
@@ -504,6 +596,13 @@ try_read(struct mixer *m, struct input *in)
 		if (rc == OVL_F_ETRUNC && m->o->reopen && in->is_fifo &&
 		    in->path != NULL) {
 			reopen_input(in);
+			/*
+			 * Say so at once: a supervisor hands the FIFO to a
+			 * new writer only once we read from a new open file
+			 * (else the old and new streams would run together).
+			 */
+			if (m->o->stats != NULL)
+				write_stats(m, 0);
 			continue;
 		}
 		ovl_errx(OVL_EXIT_FRAME, "input %s: %s%s", in->label,
@@ -511,8 +610,6 @@ try_read(struct mixer *m, struct input *in)
 		    " (its writer failed)" : "");
 	}
 }
-
-static void write_stats(struct mixer *m, int final);
 
 /*
  * Wait until need has a frame, reading ahead (one frame each) from the
@@ -937,11 +1034,9 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	if (m->o->json)
 		emit_json_doc(m, d, (uint32_t)k);
 	else {
-		uint8_t *p = ovl_writer_begin(m->w, in->pend.len);
-
-		memcpy(p, in->pend.payload, in->pend.len);
-		ovl_doc_set_mixed(p, (uint32_t)k, m->pos, m->tokens);
-		ovl_writer_finish(m->w, OVL_DOC, in->pend.flags);
+		/* rewritten in the reader's buffer, then passed through */
+		doc_rewrite(&in->pend, (uint32_t)k, m->pos, m->tokens);
+		ovl_writer_copy(m->w, &in->pend);
 	}
 	in->has_pend = 0;
 	m->cut = c2;
@@ -1434,8 +1529,10 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &m.t0);
 	m.last_stats = m.t0;
 	setup_inputs(&m);
-	if (!o.json)
+	if (!o.json) {
+		crc_shift_init();
 		m.w = ovl_writer_new(STDOUT_FILENO, "standard output");
+	}
 	write_meta(&m);
 	run(&m);
 	if (o.json) {

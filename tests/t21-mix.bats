@@ -39,6 +39,8 @@ fifo_source() {
 	"$OVL_MIX" "$SAMPLES/plans/small.plan" web=web.f book=book.f > a.mix
 	"$OVL_MIX" "$SAMPLES/plans/small.plan" web=web.f book=book.f > b.mix
 	cmp a.mix b.mix
+	# every rewritten frame has a good CRC (checked by an independent reader)
+	run -0 python3 "$MIXTOOL" verify a.mix
 	run -0 --separate-stderr "$OVL_MIX" --json "$SAMPLES/plans/small.plan" web=web.f book=book.f
 	printf '%s\n' "$output" > a.json
 	[[ "${lines[0]}" == '{"kind":"meta","text":"tokenizer bytes\nvocab 257\neod 256\nsource 0 web\nsource 1 book\n'* ]]
