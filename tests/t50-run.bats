@@ -155,3 +155,21 @@ EOF
 	cmp out/small.jsonl ref.jsonl
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
+
+@test "ovl-run --autoscale adds partitions to a slow source, output unchanged" {
+	cat > p.plan <<EOF2
+source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst format=jsonl on-exhaust=drop throttle=60K
+source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
+weights web=3 book=1
+seq-len 256
+ranks 2
+checkpoint every=1 dir=ckpt
+output format=jsonl path=out/small
+EOF2
+	reference p.plan ref
+	run -0 "$OVL_RUN" -d run --autoscale --scale-interval 1 --status-interval 0.5 \
+	    --max-partitions 4 p.plan
+	[[ "$output" == *"autoscale: web 1 -> 2 partitions"* ]]
+	cmp out/small.jsonl ref.jsonl
+	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+}
