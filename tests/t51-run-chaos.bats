@@ -41,9 +41,14 @@ chaos() {
 	dog=$!
 	while kill -0 "$pid" 2>/dev/null && [ "$landed" -lt "$want" ]; do
 		sleep "0.$((RANDOM % 4 + 1))"
-		# the stages ovl-run started, shadows in standby included
-		mapfile -t victims < <(pgrep -P "$pid" \
-		    -x 'ovl-source|ovl-mix|ovl-construct|ovl-ckpt')
+		# the stages ovl-run started, shadows in standby included (and
+		# now and then an ovl-ckpt restore of a restart)
+		victims=()
+		for v in $(pgrep -P "$pid"); do
+			case $(cat "/proc/$v/comm" 2>/dev/null) in
+			ovl-source | ovl-mix | ovl-construct | ovl-ckpt) victims+=("$v") ;;
+			esac
+		done
 		[ ${#victims[@]} -gt 0 ] || continue
 		v=${victims[RANDOM % ${#victims[@]}]}
 		if kill -KILL "$v" 2>/dev/null; then
