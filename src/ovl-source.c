@@ -2101,8 +2101,11 @@ main(int argc, char **argv)
 	ovl_cli_init(&cli);
 	parse_opts(&o, argc, argv);
 	setup(&s, &o);
-	if (o.standby != NULL)
+	if (o.standby != NULL) {
 		standby(&o);
+		/* rates (--throttle, -v) count from the takeover */
+		clock_gettime(CLOCK_MONOTONIC, &s.t0);
+	}
 	open_output(&s);
 	run(&s);
 	report(&s);
