@@ -246,10 +246,17 @@ print(len(ln), len(m), len(d))' "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/len" 
 }
 
 @test "scripts/sample-job reads every sample source and prints a summary" {
-	run -0 --separate-stderr "$OVL_SRCDIR/scripts/sample-job" "$OVL_BUILDDIR"
+	run -0 --separate-stderr "$OVL_SRCDIR/scripts/sample-job" "$OVL_BUILDDIR" \
+	    "$BATS_TEST_TMPDIR/job"
 	[ "${lines[0]}" = "source   documents     tokens      bytes" ]
 	[[ "${lines[1]}" =~ ^web\ +325\ +[0-9]+\ +474012$ ]]
 	[[ "${lines[5]}" =~ ^lines\ +300\ +49523\ +49523$ ]]
-	[ "${#lines[@]}" -eq 6 ]
+	# then ovl-run packs the sample plan into a Megatron dataset
+	[[ "$output" == *"ovl-run samples/plans/mix.plan"* ]]
+	[[ "$output" == *"checkpoint "*"(end of run)"* ]]
+	[ -s "$BATS_TEST_TMPDIR/job/out/packed.bin" ]
+	[ -s "$BATS_TEST_TMPDIR/job/out/packed.idx" ]
+	run -0 "$OVL_CKPT" verify "$BATS_TEST_TMPDIR/job/ckpt" \
+	    "$BATS_TEST_TMPDIR/job/out/packed.bin"
 	run -2 "$OVL_SRCDIR/scripts/sample-job"
 }
