@@ -21,6 +21,7 @@ struct ovl_reader {
 	uint32_t	 max;
 	uint8_t		*buf;
 	size_t		 cap;
+	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
 	size_t		 start;		/* first unconsumed byte */
 	size_t		 end;		/* one past the last valid byte */
 	uint64_t	 base;		/* stream offset of buf[0] */
@@ -55,9 +56,28 @@ ovl_reader_new(int fd, const char *name, uint32_t max)
 	if (r->max > OVL_FRAME_LIMIT)
 		r->max = OVL_FRAME_LIMIT;
 	r->cap = RD_CHUNK;
+	r->chunk = RD_CHUNK;
 	r->buf = ovl_xmalloc(r->cap);
 	ovl_io_pipe_grow(fd);
 	return r;
+}
+
+void
+ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
+{
+	if (chunk < 4096)
+		chunk = 4096;
+	if (chunk > RD_CHUNK)
+		chunk = RD_CHUNK;
+	r->chunk = chunk;
+	if (r->end == r->start && r->cap > chunk) {
+		/* nothing buffered: a buffer of the new size */
+		r->base += r->start;
+		r->start = r->end = 0;
+		free(r->buf);
+		r->cap = chunk;
+		r->buf = ovl_xmalloc(r->cap);
+	}
 }
 
 void
@@ -89,26 +109,35 @@ fail(struct ovl_reader *r, int rc, uint64_t off, const char *detail)
 static int
 fill(struct ovl_reader *r, size_t need)
 {
+	size_t c = r->chunk, want;
 	ssize_t n;
 
 	while (r->end - r->start < need) {
 		if (r->eof)
 			return 0;
 		if (r->start > 0 && (r->start + need > r->cap ||
-		    r->cap - r->end < RD_CHUNK / 4)) {
+		    r->cap - r->end < c / 4)) {
 			memmove(r->buf, r->buf + r->start, r->end - r->start);
 			r->base += r->start;
 			r->end -= r->start;
 			r->start = 0;
 		}
-		if (need > r->cap || r->cap - r->end < RD_CHUNK / 4) {
+		if (need > r->cap || r->cap - r->end < c / 4) {
 			size_t ncap = r->cap;
-			while (ncap < need || ncap - r->end < RD_CHUNK / 4)
+			while (ncap < need || ncap - r->end < c / 4)
 				ncap *= 2;
 			r->buf = ovl_xrealloc(r->buf, ncap);
 			r->cap = ncap;
 		}
-		n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		/*
+		 * At most a chunk at a time (more when a long frame needs
+		 * it), so what is read stays in the cache until it is used.
+		 */
+		want = r->cap - r->end;
+		if (want > c && want > need - (r->end - r->start))
+			want = c > need - (r->end - r->start) ? c :
+			    need - (r->end - r->start);
+		n = read(r->fd, r->buf + r->end, want);
 		if (n > 0) {
 			r->end += (size_t)n;
 			continue;

@@ -32,6 +32,14 @@ enum {
 struct ovl_reader *ovl_reader_new(int fd, const char *name, uint32_t max);
 void	ovl_reader_free(struct ovl_reader *r);
 /*
+ * Read at most chunk bytes at a time (4 KiB .. 1 MiB, default 1 MiB; more
+ * only when one frame needs it) and, when nothing is buffered yet, start
+ * over with a buffer of that size. For a process that reads many streams
+ * at once (ovl-mix): small reads keep what was read in the cache until it
+ * is used. Frames and errors are the same whatever the chunk.
+ */
+void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
+/*
  * The next frame. f->payload stays valid until the next call. Frames of
  * unknown kind are returned too: callers skip kinds they do not know.
  * Errors return an OVL_F_E* code (OVL_F_ETRUNC for end of file without END)
