@@ -42,10 +42,6 @@ struct ovl_balancer {
 	size_t		 xcap;
 	size_t		*xgrp;		/* per rank + 1 */
 	size_t		 xgrp_cap;
-	/* fixed shapes: per bin */
-	double		*bcost;
-	uint32_t	*broom;
-	size_t		 bins_cap;
 };
 
 struct pair {
@@ -189,8 +185,6 @@ ovl_balancer_free(struct ovl_balancer *b)
 	free(b->ttail);
 	free(b->slot);
 	free(b->wused);
-	free(b->bcost);
-	free(b->broom);
 	free(b->xcost);
 	free(b->xcumc);
 	free(b->xcum);
@@ -896,173 +890,6 @@ ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 		break;
 	}
 	return rank_costs(cost, n, rank, ranks, rank_cost);
-}
-
-/* ---- fixed shapes ------------------------------------------------------ */
-
-/*
- * One improvement on the costliest rank A: the best of moving a piece of
- * A into a bin of another rank with room, swapping a piece of A with a
- * cheaper piece of another rank where both bins have room, or swapping a
- * whole bin of A with a cheaper bin. Returns 1 when it changed something.
- */
-static int
-improve_fixed(struct ovl_balancer *b, const double *cost, const uint32_t *len,
-    size_t n, uint32_t *bin, size_t nbins, uint32_t *bin_rank, uint32_t ranks,
-    double *rc)
-{
-	uint32_t A = argmax(rc, ranks);
-	double cA = rc[A], best = cA * (1 - 1e-12);
-	int kind = 0;
-	size_t i, j, bi = 0, bj = 0;
-
-	for (i = 0; i < n; i++) {
-		uint32_t gi = bin[i];
-
-		if (bin_rank[gi] != A || cost[i] <= 0)
-			continue;
-		/* move piece i into bin g of another rank */
-		for (j = 0; j < nbins; j++) {
-			uint32_t r = bin_rank[j];
-			double m;
-
-			if (r == A || b->broom[j] < len[i])
-				continue;
-			m = cA - cost[i] > rc[r] + cost[i] ? cA - cost[i] :
-			    rc[r] + cost[i];
-			if (m < best) {
-				best = m;
-				kind = 1;
-				bi = i;
-				bj = j;
-			}
-		}
-		/* swap piece i with a cheaper piece q of another rank */
-		for (j = 0; j < n; j++) {
-			uint32_t gq = bin[j], r = bin_rank[gq];
-			double d = cost[i] - cost[j], m;
-
-			if (r == A || d <= 0 || d >= cA - rc[r])
-				continue;
-			if (b->broom[gi] + len[i] < len[j] ||
-			    b->broom[gq] + len[j] < len[i])
-				continue;
-			m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
-			if (m < best) {
-				best = m;
-				kind = 2;
-				bi = i;
-				bj = j;
-			}
-		}
-	}
-	/* swap bin gi of A with a cheaper bin of another rank */
-	for (i = 0; i < nbins; i++) {
-		if (bin_rank[i] != A)
-			continue;
-		for (j = 0; j < nbins; j++) {
-			uint32_t r = bin_rank[j];
-			double d = b->bcost[i] - b->bcost[j], m;
-
-			if (r == A || d <= 0 || d >= cA - rc[r])
-				continue;
-			m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
-			if (m < best) {
-				best = m;
-				kind = 3;
-				bi = i;
-				bj = j;
-			}
-		}
-	}
-	if (kind == 1) {
-		uint32_t from = bin[bi], r = bin_rank[bj];
-
-		b->broom[from] += len[bi];
-		b->bcost[from] -= cost[bi];
-		b->broom[bj] -= len[bi];
-		b->bcost[bj] += cost[bi];
-		bin[bi] = (uint32_t)bj;
-		rc[A] -= cost[bi];
-		rc[r] += cost[bi];
-	} else if (kind == 2) {
-		uint32_t gi = bin[bi], gq = bin[bj], r = bin_rank[gq];
-		double d = cost[bi] - cost[bj];
-
-		b->broom[gi] = b->broom[gi] + len[bi] - len[bj];
-		b->broom[gq] = b->broom[gq] + len[bj] - len[bi];
-		b->bcost[gi] -= d;
-		b->bcost[gq] += d;
-		bin[bi] = gq;
-		bin[bj] = gi;
-		rc[A] -= d;
-		rc[r] += d;
-	} else if (kind == 3) {
-		uint32_t r = bin_rank[bj];
-		double d = b->bcost[bi] - b->bcost[bj];
-
-		bin_rank[bi] = r;
-		bin_rank[bj] = A;
-		rc[A] -= d;
-		rc[r] += d;
-	}
-	return kind != 0;
-}
-
-double
-ovl_balance_fixed(struct ovl_balancer *b, int method, const double *cost,
-    const uint32_t *len, size_t n, uint32_t *bin, size_t nbins, uint32_t per,
-    uint32_t cap, uint32_t ranks, uint32_t *bin_rank, double *rank_cost)
-{
-	size_t i, iter, maxiter;
-	double max = 0;
-
-	grow(b, nbins > n ? nbins : n, ranks);
-	if (nbins > b->bins_cap) {
-		b->bcost = ovl_xrealloc(b->bcost, nbins * sizeof(*b->bcost));
-		b->broom = ovl_xrealloc(b->broom, nbins * sizeof(*b->broom));
-		b->bins_cap = nbins;
-	}
-	for (i = 0; i < nbins; i++) {
-		b->bcost[i] = 0;
-		b->broom[i] = cap;
-	}
-	for (i = 0; i < n; i++) {
-		b->bcost[bin[i]] += cost[i];
-		b->broom[bin[i]] -= len[i];
-	}
-	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
-	if (method == OVL_BAL_NONE || ranks == 1) {
-		for (i = 0; i < nbins; i++) {
-			bin_rank[i] = (uint32_t)(i / per);
-			rank_cost[i / per] += b->bcost[i];
-		}
-	} else {
-		memset(b->rcount, 0, ranks * sizeof(*b->rcount));
-		sort_by_cost(b->order, nbins, b->bcost);
-		for (i = 0; i < nbins; i++) {
-			uint32_t g = b->order[i], r, m = ranks;
-
-			for (r = 0; r < ranks; r++)
-				if (b->rcount[r] < per && (m == ranks ||
-				    rank_cost[r] < rank_cost[m]))
-					m = r;
-			bin_rank[g] = m;
-			b->rcount[m]++;
-			rank_cost[m] += b->bcost[g];
-		}
-		maxiter = 8 * (size_t)ranks + 32;
-		if ((double)n * (n + nbins) > 4e8)
-			maxiter = 0;
-		for (iter = 0; iter < maxiter; iter++)
-			if (!improve_fixed(b, cost, len, n, bin, nbins, bin_rank,
-			    ranks, rank_cost))
-				break;
-	}
-	for (i = 0; i < ranks; i++)
-		if (rank_cost[i] > max)
-			max = rank_cost[i];
-	return max;
 }
 
 /* ---- outlier delay over a window of steps ------------------------------ */

@@ -91,21 +91,6 @@ double	ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 	    double *rank_cost);
 
 /*
- * Fixed shapes: nbins = ranks * per bins (sequences) of capacity cap, bin
- * of piece i in bin[i] (bins may be empty). Deal the bins out so that every
- * rank gets exactly per of them (none: in bin order; lpt and kk: costliest
- * bin to the cheapest rank with a free slot), then, for lpt and kk, lower
- * the maximum by moving and swapping pieces between bins of the costliest
- * rank and other ranks where the room allows. Writes the rank of bin j to
- * bin_rank[j] and may change bin[]; rank_cost as above. Returns the
- * maximum rank cost.
- */
-double	ovl_balance_fixed(struct ovl_balancer *b, int method,
-	    const double *cost, const uint32_t *len, size_t n, uint32_t *bin,
-	    size_t nbins, uint32_t per, uint32_t cap, uint32_t ranks,
-	    uint32_t *bin_rank, double *rank_cost);
-
-/*
  * Fixed token counts (uniform shapes, where steps are cut exactly): give
  * every rank at most cap tokens, cutting pieces where they do not fit
  * whole. Piece i has len[i] tokens and cost[i] (= ovl_cost_of(c, len[i] +
