@@ -51,6 +51,8 @@ static const struct ovl_cli cli = {
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
 	"  --tokenizer SPEC      bytes (default) or tiktoken:FILE[:PATTERN]\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
+	"  --special POLICY      special-token text in documents: plain (default),\n"
+	"                        error, allow or strip (tiktoken)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
 	"  --max-tokens N        drop documents with more tokens\n"
 	"  --match REGEX         keep only documents matching (PCRE2)\n"
@@ -96,6 +98,7 @@ struct src_opts {
 	int		 next;
 	const char	*tokenizer;
 	const char	*eod_token;
+	const char	*special;
 	uint64_t	 min_tokens;
 	uint64_t	 max_tokens;	/* 0: no limit */
 	const char	*match;
@@ -239,7 +242,7 @@ enum {
 	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
 	O_EOD, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
-	O_THROTTLE, O_OUTPUT, O_STANDBY
+	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL
 };
 
 static const struct option longopts[] = {
@@ -269,6 +272,7 @@ static const struct option longopts[] = {
 	{ "throttle", required_argument, NULL, O_THROTTLE },
 	{ "output", required_argument, NULL, O_OUTPUT },
 	{ "standby", required_argument, NULL, O_STANDBY },
+	{ "special", required_argument, NULL, O_SPECIAL },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -455,6 +459,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_STANDBY:
 			o->standby = optarg;
+			break;
+		case O_SPECIAL:
+			o->special = optarg;
 			break;
 		default:
 			ovl_cli_usage(&cli);
@@ -709,8 +716,8 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 
 		s->toks.len = 0;
 		if (ovl_tok_encode(s->tok, text, len, &s->toks, &badoff) != 0) {
-			bad(s, R_TOK, r, "tokenizer refused the text at byte %zu",
-			    badoff);
+			bad(s, R_TOK, r, "%s at byte %zu of the document",
+			    ovl_tok_error(s->tok), badoff);
 			return;
 		}
 		ntok = s->toks.len;
@@ -1963,6 +1970,9 @@ setup(struct src *s, struct src_opts *o)
 		ovl_io_refuse_tty(STDOUT_FILENO);
 	if ((s->tok = ovl_tok_open(o->tokenizer, err, sizeof(err))) == NULL)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	if (o->special != NULL &&
+	    ovl_tok_set_special(s->tok, o->special, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "--special: %s", err);
 	if (o->eod_token != NULL &&
 	    ovl_tok_set_eod(s->tok, o->eod_token, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);

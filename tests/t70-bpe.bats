@@ -148,3 +148,22 @@ setup() {
 	[ "$(tr ' ' '\n' <<< "$output" | grep -c '^260$')" -eq 150000 ]
 	[ "$(tr ' ' '\n' <<< "$output" | wc -l)" -eq $((150000 + 200000 + 1 + 100000 + 100000)) ]
 }
+
+@test "ovl-source --special: plain, allow, strip, error; bytes takes only plain" {
+	t="tiktoken:$SAMPLES/tokenizers/sample.tiktoken:r50k"
+	printf '{"text":"a <|endoftext|> b"}\n' > "$BATS_TEST_TMPDIR/sp.jsonl"
+	for p in plain allow strip; do
+		run -0 "$OVL_SOURCE" --json --tokenizer "$t" --special "$p" \
+		    --format jsonl w "$BATS_TEST_TMPDIR/sp.jsonl"
+		printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/$p.json"
+	done
+	grep -q '"tokens":\[97,32,50256,281,50256\]' "$BATS_TEST_TMPDIR/allow.json"
+	grep -q '"tokens":\[97,32,281,50256\]' "$BATS_TEST_TMPDIR/strip.json"
+	! grep -q '50256,281' "$BATS_TEST_TMPDIR/plain.json"
+	run -1 "$OVL_SOURCE" --json --tokenizer "$t" --special error \
+	    --format jsonl w "$BATS_TEST_TMPDIR/sp.jsonl"
+	[[ "$output" == *"line 1: special token text '<|endoftext|>' at byte 2"* ]]
+	run -2 "$OVL_SOURCE" --json --special allow --format jsonl w "$BATS_TEST_TMPDIR/sp.jsonl"
+	run -2 "$OVL_SOURCE" --json --tokenizer "$t" --special frob \
+	    --format jsonl w "$BATS_TEST_TMPDIR/sp.jsonl"
+}

@@ -502,6 +502,9 @@ do_source(struct ctx *c)
 		} else if (strcmp(k, "eod-token") == 0) {
 			if (set_str(c, &s->eod_token, k, v) != 0)
 				return -1;
+		} else if (strcmp(k, "special") == 0) {
+			if (set_str(c, &s->special, k, v) != 0)
+				return -1;
 		} else if (strcmp(k, "match") == 0) {
 			if (set_str(c, &s->match, k, v) != 0)
 				return -1;
@@ -1420,6 +1423,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->member_ext);
 		free(s->tokenizer);
 		free(s->eod_token);
+		free(s->special);
 		free(s->match);
 		free(s->drop);
 		free(s->throttle);
@@ -1679,6 +1683,7 @@ ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
 	    p->tokenizer);
 	arg_opt(&a, "--eod-token", s->eod_token != NULL ? s->eod_token :
 	    p->eod_token);
+	arg_opt(&a, "--special", s->special);
 	arg_opt(&a, "--format", s->format);
 	arg_opt(&a, "--field", s->field);
 	arg_opt(&a, "--doc-per", s->doc_per);
@@ -1855,6 +1860,7 @@ ovl_plan_print(const struct ovl_plan *p, FILE *fp)
 		put_kv(fp, "member-ext", s->member_ext);
 		put_kv(fp, "tokenizer", s->tokenizer);
 		put_kv(fp, "eod-token", s->eod_token);
+		put_kv(fp, "special", s->special);
 		put_kv(fp, "match", s->match);
 		put_kv(fp, "drop", s->drop);
 		put_kv(fp, "on-error", s->on_error);

@@ -63,6 +63,7 @@ struct ovl_plan_source {
 					   or a list ".c,.h" */
 	char		 *tokenizer;	/* tokenizer=, else the plan's tokenizer */
 	char		 *eod_token;	/* eod-token=, else the plan's eod-token */
+	char		 *special;	/* special=plain|error|allow|strip (tiktoken) */
 	char		 *match;	/* match=REGEX: keep matching documents */
 	char		 *drop;		/* drop=REGEX: drop matching documents */
 	char		 *on_error;	/* on-error=fail|skip */
