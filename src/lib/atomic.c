@@ -11,25 +11,31 @@
 #include "buf.h"
 #include "io.h"
 
+char *
+ovl_path_dir(const char *path)
+{
+	char *dir = ovl_xstrdup(path), *slash = strrchr(dir, '/');
+
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	return dir;
+}
+
 int
 ovl_fsync_dir(const char *path)
 {
 	struct stat st;
-	char *dir, *slash;
+	char *dir;
 	int fd, rc, saved;
 
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		dir = ovl_xstrdup(path);
-	else {
-		dir = ovl_xstrdup(path);
-		slash = strrchr(dir, '/');
-		if (slash == NULL)
-			strcpy(dir, ".");
-		else if (slash == dir)
-			dir[1] = '\0';
-		else
-			*slash = '\0';
-	}
+	else
+		dir = ovl_path_dir(path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
 	if (fd < 0)

@@ -14,6 +14,11 @@
 int	ovl_atomic_write(const char *path, const void *buf, size_t n);
 /* fsync the directory holding path (path itself when it is a directory). 0 or -1. */
 int	ovl_fsync_dir(const char *path);
+/*
+ * The directory part of path as a new string the caller frees: "." for a
+ * bare name, "/" for a name at the root (dirname(3) without its quirks).
+ */
+char	*ovl_path_dir(const char *path);
 /* mkdir -p; 0 or -1 with errno. */
 int	ovl_mkdir_p(const char *path, int mode);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cli.h"
 
 /* MULTIFIT is tried after KK on steps of at most this many pieces. */
 #ifndef MULTIFIT_MAX
@@ -54,20 +55,14 @@ static const char *const names[] = { "none", "lpt", "kk" };
 int
 ovl_balance_parse(const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0)
-			return (int)i;
-	return -1;
+	return ovl_cli_choice(names, sizeof(names) / sizeof(names[0]), name);
 }
 
 const char *
 ovl_balance_name(int method)
 {
-	if (method < 0 || (size_t)method >= sizeof(names) / sizeof(names[0]))
-		return "?";
-	return names[method];
+	return ovl_cli_choice_name(names, sizeof(names) / sizeof(names[0]),
+	    method);
 }
 
 double

@@ -42,6 +42,25 @@ print_synopsis(FILE *fp, const struct ovl_cli *cli)
 	}
 }
 
+int
+ovl_cli_choice(const char *const *names, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+ovl_cli_choice_name(const char *const *names, size_t n, int i)
+{
+	if (i < 0 || (size_t)i >= n)
+		return "?";
+	return names[i];
+}
+
 void
 ovl_cli_usage(const struct ovl_cli *cli)
 {

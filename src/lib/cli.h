@@ -10,6 +10,7 @@
 #define OVL_CLI_H
 
 #include <getopt.h>
+#include <stddef.h>
 
 struct ovl_cli {
 	const char	*prog;		/* "ovl-source" */
@@ -32,6 +33,10 @@ void	ovl_cli_init(const struct ovl_cli *cli);
  * exit), 0 when the caller must handle it.
  */
 int	ovl_cli_common(const struct ovl_cli *cli, int opt);
+/* Index of name among names[0..n) (an option's choices), or -1. */
+int	ovl_cli_choice(const char *const *names, size_t n, const char *name);
+/* names[i], or "?" when i is out of range. */
+const char *ovl_cli_choice_name(const char *const *names, size_t n, int i);
 /* Print "usage:" and the synopsis on stderr and exit 2. */
 void	ovl_cli_usage(const struct ovl_cli *cli) __attribute__((noreturn));
 /* Print "prog: message", then the usage lines, and exit 2. */

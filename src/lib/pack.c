@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cli.h"
 
 struct ovl_packer {
 	uint32_t	*order;		/* bfd: pieces, longest first */
@@ -25,20 +26,14 @@ static const char *const names[] = { "bfd", "first-fit", "concat" };
 int
 ovl_pack_parse(const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0)
-			return (int)i;
-	return -1;
+	return ovl_cli_choice(names, sizeof(names) / sizeof(names[0]), name);
 }
 
 const char *
 ovl_pack_name(int method)
 {
-	if (method < 0 || (size_t)method >= sizeof(names) / sizeof(names[0]))
-		return "?";
-	return names[method];
+	return ovl_cli_choice_name(names, sizeof(names) / sizeof(names[0]),
+	    method);
 }
 
 struct ovl_packer *

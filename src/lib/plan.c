@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "num.h"
@@ -1334,7 +1335,7 @@ ovl_plan_loadf(const char *path, int flags, char *err, size_t errlen)
 	struct ovl_buf b = { NULL, 0, 0 };
 	struct ovl_plan *p;
 	struct stat st;
-	char *dir, *slash;
+	char *dir;
 	ssize_t n;
 	int fd;
 
@@ -1373,14 +1374,7 @@ ovl_plan_loadf(const char *path, int flags, char *err, size_t errlen)
 		}
 	}
 	close(fd);
-	dir = ovl_xstrdup(path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
+	dir = ovl_path_dir(path);
 	p = ovl_plan_parse(b.p != NULL ? (const char *)b.p : "", b.len, path,
 	    dir, flags, err, errlen);
 	free(dir);
