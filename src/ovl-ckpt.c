@@ -1088,12 +1088,40 @@ static struct committer {
 	const char	*fail_what;
 } C = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
+/*
+ * A group of queued records did not fit on the disk: append them one by
+ * one, so that every checkpoint that fits becomes durable (records are
+ * self-contained). *done gets the bytes appended; on failure *failed_n the
+ * checkpoint that did not fit. Called by the committer without the lock
+ * (it alone moves C.logend). 0, or -1 with errno.
+ */
+static int
+append_each(const struct ovl_buf *b, size_t *done, uint64_t *failed_n)
+{
+	size_t off = 0, rl;
+
+	while (off + OVL_CKPTREC_HDR_LEN <= b->len) {
+		rl = OVL_CKPTREC_HDR_LEN + (size_t)ovl_le32(b->p + off + 4);
+		if (rl > b->len - off)
+			break;
+		if (ovl_ckptlog_append(C.logfd, C.logend + off, b->p + off,
+		    rl) != 0) {
+			*failed_n = ovl_le64(b->p + off + 16);
+			*done = off;
+			return -1;
+		}
+		off += rl;
+	}
+	*done = off;
+	return 0;
+}
+
 static void *
 committer_main(void *arg)
 {
 	struct ovl_buf b = { 0 }, tmp;
 	uint64_t last;
-	size_t i, nfds;
+	size_t i, nfds, done;
 	int *fds = NULL, rc;
 
 	(void)arg;
@@ -1116,13 +1144,21 @@ committer_main(void *arg)
 		pthread_cond_broadcast(&C.cv);
 		pthread_mutex_unlock(&C.mu);
 		rc = 0;
+		done = 0;
 		for (i = 0; i < nfds && rc == 0; i++)
 			if (fdatasync(fds[i]) != 0)
 				rc = -1;
 		if (rc == 0)
 			rc = ovl_ckptlog_append(C.logfd, C.logend, b.p, b.len);
+		if (rc == 0)
+			done = b.len;
+		else if (i == nfds && (errno == ENOSPC || errno == EDQUOT))
+			rc = append_each(&b, &done, &last);
 		pthread_mutex_lock(&C.mu);
 		C.busy = 0;
+		C.logend += done;
+		if (done > 0)
+			C.durable = 1;
 		if (rc != 0) {
 			C.failed = 1;
 			C.err = errno;
@@ -1131,8 +1167,6 @@ committer_main(void *arg)
 			pthread_cond_broadcast(&C.cv);
 			break;
 		}
-		C.logend += b.len;
-		C.durable = 1;
 		pthread_cond_broadcast(&C.cv);
 	}
 	pthread_mutex_unlock(&C.mu);
