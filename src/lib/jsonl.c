@@ -448,11 +448,31 @@ number(struct jp *j)
 
 static int value(struct jp *j, int lvl, struct hit *h);
 
+/*
+ * After an object member or array element: skip white space, then ',' (1:
+ * another item follows), the closing bracket (0: done) or an error (-1).
+ */
+static int
+after_item(struct jp *j, char close, const char *expected)
+{
+	ws(j);
+	if (j->p < j->end && *j->p == ',') {
+		j->p++;
+		ws(j);
+		return 1;
+	}
+	if (j->p < j->end && *j->p == close) {
+		j->p++;
+		return 0;
+	}
+	return fail(j, j->p, expected);
+}
+
 static int
 object(struct jp *j, int lvl, struct hit *h)
 {
 	const struct ovl_jsonl_path *path = j->path;
-	int track = lvl >= 0 && (size_t)lvl < path->n;
+	int track = lvl >= 0 && (size_t)lvl < path->n, more;
 
 	j->p++;
 	ws(j);
@@ -481,23 +501,16 @@ object(struct jp *j, int lvl, struct hit *h)
 			*h = sub;	/* the last duplicate wins */
 		} else if (value(j, -1, NULL) != 0)
 			return -1;
-		ws(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			ws(j);
-			continue;
-		}
-		if (j->p < j->end && *j->p == '}') {
-			j->p++;
-			return 0;
-		}
-		return fail(j, j->p, "',' or '}' expected");
+		if ((more = after_item(j, '}', "',' or '}' expected")) <= 0)
+			return more;
 	}
 }
 
 static int
 array(struct jp *j)
 {
+	int more;
+
 	j->p++;
 	ws(j);
 	if (j->p < j->end && *j->p == ']') {
@@ -507,17 +520,8 @@ array(struct jp *j)
 	for (;;) {
 		if (value(j, -1, NULL) != 0)
 			return -1;
-		ws(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			ws(j);
-			continue;
-		}
-		if (j->p < j->end && *j->p == ']') {
-			j->p++;
-			return 0;
-		}
-		return fail(j, j->p, "',' or ']' expected");
+		if ((more = after_item(j, ']', "',' or ']' expected")) <= 0)
+			return more;
 	}
 }
 
