@@ -416,9 +416,11 @@ cmd_args(const struct mix_opts *o)
 	size_t argc, k;
 	char **argv;
 
-	if (i < 0)
+	if (i < 0) {
+		ovl_plan_free(p);
 		ovl_errx(OVL_EXIT_USAGE, "%s: no source named '%s'", o->plan,
 		    o->args_name);
+	}
 	argv = ovl_plan_source_argv(p, (size_t)i, &argc);
 	for (k = 0; k < argc; k++)
 		put0(argv[k]);
@@ -465,11 +467,13 @@ cmd_get(const struct mix_opts *o)
 		num = p->stop_tokens, isnum = 1;
 	else if (strcmp(k, "sources") == 0)
 		num = p->nsources, isnum = 1;
-	else
+	else {
+		ovl_plan_free(p);
 		ovl_errx(OVL_EXIT_USAGE, "--get: unknown key '%s' (known: "
 		    "checkpoint.dir, checkpoint.every, output.format, output.path, "
 		    "output.manifest, output.per-rank, ranks, micro-batches, "
 		    "stop.steps, stop.tokens, sources)", k);
+	}
 	if (isnum && num != 0) {
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
 		put0(buf);
