@@ -21,6 +21,7 @@
 #include <jansson.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #ifdef __SSE2__
@@ -166,6 +167,15 @@ struct input {
 	struct archive	*a;
 	struct src	*s;
 	struct zthread	*zt;		/* reading ahead, or NULL */
+	int		 comp;		/* the chunk's compression (a stream's, sniffed) */
+	int		 stream;	/* stdin, FIFO, device: read once, no seeking */
+	unsigned char	 pb[8];		/* a stream's first bytes, read to sniff it */
+	size_t		 pblen, pbpos;
+	z_stream	 gz;		/* gzip: zlib, trailer (CRC-32, ISIZE) checked */
+	int		 gzinit;
+	int		 gzdone;	/* between two gzip members */
+	uint64_t	 zpos;		/* compressed bytes read from fd */
+	unsigned char	*abuf;		/* decoded block handed to libarchive */
 	char		 err[512];
 };
 
@@ -481,6 +491,34 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	if (o->standby != NULL && o->output == NULL)
 		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
 		    "over)");
+}
+
+/*
+ * A stream input (stdin, a FIFO) is read exactly once: a second epoch could
+ * not read it again, and stdin belongs to one process, so it has one
+ * partition. Configuration errors, exit 2.
+ */
+static void
+check_streams(const struct src *s)
+{
+	const struct src_opts *o = s->o;
+	uint32_t i;
+
+	if (!ovl_chunks_have_stream(&s->cs))
+		return;
+	for (i = 0; i < s->cs.nfiles; i++)
+		if (strcmp(s->cs.files[i], "-") == 0 && o->part_n > 1)
+			ovl_errx(OVL_EXIT_USAGE, "'-': standard input is read "
+			    "once, by one process: it cannot be split into %"
+			    PRIu32 " partitions", o->part_n);
+	for (i = 0; i < s->cs.n; i++) {
+		if (s->cs.v[i].comp != OVL_COMP_STREAM)
+			continue;
+		if (o->repeat || o->epochs > 1)
+			ovl_errx(OVL_EXIT_USAGE, "'%s' is a stream, read once: "
+			    "it cannot be read for more than one epoch",
+			    ovl_chunks_path(&s->cs, i));
+	}
 }
 
 /* The format a file name suggests, or FMT_AUTO. */
@@ -843,18 +881,137 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 
 enum { IN_ARCHIVE = 100 };
 
+/* libarchive's message, never NULL. */
+static const char *
+arc_err(struct archive *a)
+{
+	const char *m = archive_error_string(a);
+
+	return m != NULL ? m : "unknown archive error";
+}
+
+static ssize_t in_read_direct(struct src *s, struct input *in,
+    unsigned char *buf, size_t n);
+
+/*
+ * What libarchive could not open, said plainly: a tar whose first header
+ * is not one (at byte offset 0 of the decoded stream), or compressed data
+ * it cannot decode. A decoding error of our own decoder stays as it is.
+ */
+static void
+arc_open_err(struct input *in, int want_archive)
+{
+	if (in->err[0] != '\0')
+		return;
+	if (want_archive)
+		snprintf(in->err, sizeof(in->err), "not a tar archive, or a "
+		    "damaged tar header at byte offset 0 (%s)", arc_err(in->a));
+	else
+		snprintf(in->err, sizeof(in->err), "corrupt or truncated "
+		    "compressed data (%s)", arc_err(in->a));
+}
+
+/* Bytes of the file itself: the sniffed bytes first, then the fd. */
+static ssize_t
+in_raw(struct input *in, unsigned char *buf, size_t n)
+{
+	ssize_t r;
+
+	if (in->pbpos < in->pblen) {
+		size_t k = in->pblen - in->pbpos < n ? in->pblen - in->pbpos : n;
+
+		memcpy(buf, in->pb + in->pbpos, k);
+		in->pbpos += k;
+		return (ssize_t)k;
+	}
+	while ((r = read(in->fd, buf, n)) == -1 && errno == EINTR)
+		;
+	return r;
+}
+
+/* in_raw until n bytes or the end: count, or -1 with errno. */
+static ssize_t
+in_raw_full(struct input *in, unsigned char *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = in_raw(in, buf + got, n - got);
+
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+/* libarchive reads a stream (stdin, a FIFO) through in_raw. */
+static la_ssize_t
+arc_raw_cb(struct archive *a, void *arg, const void **buf)
+{
+	struct input *in = arg;
+	ssize_t r = in_raw(in, in->abuf, BLOCK);
+
+	if (r < 0) {
+		archive_set_error(a, errno, "read error: %s", strerror(errno));
+		return -1;
+	}
+	*buf = in->abuf;
+	return (la_ssize_t)r;
+}
+
+/* libarchive reads a tar from our own (checked) zstd or gzip decoder. */
+static la_ssize_t
+arc_read_cb(struct archive *a, void *arg, const void **buf)
+{
+	struct input *in = arg;
+	ssize_t r = in_read_direct(in->s, in, in->abuf, BLOCK);
+
+	if (r < 0) {
+		archive_set_error(a, EIO, "%s", in->err);
+		return -1;
+	}
+	*buf = in->abuf;
+	return (la_ssize_t)r;
+}
+
 static int
 in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
     const char *path, int want_archive)
 {
+	int comp = (int)c->comp;
+
 	memset(in, 0, sizeof(*in));
-	in->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (in->fd == -1) {
+	in->s = s;
+	if (comp == OVL_COMP_STREAM) {
+		ssize_t n;
+
+		in->stream = 1;
+		in->fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) :
+		    open(path, O_RDONLY | O_CLOEXEC);
+		if (in->fd == -1) {
+			snprintf(in->err, sizeof(in->err), "cannot open: %s",
+			    strerror(errno));
+			return -1;
+		}
+		if ((n = in_raw_full(in, in->pb, sizeof(in->pb))) < 0) {
+			snprintf(in->err, sizeof(in->err), "read error: %s",
+			    strerror(errno));
+			return -1;
+		}
+		in->pblen = (size_t)n;
+		comp = ovl_chunks_magic(in->pb, in->pblen);
+	} else if ((in->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(in->err, sizeof(in->err), "cannot open: %s",
 		    strerror(errno));
 		return -1;
 	}
-	if (want_archive || (c->comp != OVL_COMP_NONE && c->comp != OVL_COMP_ZSTD)) {
+	in->comp = comp;
+	if (comp == OVL_COMP_OTHER || (want_archive && comp == OVL_COMP_NONE)) {
+		int ok;
+
 		int r;
 
 		in->kind = IN_ARCHIVE;
@@ -867,9 +1024,13 @@ in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
 			archive_read_support_format_raw(in->a);
 			archive_read_support_format_empty(in->a);
 		}
-		if (archive_read_open_fd(in->a, in->fd, BLOCK) != ARCHIVE_OK) {
-			snprintf(in->err, sizeof(in->err), "%s",
-			    archive_error_string(in->a));
+		if (in->stream) {
+			in->abuf = ovl_xmalloc(BLOCK);
+			ok = archive_read_open(in->a, in, NULL, arc_raw_cb, NULL);
+		} else
+			ok = archive_read_open_fd(in->a, in->fd, BLOCK);
+		if (ok != ARCHIVE_OK) {
+			arc_open_err(in, want_archive);
 			return -1;
 		}
 		if (!want_archive) {
@@ -879,17 +1040,40 @@ in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
 			if (r == ARCHIVE_EOF)
 				in->zeof = 1;
 			else if (r < ARCHIVE_WARN) {
-				snprintf(in->err, sizeof(in->err), "%s",
-				    archive_error_string(in->a));
+				arc_open_err(in, 0);
 				return -1;
 			}
 		}
 		return 0;
 	}
-	in->kind = (int)c->comp;
-	if (c->comp == OVL_COMP_ZSTD) {
+	in->kind = comp;
+	if (comp == OVL_COMP_ZSTD) {
 		ZSTD_DCtx_reset(s->zd, ZSTD_reset_session_only);
 		in->zin.src = s->zbuf;
+	} else if (comp == OVL_COMP_GZIP) {
+		/* 16 + MAX_WBITS: a gzip wrapper, whose trailer zlib checks. */
+		if (inflateInit2(&in->gz, 16 + MAX_WBITS) != Z_OK) {
+			snprintf(in->err, sizeof(in->err), "gzip: cannot "
+			    "initialize zlib");
+			return -1;
+		}
+		in->gzinit = 1;
+		in->gz.next_in = s->zbuf;
+		in->gz.avail_in = 0;
+	}
+	if (comp != OVL_COMP_NONE) {
+		if (!want_archive)
+			return 0;
+		/* A tar in zstd or gzip: decoded here, read by libarchive. */
+		in->abuf = ovl_xmalloc(BLOCK);
+		in->a = archive_read_new();
+		archive_read_support_format_tar(in->a);
+		archive_read_support_format_empty(in->a);
+		if (archive_read_open(in->a, in, NULL, arc_read_cb, NULL) !=
+		    ARCHIVE_OK) {
+			arc_open_err(in, 1);
+			return -1;
+		}
 		return 0;
 	}
 	in->remain = c->len;
@@ -912,9 +1096,74 @@ in_close(struct input *in)
 		archive_read_free(in->a);
 		in->a = NULL;
 	}
+	if (in->gzinit) {
+		inflateEnd(&in->gz);
+		in->gzinit = 0;
+	}
+	free(in->abuf);
+	in->abuf = NULL;
 	if (in->fd != -1)
 		close(in->fd);
 	in->fd = -1;
+}
+
+/*
+ * gzip, one member after another (as gzip -d reads them), every member's
+ * CRC-32 and length checked by zlib. Anything after the last member that is
+ * not another member is an error, with its compressed byte offset.
+ */
+static ssize_t
+gz_read(struct src *s, struct input *in, unsigned char *buf, size_t n)
+{
+	z_stream *z = &in->gz;
+
+	if (n > (1u << 30))
+		n = 1u << 30;
+	for (;;) {
+		size_t made;
+		int zr;
+
+		if (z->avail_in == 0 && !in->zeof) {
+			ssize_t r = in_raw_full(in, s->zbuf, s->zbufcap);
+
+			if (r < 0) {
+				snprintf(in->err, sizeof(in->err),
+				    "read error: %s", strerror(errno));
+				return -1;
+			}
+			z->next_in = s->zbuf;
+			z->avail_in = (uInt)r;
+			in->zpos += (uint64_t)r;
+			if (r == 0)
+				in->zeof = 1;
+		}
+		if (in->gzdone) {
+			if (z->avail_in == 0)
+				return 0;	/* at the end: zeof is set */
+			inflateReset(z);	/* the next member */
+			in->gzdone = 0;
+		}
+		z->next_out = buf;
+		z->avail_out = (uInt)n;
+		zr = inflate(z, Z_NO_FLUSH);
+		made = n - z->avail_out;
+		if (zr == Z_STREAM_END)
+			in->gzdone = 1;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			snprintf(in->err, sizeof(in->err), "corrupt gzip data "
+			    "(%s) near compressed byte offset %" PRIu64,
+			    z->msg != NULL ? z->msg : "zlib error",
+			    in->zpos - z->avail_in);
+			return -1;
+		}
+		if (made > 0)
+			return (ssize_t)made;
+		if (!in->gzdone && z->avail_in == 0 && in->zeof) {
+			snprintf(in->err, sizeof(in->err), "truncated gzip "
+			    "input at compressed byte offset %" PRIu64, in->zpos);
+			return -1;
+		}
+	}
 }
 
 /* Read decompressed bytes: count, 0 at the end, -1 with in->err set. */
@@ -930,19 +1179,24 @@ in_read_direct(struct src *s, struct input *in, unsigned char *buf, size_t n)
 			return 0;
 		ar = archive_read_data(in->a, buf, n);
 		if (ar < 0) {
-			snprintf(in->err, sizeof(in->err), "%s",
-			    archive_error_string(in->a));
+			snprintf(in->err, sizeof(in->err), "corrupt or truncated "
+			    "%s data near decompressed byte offset %" PRId64 " (%s)",
+			    archive_filter_name(in->a, 0),
+			    (int64_t)archive_filter_bytes(in->a, -1),
+			    arc_err(in->a));
 			return -1;
 		}
 		return (ssize_t)ar;
 	}
+	if (in->kind == OVL_COMP_GZIP)
+		return gz_read(s, in, buf, n);
 	if (in->kind == OVL_COMP_ZSTD) {
 		for (;;) {
 			ZSTD_outBuffer out = { buf, n, 0 };
 			size_t zr, before;
 
 			if (in->zin.pos == in->zin.size && !in->zeof) {
-				r = ovl_io_read_full(in->fd, s->zbuf, s->zbufcap);
+				r = in_raw_full(in, s->zbuf, s->zbufcap);
 				if (r < 0) {
 					snprintf(in->err, sizeof(in->err),
 					    "read error: %s", strerror(errno));
@@ -979,15 +1233,10 @@ in_read_direct(struct src *s, struct input *in, unsigned char *buf, size_t n)
 		return 0;
 	if (n > in->remain)
 		n = (size_t)in->remain;
-	for (;;) {
-		r = read(in->fd, buf, n);
-		if (r >= 0)
-			break;
-		if (errno != EINTR) {
-			snprintf(in->err, sizeof(in->err), "read error: %s",
-			    strerror(errno));
-			return -1;
-		}
+	if ((r = in_raw(in, buf, n)) < 0) {
+		snprintf(in->err, sizeof(in->err), "read error: %s",
+		    strerror(errno));
+		return -1;
 	}
 	if (in->remain != OVL_CHUNK_WHOLE)
 		in->remain -= (uint64_t)r;
@@ -1444,7 +1693,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	int jsonl = o->format == FMT_JSONL;
 
 	if (in_open(s, &in, s->cx.c, s->cx.path, 0) != 0) {
-		bad(s, R_OPEN, NULL, "%s", in.err);
+		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		in_close(&in);
 		return 0;
 	}
@@ -1452,16 +1701,17 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		zt_start(s, &in);
 	/* Line numbers are known when the chunk is read from its start. */
 	lrd_reset(s, s->cx.c->off == 0 && (off0 == 0 ||
-	    s->cx.c->comp != OVL_COMP_NONE) ? 1 : 0);
+	    in.comp != OVL_COMP_NONE || in.stream) ? 1 : 0);
 	if (off0 > 0) {
 		int k;
 
-		if (s->cx.c->comp == OVL_COMP_NONE &&
+		if (in.comp == OVL_COMP_NONE &&
 		    s->cx.c->len != OVL_CHUNK_WHOLE) {
 			if (off0 > s->cx.c->len)
 				resume_error(s, off0, "is beyond the end");
 		}
-		if (s->cx.c->comp == OVL_COMP_NONE && in.kind != IN_ARCHIVE) {
+		if (in.comp == OVL_COMP_NONE && !in.stream &&
+		    in.kind != IN_ARCHIVE) {
 			unsigned char prev;
 			ssize_t n = pread(in.fd, &prev, 1,
 			    (off_t)(s->cx.c->off + off0 - 1));
@@ -1672,7 +1922,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 
 	memset(&g, 0, sizeof(g));
 	if (in_open(s, &in, s->cx.c, s->cx.path, 1) != 0) {
-		bad(s, R_OPEN, NULL, "%s", in.err);
+		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		in_close(&in);
 		return 0;
 	}
@@ -1690,8 +1940,9 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			memset(&rr, 0, sizeof(rr));
 			rr.start_off = g.open ? g.index : 0;
 			rr.member = g.open ? g.member : "(none)";
-			bad(s, R_INPUT, &rr, "damaged archive after this member: %s",
-			    archive_error_string(in.a));
+			bad(s, R_INPUT, &rr, "damaged tar header near byte offset "
+			    "%" PRId64 " after this member: %s",
+			    (int64_t)archive_filter_bytes(in.a, 0), arc_err(in.a));
 			continue;
 		}
 		if (r < ARCHIVE_WARN) {
@@ -1700,8 +1951,9 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			memset(&rr, 0, sizeof(rr));
 			rr.start_off = g.open ? g.index : 0;
 			rr.member = g.open ? g.member : "(none)";
-			bad(s, R_INPUT, &rr, "corrupt archive after this member: %s",
-			    archive_error_string(in.a));
+			bad(s, R_INPUT, &rr, "corrupt archive near byte offset "
+			    "%" PRId64 " after this member: %s",
+			    (int64_t)archive_filter_bytes(in.a, 0), arc_err(in.a));
 			bytes = (uint64_t)archive_filter_bytes(in.a, 0);
 			in_close(&in);
 			return bytes;
@@ -1751,7 +2003,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			}
 			if (n < 0) {
 				bad(s, R_INPUT, &rr, "cannot read member: %s",
-				    archive_error_string(in.a));
+				    arc_err(in.a));
 				bytes = (uint64_t)archive_filter_bytes(in.a, 0);
 				in_close(&in);
 				return bytes;
@@ -2005,6 +2257,7 @@ setup(struct src *s, struct src_opts *o)
 	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
 	    cut, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	check_streams(s);
 	s->perm = ovl_xcalloc(s->cs.n, sizeof(*s->perm));
 	s->zd = ZSTD_createDStream();
 	s->zbufcap = ZSTD_DStreamInSize() * 8;

@@ -86,6 +86,69 @@ open(sys.argv[2], "wb").write(b)' "$SAMPLES/web/web-2.jsonl.zst" "$D/c.jsonl.zst
 	[ "${#lines[@]}" -ge 300 ]
 }
 
+@test "gzip is verified: a changed byte fails the CRC-32, a changed length fails ISIZE; members read one after another" {
+	python3 -c '
+import gzip, struct, sys
+d = bytearray(gzip.compress(b"{\"text\":\"doc 5\"}\n", 0))
+d[d.find(b"5")] = 55                      # stored block: the text itself
+open(sys.argv[1], "wb").write(d)
+e = bytearray(gzip.compress(b"{\"text\":\"doc 5\"}\n"))
+e[-4:] = struct.pack("<I", 99)            # ISIZE
+open(sys.argv[2], "wb").write(e)' "$D/crc.jsonl.gz" "$D/len.jsonl.gz"
+	run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/crc.jsonl.gz"
+	[ "$stderr" = "ovl-source: '$D/crc.jsonl.gz': line 1: corrupt gzip data (incorrect data check) near compressed byte offset 36" ]
+	[ -z "$output" ]
+	run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/len.jsonl.gz"
+	[[ "$stderr" == *"'$D/len.jsonl.gz': line 1: corrupt gzip data (incorrect length check)"* ]]
+	run -0 --separate-stderr "$OVL_SOURCE" --json --on-error skip web "$D/crc.jsonl.gz"
+	[ "$stderr" = "ovl-source: web: skipped 1 bad record (1 unreadable or corrupt input)" ]
+	# two members (gzip -c a >> f): both are read, as gzip -d reads them
+	printf '{"text":"a"}\n' | gzip > "$D/m.jsonl.gz"
+	printf '{"text":"b"}\n' | gzip >> "$D/m.jsonl.gz"
+	run -0 "$OVL_SOURCE" --json --text web "$D/m.jsonl.gz"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[1]}" == *'"text":"b"}' ]]
+	# garbage after the last member is an error, not ignored
+	printf 'junk' >> "$D/m.jsonl.gz"
+	run -1 "$OVL_SOURCE" --json web "$D/m.jsonl.gz"
+	[[ "$output" == *"corrupt gzip data"* ]]
+	# a tar.gz goes through the same checked decoder
+	mkdir "$D/t" && echo hello > "$D/t/a.txt" && tar czf "$D/a.tar.gz" -C "$D/t" a.txt
+	python3 -c '
+import sys
+d = bytearray(open(sys.argv[1], "rb").read()); d[-6] ^= 1   # inside the CRC-32
+open(sys.argv[2], "wb").write(d)' "$D/a.tar.gz" "$D/b.tar.gz"
+	run -0 "$OVL_SOURCE" --json --text --member-ext .txt t "$D/a.tar.gz"
+	[[ "$output" == *'"text":"hello\n"}' ]]
+	run -1 --separate-stderr "$OVL_SOURCE" --json --member-ext .txt t "$D/b.tar.gz"
+	[[ "$stderr" == *"'$D/b.tar.gz'"*"corrupt gzip data (incorrect data check)"* ]]
+}
+
+@test "xz and bzip2 damage: status 1 with a plain message; corrupt inputs count as corrupt, not unopenable" {
+	for i in $(seq 1 3000); do printf '{"text":"line %d of the xz test"}\n' "$i"; done > "$D/x.jsonl"
+	xz -c "$D/x.jsonl" > "$D/x.jsonl.xz"
+	bzip2 -c "$D/x.jsonl" > "$D/x.jsonl.bz2"
+	for f in x.jsonl.xz x.jsonl.bz2; do
+		head -c 60 "$D/$f" > "$D/cut-$f"
+		run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/cut-$f"
+		[[ "$stderr" == "ovl-source: '$D/cut-$f'"*"corrupt or truncated"* ]]
+		[[ "$stderr" != *"(null)"* ]]
+		run -0 --separate-stderr "$OVL_SOURCE" --json --on-error skip web "$D/cut-$f"
+		[[ "$stderr" == *"(1 unreadable or corrupt input)" ]]
+	done
+	# a tar whose first header is damaged: the file and byte offset 0
+	tar cf "$D/c.tar" -C "$SAMPLES" books/book-00.txt
+	python3 -c '
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[148:156] = b"garbage!"
+open(sys.argv[1], "wb").write(b)' "$D/c.tar"
+	run -1 --separate-stderr "$OVL_SOURCE" --json --format tar t "$D/c.tar"
+	[ "$stderr" = "ovl-source: '$D/c.tar': not a tar archive, or a damaged tar header at byte offset 0 (Unrecognized archive format)" ]
+	# a missing tokenizer file is named as missing
+	run -2 --separate-stderr "$OVL_SOURCE" --tokenizer "tiktoken:$D/nope.tiktoken" web "$SAMPLES/web/web-0.jsonl"
+	[ "$stderr" = "ovl-source: cannot open '$D/nope.tiktoken': No such file or directory" ]
+}
+
 @test "corrupt tar: status 1 naming the archive and the member; skip resynchronizes" {
 	python3 -c '
 import sys, tarfile
@@ -95,7 +158,7 @@ b = bytearray(open(sys.argv[1], "rb").read())
 b[m.offset + 148: m.offset + 156] = b"99999999"   # header checksum
 open(sys.argv[2], "wb").write(b)' "$SAMPLES/wds/shard-000000.tar" "$D/s.tar"
 	run -1 --separate-stderr "$OVL_SOURCE" --json --format wds w "$D/s.tar"
-	[ "$stderr" = "ovl-source: '$D/s.tar': member '000001.txt' (group 1): damaged archive after this member: Damaged tar archive" ]
+	[ "$stderr" = "ovl-source: '$D/s.tar': member '000001.txt' (group 1): damaged tar header near byte offset 5632 after this member: Damaged tar archive" ]
 	[ "${#lines[@]}" -eq 1 ]
 	run -0 --separate-stderr "$OVL_SOURCE" --json --format wds --on-error skip w "$D/s.tar"
 	[[ "$stderr" == *"skipped"*"unreadable or corrupt input"* ]]

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "num.h"
 #include "pretok.h"
@@ -527,6 +528,11 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 	const struct encoding *enc = NULL, *guess = encoding_guess(path);
 	size_t i;
 
+	/* A file that cannot be read says so before any guess at its name. */
+	if (access(path, R_OK) != 0) {
+		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		goto bad;
+	}
 	if (pattern == NULL || *pattern == '\0') {
 		if ((enc = guess) == NULL) {
 			fail(err, errlen, "cannot tell the encoding from the "

@@ -79,12 +79,42 @@ comp_of(const unsigned char *m, size_t n)
 }
 
 int
+ovl_chunks_magic(const unsigned char *m, size_t n)
+{
+	return comp_of(m, n);
+}
+
+int
+ovl_chunks_have_stream(const struct ovl_chunks *cs)
+{
+	uint32_t i;
+
+	for (i = 0; i < cs->n; i++)
+		if (cs->v[i].comp == OVL_COMP_STREAM)
+			return 1;
+	return 0;
+}
+
+/* stdin, a FIFO, a device: what must be read once and never reopened. */
+static int
+is_stream(const char *path, struct stat *st)
+{
+	if (strcmp(path, "-") == 0)
+		return 1;
+	return stat(path, st) == 0 && !S_ISREG(st->st_mode) &&
+	    !S_ISDIR(st->st_mode);
+}
+
+int
 ovl_chunks_compression(const char *path)
 {
+	struct stat st;
 	unsigned char m[8];
 	ssize_t n;
 	int fd, saved;
 
+	if (is_stream(path, &st))
+		return OVL_COMP_STREAM;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	n = pread(fd, m, sizeof(m), 0);
@@ -159,6 +189,20 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 	ssize_t n;
 	int fd, comp;
 
+	if (is_stream(path, &st)) {
+		/*
+		 * Never opened here: a FIFO opened and closed again loses what
+		 * its writer wrote, and the next open may wait forever.
+		 */
+		if (strcmp(path, "-") != 0 && access(path, R_OK) != 0) {
+			snprintf(err, errlen, "cannot open '%s': %s", path,
+			    strerror(errno));
+			return -1;
+		}
+		add_file(l, path);
+		return add_chunk(l, l->cs->nfiles - 1, OVL_COMP_STREAM, 0,
+		    OVL_CHUNK_WHOLE, err, errlen);
+	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "cannot open '%s': %s", path,
 		    strerror(errno));
@@ -177,12 +221,6 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 	}
 	add_file(l, path);
 	file = l->cs->nfiles - 1;
-	if (!S_ISREG(st.st_mode)) {
-		/* A FIFO or device: read once, never cut, never sniffed twice. */
-		close(fd);
-		return add_chunk(l, file, OVL_COMP_NONE, 0, OVL_CHUNK_WHOLE,
-		    err, errlen);
-	}
 	n = pread(fd, m, sizeof(m), 0);
 	if (n < 0) {
 		snprintf(err, errlen, "cannot read '%s': %s", path,

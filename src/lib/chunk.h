@@ -31,7 +31,10 @@ enum ovl_chunk_comp {
 	OVL_COMP_NONE = 0,
 	OVL_COMP_ZSTD = 1,
 	OVL_COMP_GZIP = 2,
-	OVL_COMP_OTHER = 3	/* xz, bzip2, lz4: left to libarchive */
+	OVL_COMP_OTHER = 3,	/* xz, bzip2, lz4: left to libarchive */
+	OVL_COMP_STREAM = 4	/* stdin ("-"), a FIFO or a device: never
+				   opened while listing, read exactly once,
+				   its compression judged as it is read */
 };
 
 #define OVL_CHUNK_WHOLE UINT64_MAX	/* len of a chunk that is a whole file */
@@ -53,8 +56,9 @@ struct ovl_chunks {
 /*
  * Resolve patterns[0..npatterns) into files and cut them into chunks.
  * chunk_size 0 never cuts. Every file must exist, be a regular file (or
- * FIFO/character device, never cut) and be readable; a glob must match at
- * least one file. Returns 0, or -1 with a message (no program prefix) in
+ * a FIFO or character device, or "-" for standard input: a stream, never
+ * opened here, never cut) and be readable; a glob must match at least one
+ * file. Returns 0, or -1 with a message (no program prefix) in
  * err[0..errlen): the caller exits 1 (data) on it. *cs is empty on failure.
  */
 int	ovl_chunks_list(struct ovl_chunks *cs, char *const *patterns,
@@ -67,9 +71,14 @@ const char *ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i);
 
 /*
  * The compression of path from its magic bytes: an enum ovl_chunk_comp, or
- * -1 with errno set when it cannot be opened or read.
+ * -1 with errno set when it cannot be opened or read. A stream (see
+ * OVL_COMP_STREAM) is not opened: OVL_COMP_STREAM.
  */
 int	ovl_chunks_compression(const char *path);
+/* The compression that the first n bytes m[0..n) announce (n up to 8). */
+int	ovl_chunks_magic(const unsigned char *m, size_t n);
+/* 1 when some chunk of cs is a stream (OVL_COMP_STREAM). */
+int	ovl_chunks_have_stream(const struct ovl_chunks *cs);
 
 /*
  * Fill perm[0..n) with the canonical order of epoch epoch: identity when
