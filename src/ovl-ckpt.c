@@ -42,10 +42,10 @@
 static const struct ovl_cli cli = {
 	"ovl-ckpt",
 	"ovl-ckpt [options] --dir CKPTDIR [PLAN]\n"
-	"ovl-ckpt show [--json] [--list] CKPTDIR [--at N]\n"
+	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--print0] [--skip-steps A-B] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
@@ -60,6 +60,8 @@ static const struct ovl_cli cli = {
 	"  -j, --json              standard output as JSON lines (for people)\n"
 	"  -a, --at N              (show, restore, verify) checkpoint N, not the last\n"
 	"  -l, --list              (show) one line per record\n"
+	"      --print0            (show, restore) NUL-separated words, for a supervisor\n"
+	"      --wait S            (restore) wait up to S seconds for the directory's lock\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
@@ -85,7 +87,8 @@ struct ckpt_opts {
 	uint64_t	 skip[2];
 	int		 rank_set;
 	uint32_t	 rank;
-	int		 print0;	/* restore: NUL-separated words */
+	int		 print0;	/* restore, show: NUL-separated words */
+	uint64_t	 wait_s;	/* restore: seconds to wait for the lock */
 	uint32_t	 plan_ranks;
 };
 
@@ -288,22 +291,41 @@ pattern_path(const char *pat, size_t r)
 	return (char *)b.p;
 }
 
+/*
+ * Lock dir for this process, waiting up to wait_s seconds for another
+ * ovl-ckpt to let go (a supervisor killed a moment ago: its sink is still
+ * dying). Held until exit.
+ */
 static int
-lock_dir(const char *dir)
+lock_dir_wait(const char *dir, uint64_t wait_s)
 {
 	char *path = xasprintf("%s/lock", dir);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	struct timespec t0, now, nap = { 0, 20 * 1000 * 1000 };
 
 	if (fd < 0)
 		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno == EWOULDBLOCK)
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			ovl_err(OVL_EXIT_DATA, "cannot lock '%s'", path);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((uint64_t)(now.tv_sec - t0.tv_sec) >= wait_s)
 			ovl_errx(OVL_EXIT_DATA, "'%s' is in use by another "
-			    "ovl-ckpt", dir);
-		ovl_err(OVL_EXIT_DATA, "cannot lock '%s'", path);
+			    "ovl-ckpt%s", dir, wait_s > 0 ? " (waited for it "
+			    "to end)" : "");
+		nanosleep(&nap, NULL);
 	}
 	free(path);
-	return fd;	/* held until exit */
+	return fd;
+}
+
+static int
+lock_dir(const char *dir)
+{
+	return lock_dir_wait(dir, 0);
 }
 
 static void
@@ -1684,6 +1706,50 @@ json_str(const char *s)
 	ovl_json_string(stdout, s, strlen(s));
 }
 
+static void
+put_kv0(const char *key, const char *val)
+{
+	fputs(key, stdout);
+	putchar('\0');
+	fputs(val, stdout);
+	putchar('\0');
+}
+
+/*
+ * show --print0: what the supervisor asks before a restore, as
+ * NUL-terminated key and value words: checkpoints N (0 when there is no log
+ * yet: a fresh run), then last N, step S, tokens T (mixed tokens before
+ * it), ended 0|1. Never touches the lock: a running sink may hold it.
+ */
+static int
+show_print0(const char *dir)
+{
+	struct ovl_ckptlog log;
+	struct ovl_ckstate st = { 0 };
+	const struct ovl_ckrec *r;
+	const char *v;
+	char buf[32];
+
+	read_log(dir, &log);
+	snprintf(buf, sizeof(buf), "%zu", log.nrec);
+	put_kv0("checkpoints", buf);
+	if (log.nrec > 0) {
+		r = &log.rec[log.nrec - 1];
+		log_state(dir, &log, log.nrec - 1, &st);
+		snprintf(buf, sizeof(buf), "%" PRIu64, r->n);
+		put_kv0("last", buf);
+		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "step");
+		put_kv0("step", v != NULL ? v : "0");
+		v = ovl_kvsec_get(&st.sec[OVL_SEC_MIX], "tokens");
+		put_kv0("tokens", v != NULL ? v : "0");
+		put_kv0("ended", r->flags & OVL_CKPTREC_END ? "1" : "0");
+	}
+	ovl_ckstate_clear(&st);
+	ovl_ckptlog_free(&log);
+	ovl_io_close_stdout();
+	return 0;
+}
+
 static int
 cmd_show(const struct ckpt_opts *o, int argc, char **argv)
 {
@@ -1695,6 +1761,8 @@ cmd_show(const struct ckpt_opts *o, int argc, char **argv)
 
 	if (argc != 1)
 		ovl_cli_usage(&cli);
+	if (o->print0)
+		return show_print0(argv[0]);
 	read_log(argv[0], &log);
 	if (o->list) {
 		show_list(&log, argv[0]);
@@ -2181,7 +2249,7 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 	if (argc != 1)
 		ovl_cli_usage(&cli);
 	dir = argv[0];
-	(void)lock_dir(dir);
+	(void)lock_dir_wait(dir, o->wait_s);
 	read_log(dir, &log);
 	i = pick_record(dir, &log, o->at_set, o->at);
 	n = log.rec[i].n;
@@ -2298,6 +2366,7 @@ static const struct option longopts[] = {
 	{ "list", no_argument, NULL, 'l' },
 	{ "rank", required_argument, NULL, 'R' },
 	{ "print0", no_argument, NULL, '0' },
+	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -2407,6 +2476,11 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			o.list = 1;
+			break;
+		case 'w':
+			if (ovl_num_u64_max(optarg, 86400, &o.wait_s) != 0)
+				ovl_cli_usagex(&cli, "bad --wait '%s' (seconds)",
+				    optarg);
 			break;
 		case '0':
 			o.print0 = 1;

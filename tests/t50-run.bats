@@ -121,11 +121,12 @@ EOF
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	"$OVL_RUN" -q -d run p.plan 3>&- 2> err &
 	pid=$!
-	for _ in $(seq 50); do
-		[ -n "$(find run -type p 2>/dev/null)" ] && break
-		sleep 0.1
+	# running: the mixer has written its statistics once
+	for _ in $(seq 600); do
+		[ -s run/mix.stats ] && break
+		sleep 0.05
 	done
-	sleep 0.5
+	[ -s run/mix.stats ]
 	kill -TERM "$pid"
 	st=0
 	wait "$pid" || st=$?
@@ -172,4 +173,117 @@ EOF2
 	[[ "$output" == *"autoscale: web 1 -> 2 partitions"* ]]
 	cmp out/small.jsonl ref.jsonl
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+}
+
+# wait_gone PATTERN: until no process matches (at most 30 s); fails after
+wait_gone() {
+	local _
+	for _ in $(seq 600); do
+		pgrep -f -- "$1" > /dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_ckpt N: until checkpoint N or later is committed in ckpt (at most 60 s)
+wait_ckpt() {
+	local _ n
+	for _ in $(seq 1200); do
+		n=$("$OVL_CKPT" show --print0 ckpt 2>/dev/null | tr '\0' '\n' | sed -n 4p)
+		[ -n "$n" ] && [ "$n" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "ovl-ckpt show --print0: checkpoints 0 for a fresh directory, then last, step, tokens, ended" {
+	"$OVL_CKPT" show --print0 nothing-here | tr '\0' ' ' > words
+	[ "$(cat words)" = "checkpoints 0 " ]
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q p.plan
+	"$OVL_CKPT" show --print0 ckpt | tr '\0' '\n' > words
+	n=$("$OVL_CKPT" show --list ckpt | tail -n 1 | cut -d' ' -f1)
+	[ "$(sed -n 1p words)" = checkpoints ]
+	[ "$(sed -n 3p words)" = last ] && [ "$(sed -n 4p words)" = "$n" ]
+	[ "$(sed -n 5p words)" = step ] && [ "$(sed -n 7p words)" = tokens ]
+	[ "$(sed -n 9p words)" = ended ] && [ "$(sed -n 10p words)" = 1 ]
+}
+
+@test "kill -9 of ovl-run: its stages die with it, and --resume at once continues byte-identically" {
+	small_plan p.plan
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
+	reference p.plan ref
+	"$OVL_RUN" -q -d run p.plan 3>&- 2> err &
+	pid=$!
+	wait_ckpt 2
+	kill -KILL "$pid"
+	wait "$pid" || true
+	# no stage outlives its supervisor (OVL_SUPERVISOR, PR_SET_PDEATHSIG)
+	wait_gone "$BATS_TEST_TMPDIR/run/"
+	[ -f run/ovl-run.pid ]
+	# the dead supervisor's run directory is reclaimed, the lock is free
+	run -0 "$OVL_RUN" -q --resume -d run p.plan
+	cmp out/small.jsonl ref.jsonl
+	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+	[ ! -e run/ovl-run.pid ]
+}
+
+@test "a temporary run directory of a killed ovl-run is reclaimed by the next start; a live one is refused" {
+	small_plan p.plan
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
+	mkdir tmp
+	TMPDIR=$BATS_TEST_TMPDIR/tmp "$OVL_RUN" -q p.plan 3>&- 2> err &
+	pid=$!
+	wait_ckpt 1
+	d=$(ls -d tmp/ovl-run.*)
+	# a second supervisor on the same run directory is refused
+	run -1 "$OVL_RUN" -q -c ck2 -o out2/x -d "$d" p.plan
+	[[ "$output" == *"run directory '$BATS_TEST_TMPDIR/$d' is in use by ovl-run pid $pid"* ]]
+	kill -KILL "$pid"
+	wait "$pid" || true
+	wait_gone "$BATS_TEST_TMPDIR/tmp/"
+	[ -d "$d" ]
+	rm -rf ckpt out
+	TMPDIR=$BATS_TEST_TMPDIR/tmp run -0 "$OVL_RUN" -q p.plan
+	[ -z "$(ls tmp)" ]
+}
+
+@test "a restore that fails for another reason than 'no checkpoint yet' is reported as itself, not as a fresh start" {
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q --restart 0 p.plan
+	# a partial run: cut the log back to checkpoint 2
+	run -0 "$OVL_CKPT" restore ckpt --at 2
+	# another process holds the checkpoint directory
+	flock ckpt/lock sleep 600 3>&- &
+	holder=$!
+	for _ in $(seq 200); do
+		flock -n ckpt/lock true || break
+		sleep 0.05
+	done
+	run -1 "$OVL_RUN" -q --resume --lock-wait 1 p.plan
+	kill "$holder"
+	[[ "$output" == *"is in use by another ovl-ckpt (waited for it to end)"* ]]
+	[[ "$output" == *"cannot restore from checkpoint 2 in "* ]]
+	[[ "$output" != *"from the beginning"* ]]
+	[[ "$output" != *"no checkpoint"* ]]
+}
+
+@test "a configuration error is not restarted; the same failure from the same checkpoint is not retried" {
+	small_plan p.plan
+	# a bad output directory: ovl-ckpt cannot create its outputs (exit 1),
+	# the same from the same point on every restart
+	printf 'x' > notadir
+	sed -i "s|^output format=jsonl path=out/small$|output format=jsonl path=notadir/small|" p.plan
+	run -1 "$OVL_RUN" --restart 5 p.plan
+	[ "$(grep -c 'ckpt failed: exit status 1 (root cause)' <<< "$output")" -eq 2 ]
+	[[ "$output" == *"not restarting: ckpt failed the same way from the same checkpoint (none) twice"* ]]
+	# bad data in a source: exit 1, the same again after one restart, then stop
+	small_plan q.plan
+	printf '{"text": "fine"}\n{"text": broken\n' > broken.jsonl
+	echo "source bad path=$BATS_TEST_TMPDIR/broken.jsonl format=jsonl on-exhaust=drop" >> q.plan
+	sed -i 's/^weights web=1 book=1$/weights web=1 book=1 bad=1/' q.plan
+	rm -rf ckpt
+	run -1 "$OVL_RUN" --restart 5 q.plan
+	[ "$(grep -c 'source:bad:0/1 failed: exit status 1 (root cause)' <<< "$output")" -eq 2 ]
+	[[ "$output" == *"not restarting: source:bad:0/1 failed the same way from the same checkpoint"* ]]
 }

@@ -1,9 +1,12 @@
 #include "cli.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "num.h"
@@ -23,6 +26,23 @@ ovl_cli_init(const struct ovl_cli *cli)
 	if (env != NULL && *env != '\0' && ovl_num_i64(env, &v) == 0 &&
 	    v >= -1 && v <= 9)
 		ovl_verbose = (int)v;
+	ovl_cli_lifeline();
+}
+
+void
+ovl_cli_lifeline(void)
+{
+	const char *env = getenv("OVL_SUPERVISOR");
+	int64_t pid;
+
+	if (env == NULL || *env == '\0' || ovl_num_i64(env, &pid) != 0 ||
+	    pid <= 1)
+		return;
+	/* Die with the supervisor, even when it dies by SIGKILL. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* It may have died before prctl: then our parent is someone else. */
+	if ((int64_t)getppid() != pid)
+		raise(SIGTERM);
 }
 
 static void

@@ -25,8 +25,18 @@ struct ovl_cli {
 	{ "verbose", no_argument, NULL, 'v' }, \
 	{ "quiet", no_argument, NULL, 'q' }
 
-/* Set the program name for messages and read OVL_VERBOSE. Call first in main. */
+/*
+ * Set the program name for messages, read OVL_VERBOSE and take the
+ * supervisor's lifeline (ovl_cli_lifeline). Call first in main.
+ */
 void	ovl_cli_init(const struct ovl_cli *cli);
+/*
+ * When OVL_SUPERVISOR holds a pid (ovl-run sets it for the stages it
+ * starts), this process gets SIGTERM when that parent dies, however it dies
+ * (PR_SET_PDEATHSIG); if the parent is already gone, SIGTERM at once. A
+ * stage never outlives its supervisor. Without the variable: nothing.
+ */
+void	ovl_cli_lifeline(void);
 /*
  * Handle one of the shared options returned by getopt_long: 'h', 'V', 'v',
  * 'q' and '?'. Returns 1 when the option was one of them (and it did not
