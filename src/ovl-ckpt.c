@@ -149,6 +149,7 @@ struct ckpt_run {
 
 	uint64_t	 nseqs, nskipped, ncu;
 	uint64_t	 cur_step;	/* step of the last SEQ, + 1; 0 before any */
+	struct ovl_reader *rd;		/* standard input, for offsets in messages */
 	struct skip	 skips[MAX_SKIPS];
 	size_t		 nskips;
 	struct ovl_buf	 scratch;
@@ -947,10 +948,23 @@ static void
 on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 {
 	struct ovl_seq s;
+	uint32_t ranks;
 	size_t i;
 
 	if (ovl_seq_decode(f, &s) != OVL_F_OK)
-		ovl_errx(OVL_EXIT_FRAME, "malformed SEQ frame");
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed SEQ "
+		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
+	/* A frame whose CRC holds can still make no sense for this run. */
+	ranks = R->meta_ranks ? R->meta_ranks : R->o->plan_ranks;
+	if (ranks > 0 && s.rank >= ranks)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
+		    PRIu64 " is for rank %" PRIu32 " of a %" PRIu32 "-rank run",
+		    ovl_reader_offset(R->rd), s.rank, ranks);
+	if (R->cur_step > 0 && s.step + 1 < R->cur_step)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
+		    PRIu64 " is for step %" PRIu64 ", after step %" PRIu64
+		    " (steps out of order)", ovl_reader_offset(R->rd), s.step,
+		    R->cur_step - 1);
 	if (R->o->rank_set && s.rank != R->o->rank)
 		return;
 	if (s.step + 1 != R->cur_step) {
@@ -1504,12 +1518,18 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 	uint32_t len;
 
 	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
-		ovl_errx(OVL_EXIT_FRAME, "malformed META frame");
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed META "
+		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
 	if (R->have_meta)
-		return;		/* only the first counts */
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': a second META frame "
+		    "at byte offset %" PRIu64, ovl_reader_offset(R->rd));
 	ovl_buf_append(&R->meta, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	R->have_meta = 1;
 	meta_parse(R, text, len);
+	if (!R->have_vocab)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': META at byte offset "
+		    "%" PRIu64 " has no vocab (token files need it)",
+		    ovl_reader_offset(R->rd));
 	open_outputs(R);
 }
 
@@ -1615,6 +1635,7 @@ run(struct ckpt_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 
 	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	R.rd = rd;
 	for (;;) {
 		rc = ovl_reader_next(rd, &f);
 		if (rc < 0) {

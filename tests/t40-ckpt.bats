@@ -68,7 +68,7 @@ resume() {
 @test "ovl-ckpt: the synopsis equals the man page SYNOPSIS" {
 	"$OVL_CKPT" --help | sed -n '/^usage: /,/^[^ u]/p' | sed '$d' |
 	    sed 's/^usage: //; s/^ *//' > help.txt
-	mandoc -Tutf8 "$OVL_SRCDIR/man/ovl-ckpt.1" | col -b |
+	mandoc -Tutf8 -O width=200 "$OVL_SRCDIR/man/ovl-ckpt.1" | col -b |
 	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' |
 	    sed 's/^ *//' | awk 'NF' | sed 's/  */ /g' > man.txt
 	run -0 diff help.txt man.txt
@@ -347,4 +347,34 @@ print("ok")' "$OVL_SRCDIR/samples"
 	run -0 "$OVL_CKPT" show --list ck
 	resume
 	same_as_reference
+}
+
+@test "frames that pass their CRC but make no sense stop ovl-ckpt with status 3 and the byte offset: rank beyond ranks, steps backwards, a broken META" {
+	printf 'source web path=%s\nranks 2\nseq-len 256\n' "$SAMPLES/web/web-0.jsonl" > p.plan
+	"$OVL_SOURCE" --format jsonl web "$SAMPLES/web/web-0.jsonl" > s.fr
+	"$OVL_MIX" p.plan web=s.fr > m.fr
+	"$OVL_CONSTRUCT" p.plan < m.fr > c.fr
+	"$OVL_TEST_TOOL" frames c.fr > frames.txt
+	[ "$(sed -n 1p frames.txt)" = "0 16 META 220" ]
+	off3=$(sed -n 4p frames.txt | cut -d' ' -f2)
+	# SEQ payload: u64 step at 0, u32 rank at 8
+	cp c.fr rank.fr
+	"$OVL_TEST_TOOL" poke rank.fr 3 8 1000
+	run -3 --separate-stderr "$OVL_CKPT" --dir ck1 --format jsonl -o out1/x p.plan < rank.fr
+	[ "$stderr" = "ovl-ckpt: 'standard input': SEQ at byte offset $off3 is for rank 1000 of a 2-rank run" ]
+	[ ! -e out1/rank1000 ]
+	# a later SEQ set back to step 0
+	last=$(grep -c SEQ frames.txt)
+	offl=$(sed -n "${last}p" frames.txt | cut -d' ' -f2)
+	cp c.fr step.fr
+	"$OVL_TEST_TOOL" poke step.fr $((last - 1)) 0 0
+	run -3 --separate-stderr "$OVL_CKPT" --dir ck2 --format jsonl -o out2/x p.plan < step.fr
+	[[ "$stderr" == "ovl-ckpt: 'standard input': SEQ at byte offset $offl is for step 0, after step "*" (steps out of order)" ]]
+	# a META whose text length no longer fits its payload
+	cp c.fr meta.fr
+	"$OVL_TEST_TOOL" poke meta.fr 0 0 100000
+	run -3 --separate-stderr "$OVL_CKPT" --dir ck3 --format jsonl -o out3/x p.plan < meta.fr
+	[ "$stderr" = "ovl-ckpt: 'standard input': malformed META frame at byte offset 16" ]
+	# the untouched stream is fine
+	run -0 "$OVL_CKPT" --dir ck4 --format jsonl -o out4/x p.plan < c.fr
 }

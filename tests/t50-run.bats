@@ -55,7 +55,7 @@ no_leftovers() {	# no process still has the run directory in its arguments
 
 @test "ovl-run synopsis matches the man page" {
 	want=$("$OVL_RUN" --help | head -n 1 | sed 's/^usage: //')
-	got=$(mandoc -Tutf8 "$OVL_SRCDIR/man/ovl-run.1" | col -bx |
+	got=$(mandoc -Tutf8 -O width=200 "$OVL_SRCDIR/man/ovl-run.1" | col -bx |
 		sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' | tr -s ' \n' '  ' |
 		sed 's/^ *//; s/ *$//')
 	[ "$want" = "$got" ]

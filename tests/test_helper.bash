@@ -9,9 +9,10 @@ OVL_MIX="$OVL_BUILDDIR/ovl-mix"
 OVL_CONSTRUCT="$OVL_BUILDDIR/ovl-construct"
 OVL_CKPT="$OVL_BUILDDIR/ovl-ckpt"
 OVL_RUN="$OVL_BUILDDIR/ovl-run"
+OVL_TEST_TOOL="$OVL_BUILDDIR/tests/helper/ovl-test-tool"
 SAMPLES="$OVL_SRCDIR/samples"
 FIXTURES="$OVL_SRCDIR/tests/fixtures"
-export OVL_SOURCE OVL_MIX OVL_CONSTRUCT OVL_CKPT OVL_RUN SAMPLES FIXTURES
+export OVL_SOURCE OVL_MIX OVL_CONSTRUCT OVL_CKPT OVL_RUN OVL_TEST_TOOL SAMPLES FIXTURES
 
 # Messages from the tools must not depend on the caller's environment.
 unset OVL_VERBOSE OVL_FRAME_MAX
