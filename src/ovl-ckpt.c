@@ -45,7 +45,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
@@ -62,6 +62,7 @@ static const struct ovl_cli cli = {
 	"  -l, --list              (show) one line per record\n"
 	"      --print0            (show, restore) NUL-separated words, for a supervisor\n"
 	"      --wait S            (restore) wait up to S seconds for the directory's lock\n"
+	"      --verify-all        (restore) check every committed byte, not the last segment\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
@@ -89,6 +90,7 @@ struct ckpt_opts {
 	uint32_t	 rank;
 	int		 print0;	/* restore, show: NUL-separated words */
 	uint64_t	 wait_s;	/* restore: seconds to wait for the lock */
+	int		 verify_all;	/* restore: check every committed byte */
 	uint32_t	 plan_ranks;
 };
 
@@ -2252,6 +2254,114 @@ print_sources(const struct ovl_kvsec *mix, int print0)
 	}
 }
 
+/*
+ * A log with a corrupt record: its checkpoints before the record are still
+ * whole (each record is checked on its own), so restore --at N may use
+ * them; anything else is refused with the last good checkpoint named.
+ */
+static void
+read_log_prefix(const char *dir, struct ovl_ckptlog *log, int at_set,
+    uint64_t at)
+{
+	char *path = xasprintf("%s/ckpt.log", dir), err[512];
+	int rc = ovl_ckptlog_read(path, log, err, sizeof(err));
+
+	free(path);
+	if (rc == -1)
+		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	if (rc == 0)
+		return;
+	if (log->nrec == 0 || log->corrupt == 0)
+		ovl_errx(OVL_EXIT_FRAME, "%s", err);
+	if (!at_set || ovl_ckptlog_find(log, at) < 0)
+		ovl_errx(OVL_EXIT_FRAME, "%s; checkpoints up to %" PRIu64
+		    " are intact: restore one with --at", err,
+		    log->rec[log->nrec - 1].n);
+	ovl_warnx("%s; checkpoint %" PRIu64 " comes before it: the log is cut "
+	    "there", err, at);
+}
+
+/* Hash bytes [from, to) of fd, seeded, with XXH64 as the log chains it. */
+static int
+hash_range(int fd, uint64_t from, uint64_t to, uint64_t seed, uint64_t *h)
+{
+	static uint8_t buf[1 << 16];
+	struct ovl_hash64 x;
+	uint64_t pos;
+	size_t want;
+
+	ovl_hash64_init(&x, seed);
+	for (pos = from; pos < to; pos += want) {
+		want = to - pos < sizeof(buf) ? (size_t)(to - pos) : sizeof(buf);
+		if (pread(fd, buf, want, (off_t)pos) != (ssize_t)want)
+			return -1;
+		ovl_hash64_update(&x, buf, want);
+	}
+	*h = ovl_hash64_digest(&x);
+	return 0;
+}
+
+/*
+ * Before a resume appends to them: the committed bytes of every file output
+ * must be the bytes the log hashed. By default the last committed segment
+ * of each (where a crash or a stray write would show first); with all,
+ * every segment of the chain (as verify does). Exit 3 on a mismatch.
+ */
+static void
+check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
+    const struct ovl_ckstate *st, int all)
+{
+	const struct ovl_kvsec *os = &st->sec[OVL_SEC_OUT];
+	struct ovl_ckstate pst = { 0 };
+	struct outrec r, p;
+	uint64_t plen, phash, h, whole, len;
+	char msg[256];
+	size_t j;
+	long k;
+	int fd;
+
+	for (j = 0; j < os->n; j++) {
+		if (strchr(os->kv[j].key, '.') != NULL ||
+		    out_lookup(st, os->kv[j].key, &r) != 0 || !r.file)
+			continue;
+		if (all) {
+			if (chain_check(dir, log, i, os->kv[j].key, r.path, &whole,
+			    &len, msg, sizeof(msg)) != 0)
+				ovl_errx(OVL_EXIT_FRAME, "'%s': %s: cannot resume "
+				    "from checkpoint %" PRIu64, r.path, msg,
+				    log->rec[i].n);
+			continue;
+		}
+		plen = r.hdr;
+		phash = 0;
+		for (k = (long)i - 1; k >= 0; k--) {
+			log_state(dir, log, (size_t)k, &pst);
+			if (out_lookup(&pst, os->kv[j].key, &p) != 0)
+				break;
+			if (p.len != r.len) {
+				plen = p.len;
+				phash = p.hash;
+				break;
+			}
+		}
+		if (plen >= r.len)
+			continue;
+		if ((fd = open(r.path, O_RDONLY | O_CLOEXEC)) < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", r.path);
+		if (hash_range(fd, plen, r.len, phash, &h) != 0)
+			ovl_errx(OVL_EXIT_DATA, "'%s' has fewer than the %" PRIu64
+			    " bytes of checkpoint %" PRIu64 ": cannot resume",
+			    r.path, r.len, log->rec[i].n);
+		close(fd);
+		if (h != r.hash)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': bytes %" PRIu64 "..%" PRIu64
+			    " do not match checkpoint %" PRIu64 ": cannot resume "
+			    "(ovl-ckpt verify tells more)", r.path, plen, r.len,
+			    log->rec[i].n);
+	}
+	ovl_ckstate_clear(&pst);
+}
+
 static int
 cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 {
@@ -2271,7 +2381,7 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 		ovl_cli_usage(&cli);
 	dir = argv[0];
 	(void)lock_dir_wait(dir, o->wait_s);
-	read_log(dir, &log);
+	read_log_prefix(dir, &log, o->at_set, o->at);
 	i = pick_record(dir, &log, o->at_set, o->at);
 	n = log.rec[i].n;
 	if (log.rec[i].flags & OVL_CKPTREC_END) {
@@ -2281,6 +2391,7 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 		return 0;
 	}
 	log_state(dir, &log, i, &st);
+	check_committed(dir, &log, i, &st, o->verify_all);
 	cut_log(dir, &log, i);
 	os = &st.sec[OVL_SEC_OUT];
 	for (j = 0; j < os->n; j++) {
@@ -2388,6 +2499,7 @@ static const struct option longopts[] = {
 	{ "rank", required_argument, NULL, 'R' },
 	{ "print0", no_argument, NULL, '0' },
 	{ "wait", required_argument, NULL, 'w' },
+	{ "verify-all", no_argument, NULL, 'A' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -2497,6 +2609,9 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			o.list = 1;
+			break;
+		case 'A':
+			o.verify_all = 1;
 			break;
 		case 'w':
 			if (ovl_num_u64_max(optarg, 86400, &o.wait_s) != 0)

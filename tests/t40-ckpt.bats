@@ -378,3 +378,45 @@ print("ok")' "$OVL_SRCDIR/samples"
 	# the untouched stream is fine
 	run -0 "$OVL_CKPT" --dir ck4 --format jsonl -o out4/x p.plan < c.fr
 }
+
+@test "a corrupt record in the middle: restore --at an earlier checkpoint works, plain restore names the last intact one" {
+	"$OVL_CKPT" --dir ck "${OPTS[@]}" < full.frames
+	reference
+	off=$("$OVL_CKPT" show --list ck | awk '$1 == 4 { print $3 }')
+	printf '\x7e' | dd of=ck/ckpt.log bs=1 seek=$((off + 40)) conv=notrunc 2>/dev/null
+	run -3 --separate-stderr "$OVL_CKPT" restore ck
+	[ "$stderr" = "ovl-ckpt: 'ck/ckpt.log': record 4 at byte offset $off fails its CRC; checkpoints up to 3 are intact: restore one with --at" ]
+	run -0 --separate-stderr "$OVL_CKPT" restore ck --at 2
+	[[ "$stderr" == *"record 4 at byte offset $off fails its CRC; checkpoint 2 comes before it: the log is cut there" ]]
+	printf '%s\n' "${lines[@]}" > restore.out
+	# the log is whole again, and the run resumes exactly from checkpoint 2
+	run -0 "$OVL_CKPT" show --list ck
+	[ "$(tail -n 1 <<< "$output" | cut -d' ' -f1)" = 2 ]
+	bytes=$(sed -n 's/^.* --resume \([0-9]*\)$/\1/p' restore.out)
+	[ "$bytes" = 2 ]
+	off2=$("$OVL_CKPT" show ck --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["checkpoint"])')
+	[ "$off2" = 2 ]
+}
+
+@test "restore checks committed bytes: a changed byte in the last segment stops it; --verify-all checks every segment" {
+	"$OVL_CKPT" --dir ck --format jsonl -o out/j < full.frames
+	"$OVL_CKPT" restore ck --at 5 > /dev/null
+	cp -r ck ck.bak && cp out/j.jsonl j.bak
+	l4=$("$OVL_CKPT" show ck --at 4 | sed -n 's/^jsonl \([0-9]*\) .*/\1/p')
+	l5=$("$OVL_CKPT" show ck --at 5 | sed -n 's/^jsonl \([0-9]*\) .*/\1/p')
+	[ "$l4" -lt "$l5" ]
+	# a byte of the last committed segment (checkpoint 4 to 5)
+	printf 'X' | dd of=out/j.jsonl bs=1 seek=$((l4 + 3)) conv=notrunc 2>/dev/null
+	run -3 --separate-stderr "$OVL_CKPT" restore ck
+	[ "$stderr" = "ovl-ckpt: '$BATS_TEST_TMPDIR/out/j.jsonl': bytes $l4..$l5 do not match checkpoint 5: cannot resume (ovl-ckpt verify tells more)" ]
+	# the log and the output are untouched by the refusal
+	cmp ck/ckpt.log ck.bak/ckpt.log
+	# a byte of the first segment: only --verify-all looks there
+	cp j.bak out/j.jsonl
+	printf 'X' | dd of=out/j.jsonl bs=1 seek=3 conv=notrunc 2>/dev/null
+	run -3 --separate-stderr "$OVL_CKPT" restore --verify-all ck
+	[[ "$stderr" == "ovl-ckpt: '$BATS_TEST_TMPDIR/out/j.jsonl': bytes 0.."*" do not match checkpoint 1: cannot resume from checkpoint 5" ]]
+	run -0 "$OVL_CKPT" restore ck
+	cp j.bak out/j.jsonl
+	run -0 "$OVL_CKPT" restore --verify-all ck
+}

@@ -350,18 +350,21 @@ ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
 				break;	/* zero-filled torn tail */
 			snprintf(err, errlen, "'%s': corrupt record header at "
 			    "byte offset %zu", path, off);
+			log->corrupt = off;
 			return -3;
 		}
 		len = ovl_le32(h + 4);
 		if (h[8] != OVL_CKPTLOG_VERSION) {
 			snprintf(err, errlen, "'%s': record version %u at byte "
 			    "offset %zu is not supported", path, h[8], off);
+			log->corrupt = off;
 			return -3;
 		}
 		if (len > OVL_CKPTREC_MAX || (h[10] != OVL_CKPTREC_BASE &&
 		    h[10] != OVL_CKPTREC_DIFF)) {
 			snprintf(err, errlen, "'%s': corrupt record header at "
 			    "byte offset %zu", path, off);
+			log->corrupt = off;
 			return -3;
 		}
 		if ((uint64_t)log->size - off - OVL_CKPTREC_HDR_LEN < len)
@@ -374,6 +377,7 @@ ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
 			snprintf(err, errlen, "'%s': record %" PRIu64 " at byte "
 			    "offset %zu fails its CRC", path, ovl_le64(h + 16),
 			    off);
+			log->corrupt = off;
 			return -3;
 		}
 		if (log->nrec == cap) {

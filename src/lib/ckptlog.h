@@ -107,13 +107,17 @@ struct ovl_ckptlog {
 	size_t		 valid;		/* header + good records: where to append */
 	struct ovl_ckrec *rec;
 	size_t		 nrec;
+	size_t		 corrupt;	/* offset of a corrupt record, or 0 */
 };
 
 /*
  * Read and check the log at path. Returns 0 (a missing or empty file is an
  * empty log), -1 on an I/O error (errno set), or -3 when the log is
  * corrupt; in both error cases err holds a message with the byte offset.
- * A torn tail is not an error: log->valid < log->size tells.
+ * A torn tail is not an error: log->valid < log->size tells. When a record
+ * after the header is corrupt, log still holds the good records before it
+ * (nrec, valid) and log->corrupt its byte offset, so a caller may use the
+ * checkpoints before it; free log in every case.
  */
 int	ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
 	    size_t errlen);
