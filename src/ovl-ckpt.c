@@ -573,8 +573,8 @@ out_open(struct ckpt_run *R, struct out *o)
 		o->fd = STDOUT_FILENO;
 		o->regular = 0;	/* standard output always starts a new stream */
 	} else {
-		o->fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC |
-		    (v == NULL ? O_TRUNC : 0), 0644);
+		/* Not O_TRUNC: the lock comes first (another run may own it). */
+		o->fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (o->fd < 0 && errno == ENXIO)	/* FIFO without reader yet */
 			o->fd = open(o->path, O_WRONLY | O_CLOEXEC);
 		if (o->fd < 0)
@@ -582,8 +582,17 @@ out_open(struct ckpt_run *R, struct out *o)
 		o->regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
 		if (!o->regular)
 			ovl_io_pipe_grow(o->fd);
-		else
+		else {
+			/* One writer per output file, held until exit. */
+			if (flock(o->fd, LOCK_EX | LOCK_NB) != 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s' is being written by "
+				    "another ovl-ckpt (two runs with one output)",
+				    o->path);
+			if (v == NULL && ftruncate(o->fd, 0) != 0)
+				ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'",
+				    o->path);
 			committer_add_fd(o->fd);
+		}
 	}
 	o->len = len;
 	o->hash = hash;

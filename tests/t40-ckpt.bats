@@ -420,3 +420,26 @@ print("ok")' "$OVL_SRCDIR/samples"
 	cp j.bak out/j.jsonl
 	run -0 "$OVL_CKPT" restore --verify-all ck
 }
+
+@test "an output file has one writer: a second run on the same output prefix is refused and the first run's bytes stay whole" {
+	mkfifo in
+	"$OVL_CKPT" --dir ck1 --format npy -o out/npy < in 3>&- &
+	pid=$!
+	exec 4> in
+	head -c 1880 full.frames >&4	# up to the first barrier
+	for _ in $(seq 600); do
+		[ -s ck1/ckpt.log ] && break
+		sleep 0.05
+	done
+	[ -s ck1/ckpt.log ]
+	cp out/npy.tokens.npy before.npy
+	run -1 --separate-stderr "$OVL_CKPT" --dir ck2 --format npy -o out/npy < full.frames
+	[ "$stderr" = "ovl-ckpt: '$BATS_TEST_TMPDIR/out/npy.tokens.npy' is being written by another ovl-ckpt (two runs with one output)" ]
+	cmp out/npy.tokens.npy before.npy
+	tail -c +1881 full.frames >&4
+	exec 4>&-
+	wait "$pid"
+	"$OVL_CKPT" --dir ckref --format npy -o ref/npy < full.frames
+	cmp out/npy.tokens.npy ref/npy.tokens.npy
+	run -0 "$OVL_CKPT" verify ck1 out/npy.tokens.npy
+}
