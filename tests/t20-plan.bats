@@ -124,3 +124,23 @@ PLAN
 	run -2 "$OVL_MIX" --json "$SAMPLES/plans/small.plan" web=/dev/null nope=/dev/null
 	[[ "$output" == *"the plan has no source 'nope'"* ]]
 }
+
+@test "weights near the largest double are shares, not 'all zero'; brace groups are bounded" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source a path=%s\nsource b path=%s\nweights a=1.7e308 b=1.7e308\n' \
+	    "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl" > w.plan
+	run -0 "$OVL_MIX" --check w.plan
+	[[ "$output" == *"weights at=0 a=0.5 b=0.5"* ]]
+	printf 'source a path=%s\nweights a=0\n' "$SAMPLES/web/web-0.jsonl" > z.plan
+	run -2 "$OVL_MIX" --check z.plan
+	[[ "$output" == *"z.plan:2: weights: all weights are zero"* ]]
+	# 24 groups of two would be 16 million paths for glob(3): refused at once
+	b=$(printf '{a,b}%.0s' $(seq 24))
+	printf 'source a path=%s/%s.jsonl\n' "$BATS_TEST_TMPDIR" "$b" > b.plan
+	run -2 --separate-stderr timeout 20 "$OVL_MIX" --check b.plan
+	[[ "$stderr" == *"b.plan:1: source 'a': '$BATS_TEST_TMPDIR/$b.jsonl' has more than 4096 brace alternatives" ]]
+	# a few groups still expand as before
+	printf 'source a path=%s/web/web-{0,1}.jsonl\n' "$SAMPLES" > c.plan
+	run -0 "$OVL_MIX" --check c.plan
+	[[ "$output" == *"path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl "* ]]
+}

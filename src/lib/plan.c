@@ -1074,7 +1074,7 @@ build_weights(struct ctx *c)
 	struct ovl_plan *p = c->p;
 	struct ovl_plan_point *pt;
 	size_t i, j, n = p->nsources;
-	double sum;
+	double sum, big;
 	int idx;
 
 	if (c->nwl == 0) {
@@ -1119,6 +1119,7 @@ build_weights(struct ctx *c)
 			    (unsigned long long)l->at,
 			    (unsigned long long)p->points[i - 1].at);
 		sum = 0;
+		big = 0;
 		for (j = 0; j < l->n; j++) {
 			idx = ovl_plan_find(p, l->names[j],
 			    strlen(l->names[j]));
@@ -1126,12 +1127,26 @@ build_weights(struct ctx *c)
 				return perr(c, "weights: no source named '%s'",
 				    l->names[j]);
 			pt->raw[idx] = l->vals[j];
-			sum += l->vals[j];
+			if (l->vals[j] > big)
+				big = l->vals[j];
 		}
-		if (!(sum > 0) || !isfinite(sum))
+		if (!(big > 0))
 			return perr(c, "weights: all weights are zero");
+		if (!isfinite(big))
+			return perr(c, "weights: a weight is not a finite number");
 		for (j = 0; j < n; j++)
-			pt->w[j] = pt->raw[j] / sum;
+			sum += pt->raw[j];
+		if (isfinite(sum)) {
+			for (j = 0; j < n; j++)
+				pt->w[j] = pt->raw[j] / sum;
+		} else {
+			/* Weights near DBL_MAX: shares relative to the largest. */
+			sum = 0;
+			for (j = 0; j < n; j++)
+				sum += pt->raw[j] / big;
+			for (j = 0; j < n; j++)
+				pt->w[j] = pt->raw[j] / big / sum;
+		}
 	}
 	return 0;
 }
@@ -1140,6 +1155,50 @@ static int
 cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Paths a pattern's brace groups may expand to, at most. */
+#define BRACE_MAX 4096
+
+/*
+ * An upper bound on the alternatives of pat's {a,b,...} groups (the
+ * product of every group's count, nested ones included), stopping above
+ * BRACE_MAX: glob(3) would build every one of them, 2^24 for 24 groups.
+ */
+static unsigned long
+brace_count(const char *pat)
+{
+	unsigned long total = 1;
+	const char *p, *q;
+	int depth;
+
+	for (p = pat; *p != '\0'; p++) {
+		if (*p == '\\' && p[1] != '\0') {
+			p++;
+			continue;
+		}
+		if (*p != '{')
+			continue;
+		unsigned long alts = 1;
+
+		depth = 0;
+		for (q = p + 1; *q != '\0'; q++) {
+			if (*q == '\\' && q[1] != '\0')
+				q++;
+			else if (*q == '{')
+				depth++;
+			else if (*q == '}' && depth-- == 0)
+				break;
+			else if (*q == ',' && depth == 0)
+				alts++;
+		}
+		if (*q == '\0')
+			continue;	/* no group: a literal brace */
+		total *= alts;
+		if (total > BRACE_MAX)
+			return total;
+	}
+	return total;
 }
 
 static int
@@ -1152,6 +1211,10 @@ resolve_paths(struct ctx *c, struct ovl_plan_source *s)
 
 	c->line = s->line;
 	for (i = 0; i < s->npatterns; i++) {
+		if (brace_count(s->patterns[i]) > BRACE_MAX)
+			return perr(c, "source '%s': '%s' has more than %d "
+			    "brace alternatives", s->name, s->patterns[i],
+			    BRACE_MAX);
 		pat = join_dir(c->p->dir, s->patterns[i]);
 		memset(&g, 0, sizeof(g));
 		rc = glob(pat, GLOB_NOSORT | GLOB_BRACE | GLOB_TILDE_CHECK,
