@@ -160,6 +160,7 @@ struct mixer {
 	char		*tokenizer;
 	uint64_t	 vocab, eod;
 	int		 have_ref;
+	const char	*ref_label;	/* the input the reference META came from */
 	/* poll */
 	struct pollfd	*pfd;
 	struct input	**pin;
@@ -580,14 +581,17 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 		    in->label);
 	if (!meta_value(text, tl, "tokenizer", tok, sizeof(tok)))
 		strcpy(tok, "bytes");
-	if (meta_value(text, tl, "vocab", val, sizeof(val)) &&
-	    ovl_num_u64(val, &vocab) != 0)
+	/* Every input says what it is: a broken META is blamed on itself. */
+	if (!meta_value(text, tl, "vocab", val, sizeof(val)))
+		ovl_errx(OVL_EXIT_FRAME, "'%s': META has no vocab", in->label);
+	if (ovl_num_u64(val, &vocab) != 0 || vocab == 0)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad vocab '%s' in META",
 		    in->label, val);
-	if (meta_value(text, tl, "eod", val, sizeof(val)) &&
-	    ovl_num_u64(val, &eod) != 0)
-		ovl_errx(OVL_EXIT_FRAME, "'%s': bad eod '%s' in META",
-		    in->label, val);
+	if (!meta_value(text, tl, "eod", val, sizeof(val)))
+		ovl_errx(OVL_EXIT_FRAME, "'%s': META has no eod", in->label);
+	if (ovl_num_u64(val, &eod) != 0 || eod >= vocab)
+		ovl_errx(OVL_EXIT_FRAME, "'%s': bad eod '%s' in META (vocab %"
+		    PRIu64 ")", in->label, val, vocab);
 	if (meta_value(text, tl, "source", val, sizeof(val))) {
 		const char *sp = strchr(val, ' ');
 		if (sp != NULL && strcmp(sp + 1, s->ps->name) != 0)
@@ -608,13 +612,14 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 		m->tokenizer = ovl_xstrdup(tok);
 		m->vocab = vocab;
 		m->eod = eod;
+		m->ref_label = in->label;
 		m->have_ref = 1;
 	} else if (strcmp(tok, m->tokenizer) != 0 || vocab != m->vocab ||
 	    eod != m->eod)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': tokenizer %s (vocab %" PRIu64
-		    ", eod %" PRIu64 ") differs from the other inputs' %s "
-		    "(vocab %" PRIu64 ", eod %" PRIu64 ")", in->label, tok, vocab,
-		    eod, m->tokenizer, m->vocab, m->eod);
+		    ", eod %" PRIu64 ") differs from '%s': %s (vocab %" PRIu64
+		    ", eod %" PRIu64 ")", in->label, tok, vocab, eod,
+		    m->ref_label, m->tokenizer, m->vocab, m->eod);
 	/* pass on the other keys of each source's first partition, once */
 	if (in->part == 0 && in->reopens == 0) {
 		for (p = text, end = text + tl; p < end; p = nl + 1) {

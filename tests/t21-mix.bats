@@ -223,7 +223,13 @@ PLAN
 	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > a.f
 	"$OVL_SOURCE" --eod-token 10 --doc-per file book "$SAMPLES/books/book-00.txt" > b.f
 	run -2 "$OVL_MIX" "$SAMPLES/plans/small.plan" web=a.f book=b.f
-	[[ "$output" == *"differs from the other inputs'"* ]]
+	[[ "$output" == *"'book=b.f': tokenizer bytes (vocab 257, eod 10) differs from 'web=a.f': bytes (vocab 257, eod 256)"* ]]
+	# a META without vocab (its "vocab" key renamed, payload offset 8 + 16)
+	# is blamed on its own input, whichever comes first
+	cp a.f novocab.f
+	"$OVL_TEST_TOOL" poke novocab.f 0 24 $(printf 'xoca' | od -An -tu4 | tr -d ' ')
+	run -3 "$OVL_MIX" "$SAMPLES/plans/small.plan" web=novocab.f book=b.f
+	[[ "$output" == *"'web=novocab.f': META has no vocab"* ]]
 	# an input carrying another source
 	"$OVL_SOURCE" --doc-per file other "$SAMPLES/books/book-00.txt" > c.f
 	run -2 "$OVL_MIX" "$SAMPLES/plans/small.plan" web=a.f book=c.f
