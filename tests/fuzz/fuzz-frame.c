@@ -1,0 +1,69 @@
+/*
+ * libFuzzer target: the stream format. Any bytes go through the stream
+ * header check and the frame parser, and every frame with a good CRC
+ * through its kind's decoder: nothing may crash, read out of bounds or
+ * loop, whatever the input (ovl-frame(5)).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
+{
+	struct ovl_frame f;
+	struct ovl_doc d;
+	struct ovl_seq s;
+	struct ovl_piece p;
+	struct ovl_barrier b;
+	struct ovl_state st;
+	struct ovl_chunk_end ce;
+	struct ovl_cursor c;
+	const char *text;
+	uint32_t tl, i;
+	uint64_t nf;
+	uint16_t minor;
+	size_t off = OVL_STREAM_HDR_LEN;
+
+	/* the header check must hold up too; frames are parsed either way */
+	(void)ovl_stream_hdr_check(data, n, &minor);
+	if (n < off)
+		off = 0;
+	while (off < n) {
+		if (ovl_frame_parse(data + off, n - off, 1u << 20, &f) != OVL_F_OK)
+			break;
+		switch (f.kind) {
+		case OVL_META:
+			(void)ovl_meta_decode(&f, &text, &tl);
+			break;
+		case OVL_DOC:
+			if (ovl_doc_decode(&f, &d) == OVL_F_OK)
+				ovl_doc_cursor(&d, &c);
+			break;
+		case OVL_CHUNK_END:
+			(void)ovl_chunk_end_decode(&f, &ce);
+			break;
+		case OVL_SEQ:
+			if (ovl_seq_decode(&f, &s) == OVL_F_OK)
+				for (i = 0; i < s.npieces; i++)
+					ovl_seq_piece(&s, i, &p);
+			break;
+		case OVL_BARRIER:
+			(void)ovl_barrier_decode(&f, &b);
+			break;
+		case OVL_STATE:
+			(void)ovl_state_decode(&f, &st);
+			break;
+		case OVL_END:
+			(void)ovl_end_decode(&f, &nf);
+			break;
+		default:
+			break;
+		}
+		off += f.size;
+	}
+	return 0;
+}

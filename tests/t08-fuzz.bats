@@ -1,0 +1,36 @@
+#!/usr/bin/env bats
+# The fuzz targets of tests/fuzz/ (libFuzzer, ASan and UBSan, clang), each
+# run for a short bounded time from its seed corpus: no crash, no sanitizer
+# report, no disagreement between the JSON extractor and jansson.
+# `make fuzz FUZZ_SECONDS=N` runs them longer.
+
+load test_helper
+
+setup_file() {
+	export FUZZ_OUT="$OVL_BUILDDIR/fuzz"
+}
+
+fuzz_one() {	# fuzz_one TARGET: run it 10 s, expect its "ok" line
+	command -v clang > /dev/null || skip "clang is not installed (scripts/bootstrap installs it)"
+	run -0 "$OVL_SRCDIR/scripts/fuzz" -s 10 -o "$FUZZ_OUT" "$1"
+	[[ "$output" == "fuzz-$1: ok: "*" runs in 10 s, cov: "*", ft: "* ]]
+	runs=$(sed -n "s/^fuzz-$1: ok: \([0-9]*\) runs.*/\1/p" <<< "$output")
+	echo "# $output" >&3
+	[ "$runs" -gt 1000 ]
+}
+
+@test "fuzz: the frame parser and every frame decoder" {
+	fuzz_one frame
+}
+
+@test "fuzz: the checkpoint log reader and the replay of its records" {
+	fuzz_one ckptlog
+}
+
+@test "fuzz: the plan parser" {
+	fuzz_one plan
+}
+
+@test "fuzz: the JSON field extractor agrees with jansson" {
+	fuzz_one jsonl
+}
