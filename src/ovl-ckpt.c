@@ -45,7 +45,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
@@ -63,6 +63,7 @@ static const struct ovl_cli cli = {
 	"      --print0            (show, restore) NUL-separated words, for a supervisor\n"
 	"      --wait S            (restore) wait up to S seconds for the directory's lock\n"
 	"      --verify-all        (restore) check every committed byte, not the last segment\n"
+	"      --adopt             (restore) a copied or moved directory takes over the outputs\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
@@ -91,6 +92,7 @@ struct ckpt_opts {
 	int		 print0;	/* restore, show: NUL-separated words */
 	uint64_t	 wait_s;	/* restore: seconds to wait for the lock */
 	int		 verify_all;	/* restore: check every committed byte */
+	int		 adopt;		/* restore: a copied directory takes the outputs */
 	uint32_t	 plan_ranks;
 };
 
@@ -1079,6 +1081,8 @@ build_state(struct ckpt_run *R, const struct ovl_barrier *b)
 	ovl_kvsec_clear(c);
 	ovl_kvsec_clear(os);
 	set_u64(c, "step", b->step);
+	/* where this log was written: a copy of the directory knows it is one */
+	ovl_kvsec_set(c, "dir", R->dir);
 	set_u64(c, "mix-pos", b->mix_pos);
 	set_u64(c, "tokens", b->tokens);
 	set_u64(c, "offset", b->offset);
@@ -2290,6 +2294,28 @@ read_log_prefix(const char *dir, struct ovl_ckptlog *log, int at_set,
 	    "there", err, at);
 }
 
+/*
+ * The outputs a log names belong to the directory that wrote it. A copy
+ * (cp -r ck ck2) or a move restored as it is would cut that run's files:
+ * refused, status 2, unless --adopt says the copy takes them over.
+ */
+static void
+check_home(const char *dir, const struct ovl_ckstate *st, uint64_t n,
+    int adopt)
+{
+	const char *home = ovl_kvsec_get(&st->sec[OVL_SEC_CKPT], "dir");
+	char *here = realpath(dir, NULL);
+
+	if (here == NULL)
+		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
+	if (home != NULL && strcmp(home, here) != 0 && !adopt)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': checkpoint %" PRIu64 " was "
+		    "written in '%s': this is a copy or a move, and its outputs "
+		    "are that run's; restore there, or give --adopt to take "
+		    "them over", dir, n, home);
+	free(here);
+}
+
 /* Hash bytes [from, to) of fd, seeded, with XXH64 as the log chains it. */
 static int
 hash_range(int fd, uint64_t from, uint64_t to, uint64_t seed, uint64_t *h)
@@ -2400,6 +2426,7 @@ cmd_restore(const struct ckpt_opts *o, int argc, char **argv)
 		return 0;
 	}
 	log_state(dir, &log, i, &st);
+	check_home(dir, &st, n, o->adopt);
 	check_committed(dir, &log, i, &st, o->verify_all);
 	cut_log(dir, &log, i);
 	os = &st.sec[OVL_SEC_OUT];
@@ -2509,6 +2536,7 @@ static const struct option longopts[] = {
 	{ "print0", no_argument, NULL, '0' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ "verify-all", no_argument, NULL, 'A' },
+	{ "adopt", no_argument, NULL, 'O' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -2621,6 +2649,9 @@ main(int argc, char **argv)
 			break;
 		case 'A':
 			o.verify_all = 1;
+			break;
+		case 'O':
+			o.adopt = 1;
 			break;
 		case 'w':
 			if (ovl_num_u64_max(optarg, 86400, &o.wait_s) != 0)

@@ -35,7 +35,7 @@ same_as_reference() {
 # checkpoint (what a restarted pipeline sends), or from scratch.
 resume() {
 	local n
-	"$OVL_CKPT" restore ck > restore.out 2> restore.err && rc=0 || rc=$?
+	"$OVL_CKPT" restore ${RESTORE_OPTS:-} ck > restore.out 2> restore.err && rc=0 || rc=$?
 	if [ "$rc" -eq 1 ] && grep -q 'no checkpoint' restore.err; then
 		"$OVL_CKPT" --dir ck "${OPTS[@]}" < full.frames
 		return
@@ -345,8 +345,22 @@ print("ok")' "$OVL_SRCDIR/samples"
 		exit $rc' "$OVL_CKPT"
 	[[ "$output" == *"cannot append checkpoint"*"previous checkpoint stays valid"*"No space left on device"* ]]
 	run -0 "$OVL_CKPT" show --list ck
-	resume
+	# the log was written in ckfs/ck: the copy takes its outputs over
+	run -2 "$OVL_CKPT" restore ck
+	[[ "$output" == *"ckfs/ck': this is a copy or a move"* ]]
+	RESTORE_OPTS=--adopt resume
 	same_as_reference
+}
+
+@test "restoring a copy of a checkpoint directory never touches the original run's outputs" {
+	"$OVL_CKPT" --dir ck --format npy -o out/npy < full.frames
+	cp -r ck ck2
+	cp out/npy.tokens.npy before.npy
+	run -2 --separate-stderr "$OVL_CKPT" restore ck2 --at 3
+	[ "$stderr" = "ovl-ckpt: 'ck2': checkpoint 3 was written in '$BATS_TEST_TMPDIR/ck': this is a copy or a move, and its outputs are that run's; restore there, or give --adopt to take them over" ]
+	cmp out/npy.tokens.npy before.npy
+	run -0 "$OVL_CKPT" restore ck --at 3
+	[ "$(stat -c %s out/npy.tokens.npy)" -lt "$(stat -c %s before.npy)" ]
 }
 
 @test "frames that pass their CRC but make no sense stop ovl-ckpt with status 3 and the byte offset: rank beyond ranks, steps backwards, a broken META" {
