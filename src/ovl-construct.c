@@ -1606,13 +1606,13 @@ run(struct construct *c)
 
 	while ((rc = ovl_reader_next(c->rd, &f)) == OVL_RD_FRAME) {
 		if (!seen_meta && f.kind != OVL_META)
-			ovl_errx(OVL_EXIT_DATA, "'%s': the stream does not begin "
+			ovl_errx(OVL_EXIT_FRAME, "'%s': the stream does not begin "
 			    "with META (byte offset %" PRIu64 ")",
 			    ovl_reader_name(c->rd), ovl_reader_offset(c->rd));
 		switch (f.kind) {
 		case OVL_META:
 			if (seen_meta)
-				ovl_errx(OVL_EXIT_DATA, "'%s': a second META at "
+				ovl_errx(OVL_EXIT_FRAME, "'%s': a second META at "
 				    "byte offset %" PRIu64,
 				    ovl_reader_name(c->rd),
 				    ovl_reader_offset(c->rd));

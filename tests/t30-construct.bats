@@ -233,3 +233,20 @@ while off < len(data):
 	python3 "$CHECK" body "$T/conr.f" > "$T/got"
 	cmp "$T/want" "$T/got"
 }
+
+@test "a stream without META, or with a second one, is a framing error (status 3, as in ovl-mix and ovl-ckpt)" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source web path=%s\nranks 2\nseq-len 256\n' "$SAMPLES/web/web-0.jsonl" > p.plan
+	"$OVL_SOURCE" --format jsonl web "$SAMPLES/web/web-0.jsonl" > s.fr
+	"$OVL_MIX" p.plan web=s.fr > m.fr
+	"$OVL_TEST_TOOL" frames m.fr > frames.txt
+	meta_end=$(sed -n 2p frames.txt | cut -d' ' -f2)
+	# the stream header, then the frames after META
+	{ head -c 16 m.fr; tail -c +$((meta_end + 1)) m.fr; } > nometa.fr
+	run -3 --separate-stderr "$OVL_CONSTRUCT" p.plan < nometa.fr
+	[ "$stderr" = "ovl-construct: 'standard input': the stream does not begin with META (byte offset 16)" ]
+	# META twice
+	{ head -c "$meta_end" m.fr; tail -c +17 m.fr; } > twometa.fr
+	run -3 --separate-stderr "$OVL_CONSTRUCT" p.plan < twometa.fr
+	[ "$stderr" = "ovl-construct: 'standard input': a second META at byte offset $meta_end" ]
+}
