@@ -65,6 +65,39 @@ resume() {
 	[[ "$output" == usage:* ]]
 }
 
+@test "ovl-ckpt: each subcommand has its own usage line and refuses the others' options" {
+	local sub line
+	"$OVL_CKPT" --help | sed -n '/^usage: /,/^[^ u]/p' | sed '$d' |
+	    sed 's/^usage: //; s/^ *//' > all.txt
+	for sub in show diff compact restore verify; do
+		run -0 "$OVL_CKPT" "$sub" --help
+		line=${lines[0]#usage: }
+		[[ "$line" == "ovl-ckpt $sub "* ]]
+		grep -qxF -- "$line" all.txt
+		run -2 "$OVL_CKPT" "$sub" --format npy ck
+		[[ "${lines[0]}" == "ovl-ckpt: unknown option '--format' for $sub" ]]
+		[[ "${lines[1]}" == "usage: $line" ]]
+		[ "${#lines[@]}" -eq 2 ]
+	done
+	# the sink takes none of the subcommands' options
+	for opt in --list --print0 --verify-all --adopt "--at 3" "--wait 1"; do
+		# shellcheck disable=SC2086
+		run -2 "$OVL_CKPT" --dir ck $opt
+		[[ "${lines[0]}" == "ovl-ckpt: unknown option '${opt% *}'" ]]
+	done
+	[ ! -e ck ]
+	run -2 "$OVL_CKPT" compact --at 3 ck
+	run -2 "$OVL_CKPT" diff --json ck 1 2
+	run -2 "$OVL_CKPT" verify --print0 ck x
+	run -2 "$OVL_CKPT" show --adopt ck
+	run -2 "$OVL_CKPT" show --json --list ck
+	[[ "$output" == *"exclude each other"* ]]
+	run -2 "$OVL_CKPT" restore ck --at
+	[[ "${lines[0]}" == "ovl-ckpt: option '--at' needs a value" ]]
+	run -2 "$OVL_CKPT" show -x ck
+	[[ "${lines[0]}" == "ovl-ckpt: unknown option '-x' for show" ]]
+}
+
 @test "ovl-ckpt: the synopsis equals the man page SYNOPSIS" {
 	"$OVL_CKPT" --help | sed -n '/^usage: /,/^[^ u]/p' | sed '$d' |
 	    sed 's/^usage: //; s/^ *//' > help.txt

@@ -1,0 +1,213 @@
+/*
+ * ovl-ckpt's rooms (private to the tool): the committing sink (sink.c over
+ * outputs.c and committer.c) and the subcommands that read a checkpoint
+ * directory (show.c: show and diff; verify.c: verify and compact;
+ * restore.c: restore). main.c dispatches; common.c holds what several
+ * rooms use. See ovl-ckpt(1) for the behaviour, HACKING.md for the log.
+ */
+#ifndef OVL_CKPT_H
+#define OVL_CKPT_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic.h"
+#include "buf.h"
+#include "ckptlog.h"
+#include "cli.h"
+#include "err.h"
+#include "frame.h"
+#include "frameio.h"
+#include "hash64.h"
+#include "io.h"
+#include "json.h"
+#include "num.h"
+#include "plan.h"
+
+#define OUT_FLUSH	(256u << 10)	/* write an output when this much is buffered */
+#define NPY_HDR		128u		/* fixed npy header: rewritten in place */
+#define SEQS_COLS	7u		/* columns of PREFIX.seqs.npy */
+#define MAX_RANKS	65536u
+#define MAX_SKIPS	1024u
+#define EXIT_STOPPED	(128 + SIGTERM)
+
+enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES };
+extern const char *const fmt_name[];
+
+/* The sink's options (the subcommands keep their own). */
+struct ckpt_opts {
+	const char	*dir;
+	const char	*plan;
+	int		 format;
+	const char	*prefix;
+	const char	*per_rank;
+	const char	*manifest;
+	uint64_t	 base_every;
+	int		 resume_set;
+	uint64_t	 resume;
+	int		 json;
+	int		 nskip;
+	uint64_t	 skip[2];
+	int		 rank_set;
+	uint32_t	 rank;
+	uint32_t	 plan_ranks;
+};
+
+/* One output file or stream. */
+enum { OT_FRAMES, OT_RAW, OT_NPY };
+struct out {
+	char		*name;		/* key in the "out" section */
+	char		*path;		/* absolute; NULL for standard output */
+	int		 fd;
+	int		 type;		/* OT_* */
+	int		 regular;	/* a regular file: truncated, appended on resume */
+	int		 fresh;		/* nothing of it was written before this run */
+	uint32_t	 hdr;		/* leading bytes outside the hash (npy header) */
+	const char	*descr;		/* npy dtype, e.g. "<u2" */
+	uint32_t	 itemsize, cols;
+	uint64_t	 len;		/* bytes written and buffered */
+	uint64_t	 nframes;
+	uint64_t	 hash;		/* chain value at the last commit */
+	uint64_t	 seg;		/* hashed bytes since the last commit */
+	struct ovl_hash64 h;
+	struct ovl_buf	 buf;
+};
+
+struct skip { uint64_t a, b; };
+
+struct ckpt_run {
+	struct ckpt_opts *o;
+	char		*dir;
+	char		*logpath;
+	int		 logfd;
+	uint64_t	 logend;
+	uint64_t	 since_base;	/* records since the last base */
+	int		 have_prev;
+	struct ovl_ckstate prev, cur;
+	uint64_t	 last_n;
+	int		 have_last;
+
+	struct out	**outs;
+	size_t		 nouts;
+	struct out	*std, *bin, *sizes, *tok, *pos, *cu, *seqs, *jsonl, *man,
+			*frames;
+	struct out	**rank;
+	size_t		 nrank;
+
+	/* stream */
+	struct ovl_buf	 meta;		/* the META frame, header included */
+	int		 have_meta;
+	uint64_t	 vocab;
+	int		 have_vocab;
+	uint32_t	 meta_ranks;
+	char		**srcname;
+	size_t		 nsrc;
+	int		 tok16;		/* tokens stored as 16 bits */
+	struct ovl_buf	 mixst, cst;
+	int		 have_mix, have_con;
+	uint64_t	 mix_n, con_n;
+	struct ovl_barrier bar;
+
+	uint64_t	 nseqs, nskipped, ncu;
+	uint64_t	 cur_step;	/* step of the last SEQ, + 1; 0 before any */
+	struct ovl_reader *rd;		/* standard input, for offsets in messages */
+	struct skip	 skips[MAX_SKIPS];
+	size_t		 nskips;
+	struct ovl_buf	 scratch;
+	FILE		*jsonfp;
+};
+
+/* What the "out" section says of output name at one checkpoint. */
+struct outrec {
+	uint64_t	 len, hash, frames;
+	const char	*path;
+	int		 file;		/* a regular file */
+	int		 type;
+	uint32_t	 hdr;
+};
+
+/* ---- common.c ---- */
+char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An absolute form of path whose directory exists (made when mkdirs). */
+char	*abspath(const char *path, int mkdirs);
+void	 shell_word(FILE *fp, const char *s);
+/* FMT_* of an output format name, or -1. */
+int	 parse_format(const char *s);
+/* A per-rank pattern has exactly one %d (and %% for a percent sign). */
+int	 pattern_ok(const char *p);
+char	*pattern_path(const char *pat, size_t r);
+/* Lock dir until exit, waiting up to wait_s seconds for another ovl-ckpt. */
+int	 lock_dir_wait(const char *dir, uint64_t wait_s);
+int	 lock_dir(const char *dir);
+/* Read DIR/ckpt.log; exits 1 (unreadable) or 3 (corrupt) on failure. */
+void	 read_log(const char *dir, struct ovl_ckptlog *log);
+/* The state at record i; exits 3 when it cannot be rebuilt. */
+void	 log_state(const char *dir, const struct ovl_ckptlog *log, size_t i,
+	    struct ovl_ckstate *st);
+/* The record --at N names (or the last one); exits 1 when there is none. */
+size_t	 pick_record(const char *dir, const struct ovl_ckptlog *log,
+	    int at_set, uint64_t at);
+/* Cut the log after record i (and any torn tail). */
+void	 cut_log(const char *dir, const struct ovl_ckptlog *log, size_t i);
+int	 skipped(const struct ckpt_run *R, uint64_t step);
+void	 skips_format(const struct skip *s, size_t n, struct ovl_buf *b);
+int	 skips_parse(const char *v, struct skip *s, size_t *n);
+/*
+ * getopt_long over shortopts/longopts (without the shared options, which
+ * it adds and handles through ovl_cli_common). An unknown option, or one
+ * of another subcommand (sub names this one; NULL for the sink), and a
+ * missing argument are usage errors: a message, the usage lines, exit 2.
+ * Returns the next option's value, or -1 after the last.
+ */
+int	 ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc,
+	    char **argv, const char *shortopts, const struct option *longopts);
+
+/* ---- outputs.c ---- */
+void	 out_flush(struct out *o);
+void	 out_put(struct out *o, const void *p, size_t n);
+void	 npy_rewrite(struct out *o);
+const char *type_name(const struct out *o);
+void	 out_commit(struct out *o);
+struct out *rank_out(struct ckpt_run *R, uint32_t r);
+void	 meta_parse(struct ckpt_run *R, const char *text, uint32_t len);
+void	 open_outputs(struct ckpt_run *R);
+
+/* ---- sink.c ---- */
+/* The sink: read frames on standard input until END; the exit status. */
+int	 run(struct ckpt_opts *o);
+/* The Megatron index from the sizes file: written whole, atomically. */
+void	 write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
+	    int tok16);
+
+/* ---- verify.c ---- */
+int	 out_lookup(const struct ovl_ckstate *st, const char *name,
+	    struct outrec *r);
+int	 chain_check(const char *dir, const struct ovl_ckptlog *log,
+	    size_t upto, const char *name, const char *path, uint64_t *whole,
+	    uint64_t *len_out, char *msg, size_t msglen);
+/*
+ * XXH64 seeded with seed (as the log chains segments) of bytes [from, to)
+ * of fd into *h, fed into *also too when not NULL. 0, or -1 on a short read.
+ */
+int	 hash_range(int fd, uint64_t from, uint64_t to, uint64_t seed,
+	    uint64_t *h, struct ovl_hash64 *also);
+
+/* ---- the subcommands ---- */
+int	 cmd_show(int argc, char **argv);
+int	 cmd_diff(int argc, char **argv);
+int	 cmd_verify(int argc, char **argv);
+int	 cmd_compact(int argc, char **argv);
+int	 cmd_restore(int argc, char **argv);
+
+#endif

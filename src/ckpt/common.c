@@ -1,0 +1,311 @@
+/*
+ * ovl-ckpt: helpers several rooms share (paths, the lock, reading the log,
+ * skip ranges, per-rank patterns).
+ */
+#include "ckpt.h"
+
+const char *const fmt_name[] = { "none", "megatron", "npy", "jsonl",
+	"frames" };
+
+char *
+xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	s = ovl_xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* An absolute form of path whose directory exists (made when mkdirs). */
+char *
+abspath(const char *path, int mkdirs)
+{
+	char *dup = ovl_xstrdup(path), *slash = strrchr(dup, '/'), *dir, *r;
+	const char *base;
+
+	if (slash == NULL) {
+		dir = ovl_xstrdup(".");
+		base = path;
+	} else {
+		*slash = '\0';
+		dir = ovl_xstrdup(slash == dup ? "/" : dup);
+		base = path + (slash - dup) + 1;
+	}
+	if (mkdirs && ovl_mkdir_p(dir, 0777) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot create directory '%s'", dir);
+	r = realpath(dir, NULL);
+	if (r == NULL)
+		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
+	free(dup);
+	dup = xasprintf("%s%s%s", r, strcmp(r, "/") == 0 ? "" : "/", base);
+	free(r);
+	free(dir);
+	return dup;
+}
+
+void
+shell_word(FILE *fp, const char *s)
+{
+	const char *p;
+
+	for (p = s; *p != '\0'; p++)
+		if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		    "0123456789_./:,+@%=-", *p) == NULL)
+			break;
+	if (*p == '\0' && *s != '\0') {
+		fputs(s, fp);
+		return;
+	}
+	fputc('\'', fp);
+	for (p = s; *p != '\0'; p++) {
+		if (*p == '\'')
+			fputs("'\\''", fp);
+		else
+			fputc(*p, fp);
+	}
+	fputc('\'', fp);
+}
+
+int
+parse_format(const char *s)
+{
+	int i;
+
+	for (i = FMT_MEGATRON; i <= FMT_FRAMES; i++)
+		if (strcmp(s, fmt_name[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* A per-rank pattern has exactly one %d (and %% for a percent sign). */
+int
+pattern_ok(const char *p)
+{
+	int nd = 0;
+
+	for (; *p != '\0'; p++) {
+		if (*p != '%')
+			continue;
+		if (p[1] == '%')
+			p++;
+		else if (p[1] == 'd') {
+			nd++;
+			p++;
+		} else
+			return 0;
+	}
+	return nd == 1;
+}
+
+char *
+pattern_path(const char *pat, size_t r)
+{
+	struct ovl_buf b = { 0 };
+	char num[32];
+	const char *p;
+
+	for (p = pat; *p != '\0'; p++) {
+		if (*p == '%' && p[1] == '%') {
+			ovl_buf_append(&b, "%", 1);
+			p++;
+		} else if (*p == '%' && p[1] == 'd') {
+			snprintf(num, sizeof(num), "%zu", r);
+			ovl_buf_append(&b, num, strlen(num));
+			p++;
+		} else
+			ovl_buf_append(&b, p, 1);
+	}
+	ovl_buf_append(&b, "", 1);
+	return (char *)b.p;
+}
+
+/*
+ * Lock dir for this process, waiting up to wait_s seconds for another
+ * ovl-ckpt to let go (a supervisor killed a moment ago: its sink is still
+ * dying). Held until exit.
+ */
+int
+lock_dir_wait(const char *dir, uint64_t wait_s)
+{
+	char *path = xasprintf("%s/lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	struct timespec t0, now, nap = { 0, 20 * 1000 * 1000 };
+
+	if (fd < 0)
+		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", path);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			ovl_err(OVL_EXIT_DATA, "cannot lock '%s'", path);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((uint64_t)(now.tv_sec - t0.tv_sec) >= wait_s)
+			ovl_errx(OVL_EXIT_DATA, "'%s' is in use by another "
+			    "ovl-ckpt%s", dir, wait_s > 0 ? " (waited for it "
+			    "to end)" : "");
+		nanosleep(&nap, NULL);
+	}
+	free(path);
+	return fd;
+}
+
+int
+lock_dir(const char *dir)
+{
+	return lock_dir_wait(dir, 0);
+}
+
+void
+read_log(const char *dir, struct ovl_ckptlog *log)
+{
+	char *path = xasprintf("%s/ckpt.log", dir), err[512];
+	int rc = ovl_ckptlog_read(path, log, err, sizeof(err));
+
+	free(path);
+	if (rc == -1)
+		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	if (rc == -3)
+		ovl_errx(OVL_EXIT_FRAME, "%s", err);
+	if (log->valid < log->size)
+		ovl_info(1, "'%s/ckpt.log': ignoring a torn tail of %zu bytes",
+		    dir, log->size - log->valid);
+}
+
+void
+log_state(const char *dir, const struct ovl_ckptlog *log, size_t i,
+    struct ovl_ckstate *st)
+{
+	char err[512];
+
+	if (ovl_ckptlog_state(log, i, st, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_FRAME, "'%s/ckpt.log': %s", dir, err);
+}
+
+/* The record --at N names (or the last one); exits 1 when there is none. */
+size_t
+pick_record(const char *dir, const struct ovl_ckptlog *log, int at_set,
+    uint64_t at)
+{
+	long i;
+
+	if (log->nrec == 0)
+		ovl_errx(OVL_EXIT_DATA, "no checkpoint in '%s'", dir);
+	if (!at_set)
+		return log->nrec - 1;
+	i = ovl_ckptlog_find(log, at);
+	if (i < 0)
+		ovl_errx(OVL_EXIT_DATA, "no checkpoint %" PRIu64 " in '%s'", at,
+		    dir);
+	return (size_t)i;
+}
+
+/* Cut the log after record i (and any torn tail). */
+void
+cut_log(const char *dir, const struct ovl_ckptlog *log, size_t i)
+{
+	uint64_t end = log->rec[i].offset + OVL_CKPTREC_HDR_LEN + log->rec[i].len;
+	char *path;
+	int fd;
+
+	if (end == log->size)
+		return;
+	path = xasprintf("%s/ckpt.log", dir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)end) != 0 || fsync(fd) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'", path);
+	close(fd);
+	ovl_info(1, "'%s': cut after checkpoint %" PRIu64 " (byte %" PRIu64
+	    ")", path, log->rec[i].n, end);
+	free(path);
+}
+
+/* ---- skip ranges ---- */
+
+int
+skipped(const struct ckpt_run *R, uint64_t step)
+{
+	size_t i;
+
+	for (i = 0; i < R->nskips; i++)
+		if (step >= R->skips[i].a && step <= R->skips[i].b)
+			return 1;
+	return 0;
+}
+
+void
+skips_format(const struct skip *s, size_t n, struct ovl_buf *b)
+{
+	char t[64];
+	size_t i;
+
+	b->len = 0;
+	if (n == 0)
+		ovl_buf_append(b, "-", 1);
+	for (i = 0; i < n; i++) {
+		snprintf(t, sizeof(t), "%s%" PRIu64 "-%" PRIu64, i ? "," : "",
+		    s[i].a, s[i].b);
+		ovl_buf_append(b, t, strlen(t));
+	}
+	ovl_buf_append(b, "", 1);
+}
+
+int
+skips_parse(const char *v, struct skip *s, size_t *n)
+{
+	char *dup, *tok, *save = NULL;
+	int rc = 0;
+
+	*n = 0;
+	if (v == NULL || strcmp(v, "-") == 0)
+		return 0;
+	dup = ovl_xstrdup(v);
+	for (tok = strtok_r(dup, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (*n == MAX_SKIPS || ovl_num_range(tok, &s[*n].a,
+		    &s[*n].b) != 0) {
+			rc = -1;
+			break;
+		}
+		(*n)++;
+	}
+	free(dup);
+	return rc;
+}
+
+
+int
+ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc, char **argv,
+    const char *shortopts, const struct option *longopts)
+{
+	char opts[128];
+	const char *arg;
+	int c;
+
+	snprintf(opts, sizeof(opts), ":%s%s", OVL_CLI_SHORTOPTS, shortopts);
+	opterr = 0;
+	for (;;) {
+		c = getopt_long(argc, argv, opts, longopts, NULL);
+		arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+		if (c == '?') {
+			if (optopt != 0 && strncmp(arg, "--", 2) != 0)
+				ovl_cli_usagex(cli, "unknown option '-%c'%s%s",
+				    optopt, sub != NULL ? " for " : "",
+				    sub != NULL ? sub : "");
+			ovl_cli_usagex(cli, "unknown option '%s'%s%s", arg,
+			    sub != NULL ? " for " : "", sub != NULL ? sub : "");
+		}
+		if (c == ':')
+			ovl_cli_usagex(cli, "option '%s' needs a value", arg);
+		if (c == -1 || !ovl_cli_common(cli, c))
+			return c;
+	}
+}

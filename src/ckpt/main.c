@@ -1,0 +1,191 @@
+/*
+ * ovl-ckpt: the committing sink and the subcommands that read its
+ * checkpoint directory. main dispatches; each subcommand parses its own
+ * options. See ovl-ckpt(1).
+ */
+#include "ckpt.h"
+
+static const struct ovl_cli cli = {
+	"ovl-ckpt",
+	"ovl-ckpt [options] --dir CKPTDIR [PLAN]\n"
+	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
+	"ovl-ckpt diff CKPTDIR N M\n"
+	"ovl-ckpt compact CKPTDIR\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]\n"
+	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
+	"Write packed sequences and commit differential checkpoints.\n"
+	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
+	"  -f, --format FMT        megatron, npy, jsonl or frames (files under -o)\n"
+	"  -o, --output PREFIX     output prefix (the file itself for frames)\n"
+	"  -p, --per-rank PATTERN  one frame stream per rank, e.g. out/rank%d\n"
+	"  -m, --manifest FILE     provenance of every sequence, as JSON lines\n"
+	"  -r, --resume N          continue after checkpoint N (ovl-ckpt restore)\n"
+	"  -b, --base-every M      a full base record every M records (16)\n"
+	"  -s, --skip-steps A-B    drop the sequences of steps A..B\n"
+	"  -R, --rank R            only the sequences of rank R\n"
+	"  -j, --json              standard output as JSON lines (for people)\n"
+	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
+	"Subcommands, each with its own options (ovl-ckpt SUBCOMMAND --help):\n"
+	"  show      a checkpoint's state: the last one, or --at N\n"
+	"  diff      what changed from checkpoint N to checkpoint M\n"
+	"  compact   fold the log into one base record\n"
+	"  restore   cut the log and the outputs back to a checkpoint, print how to resume\n"
+	"  verify    check output files against a checkpoint's hash chains\n"
+};
+
+static const struct {
+	const char	*name;
+	int		(*main)(int argc, char **argv);
+} subcommands[] = {
+	{ "show", cmd_show },
+	{ "diff", cmd_diff },
+	{ "compact", cmd_compact },
+	{ "restore", cmd_restore },
+	{ "verify", cmd_verify },
+};
+static const struct option longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ "dir", required_argument, NULL, 'd' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "per-rank", required_argument, NULL, 'p' },
+	{ "manifest", required_argument, NULL, 'm' },
+	{ "resume", required_argument, NULL, 'r' },
+	{ "base-every", required_argument, NULL, 'b' },
+	{ "skip-steps", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "rank", required_argument, NULL, 'R' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static struct ovl_plan *the_plan;	/* options point into it until exit */
+
+static void
+apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
+{
+	struct ovl_plan *p;
+	char err[1024];
+
+	p = ovl_plan_loadf(path, OVL_PLAN_NOGLOB, err, sizeof(err));
+	if (p == NULL)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	the_plan = p;
+	/* options win over the plan; the plan's strings live until exit */
+	if (o->dir == NULL && p->ckpt_dir != NULL)
+		o->dir = p->ckpt_dir;
+	if (o->base_every == 0 && p->ckpt_base != 0)
+		o->base_every = p->ckpt_base;
+	/* the plan's output line counts only when --format is not given */
+	if (!*format_set && p->out_format != NULL) {
+		o->format = parse_format(p->out_format);
+		if (o->format < 0)
+			ovl_errx(OVL_EXIT_USAGE, "%s: unknown output format '%s'",
+			    path, p->out_format);
+		*format_set = 1;
+		if (o->prefix == NULL && p->out_path != NULL)
+			o->prefix = p->out_path;
+	}
+	if (o->manifest == NULL && p->out_manifest != NULL)
+		o->manifest = p->out_manifest;
+	if (o->per_rank == NULL && p->out_per_rank != NULL)
+		o->per_rank = p->out_per_rank;
+	o->plan_ranks = p->ranks;
+	/* p is deliberately kept: o points into it */
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ckpt_opts o;
+	uint64_t v;
+	size_t k;
+	int c, format_set = 0;
+
+	ovl_cli_init(&cli);
+	memset(&o, 0, sizeof(o));
+	for (k = 0; argc > 1 && k < sizeof(subcommands) / sizeof(*subcommands);
+	    k++)
+		if (strcmp(argv[1], subcommands[k].name) == 0) {
+			/* the subcommand sees "ovl-ckpt" as argv[0] */
+			argv[1] = argv[0];
+			return subcommands[k].main(argc - 1, argv + 1);
+		}
+	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:",
+	    longopts)) != -1) {
+		switch (c) {
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'f':
+			o.format = parse_format(optarg);
+			if (o.format < 0)
+				ovl_cli_usagex(&cli, "unknown format '%s' "
+				    "(megatron, npy, jsonl, frames)", optarg);
+			format_set = 1;
+			break;
+		case 'o':
+			o.prefix = optarg;
+			break;
+		case 'p':
+			if (!pattern_ok(optarg))
+				ovl_cli_usagex(&cli, "--per-rank '%s' needs "
+				    "exactly one %%d", optarg);
+			o.per_rank = optarg;
+			break;
+		case 'm':
+			o.manifest = optarg;
+			break;
+		case 'r':
+			if (ovl_num_u64(optarg, &o.resume) != 0)
+				ovl_cli_usagex(&cli, "bad --resume '%s'", optarg);
+			o.resume_set = 1;
+			break;
+		case 'b':
+			if (ovl_num_u64(optarg, &o.base_every) != 0 ||
+			    o.base_every == 0)
+				ovl_cli_usagex(&cli, "bad --base-every '%s'",
+				    optarg);
+			break;
+		case 's':
+			if (ovl_num_range(optarg, &o.skip[0], &o.skip[1]) != 0)
+				ovl_cli_usagex(&cli, "bad --skip-steps '%s' "
+				    "(A-B)", optarg);
+			o.nskip = 1;
+			break;
+		case 'j':
+			o.json = 1;
+			break;
+		case 'R':
+			if (ovl_num_u64_max(optarg, MAX_RANKS - 1, &v) != 0)
+				ovl_cli_usagex(&cli, "bad --rank '%s'", optarg);
+			o.rank = (uint32_t)v;
+			o.rank_set = 1;
+			break;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc > 1)
+		ovl_cli_usage(&cli);
+	if (argc == 1)
+		apply_plan(&o, argv[0], &format_set);
+	if (o.dir == NULL)
+		ovl_cli_usagex(&cli, "no checkpoint directory (--dir, or the "
+		    "plan's checkpoint dir=)");
+	if (o.format != FMT_NONE && o.format != FMT_FRAMES && o.prefix == NULL)
+		ovl_cli_usagex(&cli, "--format %s needs --output PREFIX",
+		    fmt_name[o.format]);
+	if (o.format == FMT_FRAMES && o.prefix == NULL)
+		o.format = FMT_NONE;	/* frames on standard output */
+	if (o.format == FMT_NONE && o.prefix != NULL)
+		ovl_cli_usagex(&cli, "--output needs --format");
+	if (o.per_rank != NULL && !pattern_ok(o.per_rank))
+		ovl_cli_usagex(&cli, "per-rank pattern '%s' needs exactly one "
+		    "%%d", o.per_rank);
+	if (o.base_every == 0)
+		o.base_every = 16;
+	c = run(&o);
+	ovl_plan_free(the_plan);
+	return c;
+}
+

@@ -1,0 +1,388 @@
+/*
+ * ovl-ckpt: the sink's outputs (files and streams, npy headers, per-rank
+ * streams) and the META that decides them.
+ */
+#include "ckpt.h"
+#include "committer.h"
+
+/* ---- outputs ---- */
+
+void
+out_flush(struct out *o)
+{
+	if (o->buf.len == 0)
+		return;
+	if (ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on '%s'",
+		    o->path != NULL ? o->path : "standard output");
+	}
+	o->buf.len = 0;
+}
+
+/* Append hashed bytes. */
+void
+out_put(struct out *o, const void *p, size_t n)
+{
+	ovl_hash64_update(&o->h, p, n);
+	o->seg += n;
+	o->len += n;
+	if (o->buf.len + n > OUT_FLUSH) {
+		out_flush(o);
+		if (n >= OUT_FLUSH) {
+			o->buf.len = 0;
+			ovl_buf_append(&o->buf, p, n);
+			out_flush(o);
+			return;
+		}
+	}
+	ovl_buf_append(&o->buf, p, n);
+}
+
+static void
+npy_header(const struct out *o, uint8_t hdr[NPY_HDR])
+{
+	uint64_t n = (o->len - o->hdr) / o->itemsize;
+	char dict[NPY_HDR];
+	int len;
+
+	if (o->cols > 1)
+		len = snprintf(dict, sizeof(dict), "{'descr': '%s', "
+		    "'fortran_order': False, 'shape': (%" PRIu64 ", %u), }",
+		    o->descr, n / o->cols, o->cols);
+	else
+		len = snprintf(dict, sizeof(dict), "{'descr': '%s', "
+		    "'fortran_order': False, 'shape': (%" PRIu64 ",), }",
+		    o->descr, n);
+	memset(hdr, ' ', NPY_HDR);
+	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+	hdr[8] = (uint8_t)(NPY_HDR - 10);
+	hdr[9] = 0;
+	memcpy(hdr + 10, dict, (size_t)len);
+	hdr[NPY_HDR - 1] = '\n';
+}
+
+void
+npy_rewrite(struct out *o)
+{
+	uint8_t hdr[NPY_HDR];
+
+	npy_header(o, hdr);
+	if (pwrite(o->fd, hdr, NPY_HDR, 0) != (ssize_t)NPY_HDR)
+		ovl_err(OVL_EXIT_DATA, "write error on '%s'", o->path);
+}
+
+const char *
+type_name(const struct out *o)
+{
+	return o->type == OT_FRAMES ? "frames" : o->type == OT_NPY ? "npy" :
+	    "raw";
+}
+
+static struct out *
+out_new(struct ckpt_run *R, const char *name, const char *path, int type)
+{
+	struct out *o = ovl_xcalloc(1, sizeof(*o));
+
+	o->name = ovl_xstrdup(name);
+	o->path = path != NULL ? abspath(path, 1) : NULL;
+	o->type = type;
+	o->fd = -1;
+	o->itemsize = 1;
+	o->cols = 1;
+	if (type == OT_NPY)
+		o->hdr = NPY_HDR;
+	R->outs = ovl_xrealloc(R->outs, (R->nouts + 1) * sizeof(*R->outs));
+	R->outs[R->nouts++] = o;
+	return o;
+}
+
+/*
+ * Open an output: fresh (created empty, its header written), or, when the
+ * resumed checkpoint has it, cut back to the committed length and continued.
+ */
+static void
+out_open(struct ckpt_run *R, struct out *o)
+{
+	const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
+	const char *v = R->have_prev ? ovl_kvsec_get(os, o->name) : NULL;
+	char key[256];
+	const char *rpath;
+	uint64_t len = 0, hash = 0, frames = 0;
+	struct stat st;
+
+	if (v != NULL) {
+		snprintf(key, sizeof(key), "%s.path", o->name);
+		rpath = ovl_kvsec_get(os, key);
+		if (rpath == NULL || strcmp(rpath, o->path != NULL ? o->path :
+		    "-") != 0)
+			ovl_errx(OVL_EXIT_USAGE, "output '%s' was '%s' at "
+			    "checkpoint %" PRIu64 ", not '%s'", o->name,
+			    rpath != NULL ? rpath : "?", R->last_n,
+			    o->path != NULL ? o->path : "-");
+		if (sscanf(v, "%" SCNu64 " %" SCNx64 " %" SCNu64, &len, &hash,
+		    &frames) != 3)
+			ovl_errx(OVL_EXIT_FRAME, "checkpoint %" PRIu64 ": bad "
+			    "output line '%s %s'", R->last_n, o->name, v);
+	}
+	if (o->path == NULL) {
+		o->fd = STDOUT_FILENO;
+		o->regular = 0;	/* standard output always starts a new stream */
+	} else {
+		/* Not O_TRUNC: the lock comes first (another run may own it). */
+		o->fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (o->fd < 0 && errno == ENXIO)	/* FIFO without reader yet */
+			o->fd = open(o->path, O_WRONLY | O_CLOEXEC);
+		if (o->fd < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->path);
+		o->regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
+		if (!o->regular)
+			ovl_io_pipe_grow(o->fd);
+		else {
+			/* One writer per output file, held until exit. */
+			if (flock(o->fd, LOCK_EX | LOCK_NB) != 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s' is being written by "
+				    "another ovl-ckpt (two runs with one output)",
+				    o->path);
+			if (v == NULL && ftruncate(o->fd, 0) != 0)
+				ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'",
+				    o->path);
+			committer_add_fd(o->fd);
+		}
+	}
+	o->len = len;
+	o->hash = hash;
+	o->nframes = frames;
+	ovl_hash64_init(&o->h, hash);
+	o->fresh = v == NULL || !o->regular;
+	if (!o->fresh) {
+		if ((uint64_t)st.st_size < len)
+			ovl_errx(OVL_EXIT_DATA, "'%s' has %jd bytes, fewer than "
+			    "the %" PRIu64 " of checkpoint %" PRIu64, o->path,
+			    (intmax_t)st.st_size, len, R->last_n);
+		if (ftruncate(o->fd, (off_t)len) != 0 ||
+		    lseek(o->fd, 0, SEEK_END) < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'", o->path);
+		if (o->type == OT_NPY)
+			npy_rewrite(o);
+		return;
+	}
+	if (v == NULL)
+		o->len = 0;
+	if (o->type == OT_FRAMES) {
+		uint8_t sh[OVL_STREAM_HDR_LEN];
+
+		ovl_stream_hdr_encode(sh);
+		out_put(o, sh, sizeof(sh));
+		if (R->have_meta) {
+			out_put(o, R->meta.p, R->meta.len);
+			o->nframes++;
+		}
+	} else if (o->type == OT_NPY) {
+		uint8_t hdr[NPY_HDR];
+
+		o->len = NPY_HDR;
+		npy_header(o, hdr);
+		ovl_buf_append(&o->buf, hdr, NPY_HDR);	/* outside the hash */
+		if (o == R->cu) {
+			int64_t zero = 0;
+
+			out_put(o, &zero, sizeof(zero));
+		}
+	}
+}
+
+/*
+ * Write out, fix the npy header, fold the segment into the chain. The
+ * committer thread fdatasyncs the file before the record goes to the log.
+ */
+void
+out_commit(struct out *o)
+{
+	out_flush(o);
+	if (o->type == OT_NPY && o->regular)
+		npy_rewrite(o);
+	if (o->seg > 0) {
+		o->hash = ovl_hash64_digest(&o->h);
+		ovl_hash64_init(&o->h, o->hash);
+		o->seg = 0;
+	}
+}
+
+struct out *
+rank_out(struct ckpt_run *R, uint32_t r)
+{
+	char *path, name[32];
+
+	if (r < R->nrank && R->rank[r] != NULL)
+		return R->rank[r];
+	if (r >= MAX_RANKS)
+		ovl_errx(OVL_EXIT_FRAME, "SEQ for rank %" PRIu32 ": more than %u "
+		    "ranks", r, MAX_RANKS);
+	if (r >= R->nrank) {
+		R->rank = ovl_xrealloc(R->rank, ((size_t)r + 1) *
+		    sizeof(*R->rank));
+		memset(R->rank + R->nrank, 0, ((size_t)r + 1 - R->nrank) *
+		    sizeof(*R->rank));
+		R->nrank = (size_t)r + 1;
+	}
+	snprintf(name, sizeof(name), "rank%" PRIu32, r);
+	path = pattern_path(R->o->per_rank, r);
+	R->rank[r] = out_new(R, name, path, OT_FRAMES);
+	free(path);
+	out_open(R, R->rank[r]);
+	return R->rank[r];
+}
+
+/* ---- META ---- */
+
+void
+meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
+{
+	const char *p = text, *end = text + len, *nl;
+	char line[512], name[256];
+	uint64_t v;
+	unsigned id;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if ((size_t)(nl - p) < sizeof(line)) {
+			memcpy(line, p, (size_t)(nl - p));
+			line[nl - p] = '\0';
+			if (strncmp(line, "vocab ", 6) == 0 &&
+			    ovl_num_u64(line + 6, &v) == 0) {
+				R->vocab = v;
+				R->have_vocab = 1;
+			} else if (strncmp(line, "ranks ", 6) == 0 &&
+			    ovl_num_u64(line + 6, &v) == 0 && v >= 1 &&
+			    v <= MAX_RANKS)
+				R->meta_ranks = (uint32_t)v;
+			else if (sscanf(line, "source %u %255s", &id, name) == 2 &&
+			    id < 65536) {
+				if (id >= R->nsrc) {
+					R->srcname = ovl_xrealloc(R->srcname,
+					    ((size_t)id + 1) * sizeof(char *));
+					memset(R->srcname + R->nsrc, 0,
+					    ((size_t)id + 1 - R->nsrc) *
+					    sizeof(char *));
+					R->nsrc = (size_t)id + 1;
+				}
+				free(R->srcname[id]);
+				R->srcname[id] = ovl_xstrdup(name);
+			}
+		}
+		p = nl + 1;
+	}
+}
+
+void
+open_outputs(struct ckpt_run *R)
+{
+	const struct ckpt_opts *o = R->o;
+	const char *d16 = "<u2", *d32 = "<u4";
+	char *p;
+	size_t i;
+
+	/* Megatron: uint16 below 65500 ids, else int32; npy: uint16 up to 65536 */
+	if (o->format == FMT_MEGATRON)
+		R->tok16 = R->have_vocab && R->vocab < 65500;
+	else
+		R->tok16 = R->have_vocab && R->vocab <= 65536;
+	if (o->format == FMT_MEGATRON)
+		d32 = "<i4";
+	if (R->have_prev) {
+		const char *t = ovl_kvsec_get(&R->prev.sec[OVL_SEC_CKPT],
+		    "token-bits");
+		if (t != NULL && strcmp(t, R->tok16 ? "16" : "32") != 0)
+			ovl_errx(OVL_EXIT_USAGE, "the stream's vocabulary gives "
+			    "%s-bit tokens, checkpoint %" PRIu64 " has %s-bit",
+			    R->tok16 ? "16" : "32", R->last_n, t);
+	}
+	if (o->per_rank == NULL && o->format == FMT_NONE) {
+		if (!o->json)
+			ovl_io_refuse_tty(STDOUT_FILENO);
+		R->std = out_new(R, "stdout", NULL, o->json ? OT_RAW : OT_FRAMES);
+	}
+	switch (o->format) {
+	case FMT_MEGATRON:
+		p = xasprintf("%s.bin", o->prefix);
+		R->bin = out_new(R, "bin", p, OT_RAW);
+		free(p);
+		p = xasprintf("%s/megatron.sizes", R->dir);
+		R->sizes = out_new(R, "sizes", p, OT_RAW);
+		free(p);
+		break;
+	case FMT_NPY:
+		p = xasprintf("%s.tokens.npy", o->prefix);
+		R->tok = out_new(R, "tokens", p, OT_NPY);
+		R->tok->descr = R->tok16 ? d16 : d32;
+		R->tok->itemsize = R->tok16 ? 2 : 4;
+		free(p);
+		p = xasprintf("%s.positions.npy", o->prefix);
+		R->pos = out_new(R, "positions", p, OT_NPY);
+		R->pos->descr = "<i4";
+		R->pos->itemsize = 4;
+		free(p);
+		p = xasprintf("%s.cu_seqlens.npy", o->prefix);
+		R->cu = out_new(R, "cu_seqlens", p, OT_NPY);
+		R->cu->descr = "<i8";
+		R->cu->itemsize = 8;
+		free(p);
+		p = xasprintf("%s.seqs.npy", o->prefix);
+		R->seqs = out_new(R, "seqs", p, OT_NPY);
+		R->seqs->descr = "<i8";
+		R->seqs->itemsize = 8;
+		R->seqs->cols = SEQS_COLS;
+		free(p);
+		break;
+	case FMT_JSONL:
+		p = xasprintf("%s.jsonl", o->prefix);
+		R->jsonl = out_new(R, "jsonl", p, OT_RAW);
+		free(p);
+		break;
+	case FMT_FRAMES:
+		R->frames = out_new(R, "frames", o->prefix, OT_FRAMES);
+		break;
+	}
+	if (o->manifest != NULL)
+		R->man = out_new(R, "manifest", o->manifest, OT_RAW);
+	for (i = 0; i < R->nouts; i++)
+		out_open(R, R->outs[i]);
+	if (R->cu != NULL)
+		R->ncu = (R->cu->len - NPY_HDR) / 8;
+	if (o->per_rank != NULL) {
+		uint32_t n = R->meta_ranks ? R->meta_ranks : o->plan_ranks;
+		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
+		char key[32];
+
+		for (i = 0; i < n; i++)
+			rank_out(R, (uint32_t)i);
+		/* ranks the checkpoint had beyond those */
+		for (i = n; R->have_prev && i < MAX_RANKS; i++) {
+			snprintf(key, sizeof(key), "rank%zu", i);
+			if (ovl_kvsec_find(os, key) < 0)
+				break;
+			rank_out(R, (uint32_t)i);
+		}
+	}
+	if (R->have_prev) {	/* every output of the checkpoint must be ours */
+		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
+		size_t j;
+
+		for (i = 0; i < os->n; i++) {
+			if (strchr(os->kv[i].key, '.') != NULL)
+				continue;
+			for (j = 0; j < R->nouts; j++)
+				if (strcmp(R->outs[j]->name, os->kv[i].key) == 0)
+					break;
+			if (j == R->nouts)
+				ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64
+				    " has output '%s' that this command line "
+				    "does not write", R->last_n, os->kv[i].key);
+		}
+	}
+}
+

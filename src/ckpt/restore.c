@@ -1,0 +1,437 @@
+/*
+ * ovl-ckpt restore: cut the log and the outputs back to a checkpoint
+ * and print how each stage resumes.
+ */
+#include "ckpt.h"
+
+static const struct ovl_cli restore_cli = {
+	"ovl-ckpt",
+	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]",
+	"Cut the log and every file output back to a checkpoint (the last one,\n"
+	"or N) and print the options each stage resumes with.\n"
+	"  -a, --at N            checkpoint N, not the last\n"
+	"  -s, --skip-steps A-B  drop the sequences of steps A..B from now on\n"
+	"      --print0          NUL-separated words, for a supervisor\n"
+	"      --wait S          wait up to S seconds for the directory's lock\n"
+	"      --verify-all      check every committed byte, not the last segment\n"
+	"      --adopt           a copied or moved directory takes over the outputs\n"
+	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
+};
+
+static const struct option restore_longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ "at", required_argument, NULL, 'a' },
+	{ "skip-steps", required_argument, NULL, 's' },
+	{ "print0", no_argument, NULL, '0' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "verify-all", no_argument, NULL, 'A' },
+	{ "adopt", no_argument, NULL, 'O' },
+	{ NULL, 0, NULL, 0 }
+};
+
+struct restore_opts {
+	int		 at_set;
+	uint64_t	 at;
+	int		 nskip;
+	uint64_t	 skip[2];
+	int		 print0;
+	uint64_t	 wait_s;
+	int		 verify_all;
+	int		 adopt;
+};
+
+static void
+restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
+	    "a:s:", restore_longopts)) != -1) {
+		switch (c) {
+		case 'a':
+			if (ovl_num_u64(optarg, &o->at) != 0)
+				ovl_cli_usagex(&restore_cli, "bad --at '%s'",
+				    optarg);
+			o->at_set = 1;
+			break;
+		case 's':
+			if (ovl_num_range(optarg, &o->skip[0], &o->skip[1]) != 0)
+				ovl_cli_usagex(&restore_cli, "bad --skip-steps "
+				    "'%s' (A-B)", optarg);
+			o->nskip = 1;
+			break;
+		case '0':
+			o->print0 = 1;
+			break;
+		case 'w':
+			if (ovl_num_u64_max(optarg, 86400, &o->wait_s) != 0)
+				ovl_cli_usagex(&restore_cli, "bad --wait '%s' "
+				    "(seconds)", optarg);
+			break;
+		case 'A':
+			o->verify_all = 1;
+			break;
+		case 'O':
+			o->adopt = 1;
+			break;
+		}
+	}
+	*argcp -= optind;
+	*argvp += optind;
+}
+
+/* Cut a file output back to its committed length; fix npy and .idx. */
+static void
+restore_output(const struct ovl_ckstate *st, const char *name,
+    const struct outrec *r, uint64_t n)
+{
+	const char *bits = ovl_kvsec_get(&st->sec[OVL_SEC_CKPT], "token-bits");
+	int tok16 = bits != NULL && strcmp(bits, "16") == 0;
+	struct stat sb;
+	struct out o;
+	int fd;
+
+	if (!r->file)
+		return;
+	fd = open(r->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", r->path);
+	if ((uint64_t)sb.st_size < r->len)
+		ovl_errx(OVL_EXIT_DATA, "'%s' has %jd bytes, fewer than the %"
+		    PRIu64 " of checkpoint %" PRIu64 ": cannot resume", r->path,
+		    (intmax_t)sb.st_size, r->len, n);
+	if (ftruncate(fd, (off_t)r->len) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'", r->path);
+	if (r->type == OT_NPY) {
+		memset(&o, 0, sizeof(o));
+		o.fd = fd;
+		o.path = (char *)r->path;
+		o.len = r->len;
+		o.hdr = NPY_HDR;
+		o.cols = 1;
+		o.itemsize = 8;
+		o.descr = "<i8";
+		if (strcmp(name, "tokens") == 0) {
+			o.descr = tok16 ? "<u2" : "<u4";
+			o.itemsize = tok16 ? 2 : 4;
+		} else if (strcmp(name, "positions") == 0) {
+			o.descr = "<i4";
+			o.itemsize = 4;
+		} else if (strcmp(name, "seqs") == 0)
+			o.cols = SEQS_COLS;
+		npy_rewrite(&o);
+	}
+	if (fsync(fd) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot sync '%s'", r->path);
+	close(fd);
+}
+
+static void
+write_resume_file(const char *dir, const char *name,
+    const struct ovl_kvsec *s, char **path)
+{
+	struct ovl_buf b = { 0 };
+	char *rdir = xasprintf("%s/resume", dir);
+
+	if (ovl_mkdir_p(rdir, 0777) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot create '%s'", rdir);
+	*path = xasprintf("%s/%s.state", rdir, name);
+	ovl_kvsec_text(s, &b);
+	if (ovl_atomic_write(*path, b.p != NULL ? (void *)b.p : "", b.len) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", *path);
+	ovl_buf_free(&b);
+	free(rdir);
+}
+
+/*
+ * One line of restore's output: the stage's key, then its options, as
+ * shell words on a line, or (print0) as NUL-terminated words ending with an
+ * empty word, for a supervisor that must not evaluate text.
+ */
+static void
+restore_line(int print0, const char *key, const char *const *opts, size_t n)
+{
+	size_t i;
+
+	if (print0) {
+		fputs(key, stdout);
+		putchar('\0');
+		for (i = 0; i < n; i++) {
+			fputs(opts[i], stdout);
+			putchar('\0');
+		}
+		putchar('\0');
+		return;
+	}
+	fputs(key, stdout);
+	for (i = 0; i < n; i++) {
+		putchar(' ');
+		shell_word(stdout, opts[i]);
+	}
+	putchar('\n');
+}
+
+static void
+print_sources(const struct ovl_kvsec *mix, int print0)
+{
+	const char *k, *cur, *parts;
+	char key[512];
+	uint64_t np, p;
+	size_t i, klen;
+
+	for (i = 0; i < mix->n; i++) {
+		k = mix->kv[i].key;
+		klen = strlen(k);
+		if (strncmp(k, "source.", 7) != 0 || klen < 15 ||
+		    strcmp(k + klen - 7, ".cursor") != 0)
+			continue;
+		cur = mix->kv[i].val;
+		snprintf(key, sizeof(key), "%.*s.partitions", (int)(klen - 7), k);
+		parts = ovl_kvsec_get(mix, key);
+		if (parts == NULL || ovl_num_u64(parts, &np) != 0 || np == 0)
+			np = 1;
+		for (p = 0; p < np; p++) {
+			const char *opts[2];
+
+			snprintf(key, sizeof(key), "source:%.*s:%" PRIu64 "/%"
+			    PRIu64, (int)(klen - 14), k + 7, p, np);
+			opts[0] = "--resume";
+			opts[1] = cur != NULL ? cur : "";
+			restore_line(print0, key, opts, 2);
+		}
+	}
+}
+
+/*
+ * A log with a corrupt record: its checkpoints before the record are still
+ * whole (each record is checked on its own), so restore --at N may use
+ * them; anything else is refused with the last good checkpoint named.
+ */
+static void
+read_log_prefix(const char *dir, struct ovl_ckptlog *log, int at_set,
+    uint64_t at)
+{
+	char *path = xasprintf("%s/ckpt.log", dir), err[512];
+	int rc = ovl_ckptlog_read(path, log, err, sizeof(err));
+
+	free(path);
+	if (rc == -1)
+		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	if (rc == 0)
+		return;
+	if (log->nrec == 0 || log->corrupt == 0)
+		ovl_errx(OVL_EXIT_FRAME, "%s", err);
+	if (!at_set || ovl_ckptlog_find(log, at) < 0)
+		ovl_errx(OVL_EXIT_FRAME, "%s; checkpoints up to %" PRIu64
+		    " are intact: restore one with --at", err,
+		    log->rec[log->nrec - 1].n);
+	ovl_warnx("%s; checkpoint %" PRIu64 " comes before it: the log is cut "
+	    "there", err, at);
+}
+
+/*
+ * The outputs a log names belong to the directory that wrote it. A copy
+ * (cp -r ck ck2) or a move restored as it is would cut that run's files:
+ * refused, status 2, unless --adopt says the copy takes them over.
+ */
+static void
+check_home(const char *dir, const struct ovl_ckstate *st, uint64_t n,
+    int adopt)
+{
+	const char *home = ovl_kvsec_get(&st->sec[OVL_SEC_CKPT], "dir");
+	char *here = realpath(dir, NULL);
+
+	if (here == NULL)
+		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
+	if (home != NULL && strcmp(home, here) != 0 && !adopt)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': checkpoint %" PRIu64 " was "
+		    "written in '%s': this is a copy or a move, and its outputs "
+		    "are that run's; restore there, or give --adopt to take "
+		    "them over", dir, n, home);
+	free(here);
+}
+
+/*
+ * Before a resume appends to them: the committed bytes of every file output
+ * must be the bytes the log hashed. By default the last committed segment
+ * of each (where a crash or a stray write would show first); with all,
+ * every segment of the chain (as verify does). Exit 3 on a mismatch.
+ */
+static void
+check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
+    const struct ovl_ckstate *st, int all)
+{
+	const struct ovl_kvsec *os = &st->sec[OVL_SEC_OUT];
+	struct ovl_ckstate pst = { 0 };
+	struct outrec r, p;
+	uint64_t plen, phash, h, whole, len;
+	char msg[256];
+	size_t j;
+	long k;
+	int fd;
+
+	for (j = 0; j < os->n; j++) {
+		if (strchr(os->kv[j].key, '.') != NULL ||
+		    out_lookup(st, os->kv[j].key, &r) != 0 || !r.file)
+			continue;
+		if (all) {
+			if (chain_check(dir, log, i, os->kv[j].key, r.path, &whole,
+			    &len, msg, sizeof(msg)) != 0)
+				ovl_errx(OVL_EXIT_FRAME, "'%s': %s: cannot resume "
+				    "from checkpoint %" PRIu64, r.path, msg,
+				    log->rec[i].n);
+			continue;
+		}
+		plen = r.hdr;
+		phash = 0;
+		for (k = (long)i - 1; k >= 0; k--) {
+			log_state(dir, log, (size_t)k, &pst);
+			if (out_lookup(&pst, os->kv[j].key, &p) != 0)
+				break;
+			if (p.len != r.len) {
+				plen = p.len;
+				phash = p.hash;
+				break;
+			}
+		}
+		if (plen >= r.len)
+			continue;
+		if ((fd = open(r.path, O_RDONLY | O_CLOEXEC)) < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", r.path);
+		if (hash_range(fd, plen, r.len, phash, &h, NULL) != 0)
+			ovl_errx(OVL_EXIT_DATA, "'%s' has fewer than the %" PRIu64
+			    " bytes of checkpoint %" PRIu64 ": cannot resume",
+			    r.path, r.len, log->rec[i].n);
+		close(fd);
+		if (h != r.hash)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': bytes %" PRIu64 "..%" PRIu64
+			    " do not match checkpoint %" PRIu64 ": cannot resume "
+			    "(ovl-ckpt verify tells more)", r.path, plen, r.len,
+			    log->rec[i].n);
+	}
+	ovl_ckstate_clear(&pst);
+}
+
+int
+cmd_restore(int argc, char **argv)
+{
+	struct restore_opts ro, *o = &ro;
+	struct ovl_ckptlog log;
+	struct ovl_ckstate st = { 0 }, amended = { 0 };
+	struct outrec r;
+	struct ovl_kvsec *os;
+	struct skip sk[MAX_SKIPS];
+	struct ovl_buf rec = { 0 };
+	const char *v, *dir;
+	char *mixpath, *conpath, *bin = NULL, *sizes = NULL, *idx;
+	uint64_t n, step = 0, nseq = 0;
+	size_t i, j, nsk;
+	int fd;
+
+	restore_getopt(o, &argc, &argv);
+	if (argc != 1)
+		ovl_cli_usage(&restore_cli);
+	dir = argv[0];
+	(void)lock_dir_wait(dir, o->wait_s);
+	read_log_prefix(dir, &log, o->at_set, o->at);
+	i = pick_record(dir, &log, o->at_set, o->at);
+	n = log.rec[i].n;
+	if (log.rec[i].flags & OVL_CKPTREC_END) {
+		ovl_info(0, "checkpoint %" PRIu64 " in '%s' is the end of the "
+		    "run: nothing to resume", n, dir);
+		ovl_ckptlog_free(&log);
+		return 0;
+	}
+	log_state(dir, &log, i, &st);
+	check_home(dir, &st, n, o->adopt);
+	check_committed(dir, &log, i, &st, o->verify_all);
+	cut_log(dir, &log, i);
+	os = &st.sec[OVL_SEC_OUT];
+	for (j = 0; j < os->n; j++) {
+		if (strchr(os->kv[j].key, '.') != NULL ||
+		    out_lookup(&st, os->kv[j].key, &r) != 0)
+			continue;
+		restore_output(&st, os->kv[j].key, &r, n);
+		if (strcmp(os->kv[j].key, "bin") == 0)
+			bin = ovl_xstrdup(r.path);
+		if (strcmp(os->kv[j].key, "sizes") == 0) {
+			sizes = ovl_xstrdup(r.path);
+			nseq = r.len / 4;
+		}
+	}
+	if (bin != NULL && sizes != NULL && strlen(bin) > 4) {
+		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "token-bits");
+		idx = xasprintf("%.*s.idx", (int)(strlen(bin) - 4), bin);
+		write_idx(sizes, nseq, idx, v != NULL && strcmp(v, "16") == 0);
+		free(idx);
+	}
+	free(bin);
+	free(sizes);
+	if (o->nskip) {
+		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "step");
+		if (v != NULL)
+			(void)ovl_num_u64(v, &step);
+		if (o->skip[0] < step)
+			ovl_errx(OVL_EXIT_USAGE, "steps before %" PRIu64 " are "
+			    "already written at checkpoint %" PRIu64 ": restore "
+			    "an earlier one with --at", step, n);
+		if (skips_parse(ovl_kvsec_get(&st.sec[OVL_SEC_CKPT],
+		    "skip-steps"), sk, &nsk) != 0 || nsk >= MAX_SKIPS)
+			ovl_errx(OVL_EXIT_FRAME, "checkpoint %" PRIu64 ": bad "
+			    "skip-steps", n);
+		sk[nsk].a = o->skip[0];
+		sk[nsk++].b = o->skip[1];
+		skips_format(sk, nsk, &rec);
+		ovl_ckstate_copy(&amended, &st);
+		ovl_kvsec_set(&amended.sec[OVL_SEC_CKPT], "skip-steps",
+		    (char *)rec.p);
+		rec.len = 0;
+		ovl_ckrec_encode(&rec, n, 0, &st, &amended);
+		{
+			char *lp = xasprintf("%s/ckpt.log", dir);
+
+			fd = open(lp, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || ovl_ckptlog_append(fd, log.rec[i].offset +
+			    OVL_CKPTREC_HDR_LEN + log.rec[i].len, rec.p,
+			    rec.len) != 0)
+				ovl_err(OVL_EXIT_DATA, "cannot append to '%s'",
+				    lp);
+			close(fd);
+			free(lp);
+		}
+		ovl_ckstate_clear(&amended);
+	}
+	ovl_buf_free(&rec);
+	{
+		char *abs = realpath(dir, NULL);
+
+		if (abs == NULL)
+			ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
+		write_resume_file(abs, "mix", &st.sec[OVL_SEC_MIX], &mixpath);
+		write_resume_file(abs, "construct", &st.sec[OVL_SEC_CONSTRUCT],
+		    &conpath);
+		free(abs);
+	}
+	print_sources(&st.sec[OVL_SEC_MIX], o->print0);
+	{
+		const char *opts[2];
+		char num[32];
+
+		opts[0] = "--resume";
+		opts[1] = mixpath;
+		restore_line(o->print0, "mix", opts, 2);
+		opts[1] = conpath;
+		restore_line(o->print0, "construct", opts, 2);
+		snprintf(num, sizeof(num), "%" PRIu64, n);
+		opts[1] = num;
+		restore_line(o->print0, "ckpt", opts, 2);
+	}
+	free(mixpath);
+	free(conpath);
+	ovl_ckstate_clear(&st);
+	ovl_ckptlog_free(&log);
+	ovl_io_close_stdout();
+	return 0;
+}
+

@@ -1,0 +1,692 @@
+/*
+ * ovl-ckpt: the committing sink. Reads the constructor's frames, writes
+ * every SEQ to the outputs and commits a checkpoint at every BARRIER.
+ */
+#include "ckpt.h"
+#include "committer.h"
+
+static volatile sig_atomic_t stop_requested;
+
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* ---- SEQ ---- */
+
+static char *
+put_u64(char *p, uint64_t v)
+{
+	char t[24];
+	int n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0)
+		*p++ = t[--n];
+	return p;
+}
+
+static void
+json_array(struct ovl_buf *b, const char *key, const uint32_t *a, size_t n)
+{
+	char *p;
+	size_t i;
+
+	p = (char *)ovl_buf_reserve(b, strlen(key) + 6 + n * 11);
+	p += sprintf(p, ",\"%s\":[", key);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			*p++ = ',';
+		p = put_u64(p, a[i]);
+	}
+	*p++ = ']';
+	b->len = (size_t)(p - (char *)b->p);
+}
+
+static void
+json_seq_head(struct ovl_buf *b, const struct ovl_seq *s, uint64_t index)
+{
+	char t[160];
+
+	snprintf(t, sizeof(t), "{\"seq\":%" PRIu64 ",\"step\":%" PRIu64
+	    ",\"rank\":%" PRIu32 ",\"mb\":%" PRIu32, index, s->step, s->rank,
+	    s->mb);
+	ovl_buf_append(b, t, strlen(t));
+}
+
+static void
+write_jsonl(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
+{
+	struct ovl_buf *b = &R->scratch;
+
+	b->len = 0;
+	json_seq_head(b, s, R->nseqs);
+	json_array(b, "tokens", s->tokens, s->ntokens);
+	json_array(b, "positions", s->positions, s->ntokens);
+	json_array(b, "cu_seqlens", s->cu_seqlens, (size_t)s->npieces + 1);
+	ovl_buf_append(b, "}\n", 2);
+	out_put(o, b->p, b->len);
+}
+
+static void
+write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
+{
+	struct ovl_buf *b = &R->scratch;
+	struct ovl_piece pc;
+	char t[256];
+	const char *name;
+	uint32_t i;
+
+	b->len = 0;
+	json_seq_head(b, s, R->nseqs);
+	ovl_buf_append(b, ",\"pieces\":[", 11);
+	for (i = 0; i < s->npieces; i++) {
+		ovl_seq_piece(s, i, &pc);
+		name = pc.source < R->nsrc && R->srcname[pc.source] != NULL ?
+		    R->srcname[pc.source] : NULL;
+		if (i > 0)
+			ovl_buf_append(b, ",", 1);
+		snprintf(t, sizeof(t), "{\"source\":%" PRIu32, pc.source);
+		ovl_buf_append(b, t, strlen(t));
+		if (name != NULL) {	/* META names are [A-Za-z0-9_-] */
+			snprintf(t, sizeof(t), ",\"name\":\"%s\"", name);
+			ovl_buf_append(b, t, strlen(t));
+		}
+		snprintf(t, sizeof(t), ",\"epoch\":%" PRIu32 ",\"chunk\":%"
+		    PRIu32 ",\"record\":%" PRIu64 ",\"mix_pos\":%" PRIu64
+		    ",\"offset\":%" PRIu32 ",\"length\":%" PRIu32 "}", pc.epoch,
+		    pc.chunk, pc.record, pc.mix_pos, pc.offset, pc.length);
+		ovl_buf_append(b, t, strlen(t));
+	}
+	ovl_buf_append(b, "]}\n", 3);
+	out_put(R->man, b->p, b->len);
+}
+
+static void
+write_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
+    int bits16, uint32_t limit)
+{
+	uint32_t i, bad = 0, max = 0;
+
+	for (i = 0; i < s->ntokens; i++)
+		if (s->tokens[i] > max)
+			max = s->tokens[i];
+	if (max > limit)
+		bad = 1;
+	if (bad)
+		ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
+		    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
+		    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
+		    R->vocab);
+	if (!bits16) {
+		out_put(o, s->tokens, (size_t)s->ntokens * 4);
+		return;
+	}
+	{
+		uint16_t *t;
+
+		R->scratch.len = 0;	/* storage from malloc: aligned */
+		t = (uint16_t *)(void *)ovl_buf_reserve(&R->scratch,
+		    (size_t)s->ntokens * 2);
+
+		for (i = 0; i < s->ntokens; i++)
+			t[i] = (uint16_t)s->tokens[i];
+		out_put(o, t, (size_t)s->ntokens * 2);
+	}
+}
+
+static void
+on_seq(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	struct ovl_seq s;
+	uint32_t ranks;
+	size_t i;
+
+	if (ovl_seq_decode(f, &s) != OVL_F_OK)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed SEQ "
+		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
+	/* A frame whose CRC holds can still make no sense for this run. */
+	ranks = R->meta_ranks ? R->meta_ranks : R->o->plan_ranks;
+	if (ranks > 0 && s.rank >= ranks)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
+		    PRIu64 " is for rank %" PRIu32 " of a %" PRIu32 "-rank run",
+		    ovl_reader_offset(R->rd), s.rank, ranks);
+	if (R->cur_step > 0 && s.step + 1 < R->cur_step)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
+		    PRIu64 " is for step %" PRIu64 ", after step %" PRIu64
+		    " (steps out of order)", ovl_reader_offset(R->rd), s.step,
+		    R->cur_step - 1);
+	if (R->o->rank_set && s.rank != R->o->rank)
+		return;
+	if (s.step + 1 != R->cur_step) {
+		/* a step is complete: a trainer on a pipe gets it now */
+		for (i = 0; i < R->nouts; i++)
+			if (!R->outs[i]->regular)
+				out_flush(R->outs[i]);
+		R->cur_step = s.step + 1;
+	}
+	if (skipped(R, s.step)) {
+		R->nskipped++;
+		return;
+	}
+	if (R->std != NULL) {
+		if (R->o->json) {
+			R->scratch.len = 0;
+			json_seq_head(&R->scratch, &s, R->nseqs);
+			json_array(&R->scratch, "tokens", s.tokens, s.ntokens);
+			json_array(&R->scratch, "positions", s.positions,
+			    s.ntokens);
+			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens,
+			    (size_t)s.npieces + 1);
+			ovl_buf_append(&R->scratch, "}\n", 2);
+			out_put(R->std, R->scratch.p, R->scratch.len);
+		} else {
+			out_put(R->std, f->payload - OVL_FRAME_HDR_LEN, f->size);
+			R->std->nframes++;
+		}
+	}
+	if (R->frames != NULL) {
+		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		R->frames->nframes++;
+	}
+	if (R->o->per_rank != NULL) {
+		struct out *o = rank_out(R, s.rank);
+
+		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		o->nframes++;
+	}
+	if (R->bin != NULL) {
+		int32_t n = (int32_t)s.ntokens;
+
+		write_tokens(R, R->bin, &s, R->tok16, R->tok16 ? 65535 :
+		    INT32_MAX);
+		out_put(R->sizes, &n, 4);
+	}
+	if (R->tok != NULL) {
+		int64_t row[SEQS_COLS], c;
+		uint64_t first = R->ncu - 1;
+
+		write_tokens(R, R->tok, &s, R->tok16, R->tok16 ? 65535 :
+		    UINT32_MAX);
+		out_put(R->pos, s.positions, (size_t)s.ntokens * 4);
+		row[0] = (int64_t)s.step;
+		row[1] = s.rank;
+		row[2] = s.mb;
+		row[3] = (int64_t)((R->tok->len - NPY_HDR) / R->tok->itemsize) -
+		    s.ntokens;
+		row[4] = s.ntokens;
+		row[5] = (int64_t)first;
+		for (i = 1; i <= s.npieces; i++) {
+			c = row[3] + s.cu_seqlens[i];
+			out_put(R->cu, &c, 8);
+			R->ncu++;
+		}
+		if (s.cu_seqlens[s.npieces] < s.ntokens) {	/* padding */
+			c = row[3] + s.ntokens;
+			out_put(R->cu, &c, 8);
+			R->ncu++;
+		}
+		row[6] = (int64_t)(R->ncu - 1 - first);
+		out_put(R->seqs, row, sizeof(row));
+	}
+	if (R->jsonl != NULL)
+		write_jsonl(R, R->jsonl, &s);
+	if (R->man != NULL)
+		write_manifest(R, &s);
+	R->nseqs++;
+}
+
+/* ---- commits ---- */
+
+static void
+set_u64(struct ovl_kvsec *s, const char *key, uint64_t v)
+{
+	char t[32];
+
+	snprintf(t, sizeof(t), "%" PRIu64, v);
+	ovl_kvsec_set(s, key, t);
+}
+
+static void
+build_state(struct ckpt_run *R, const struct ovl_barrier *b)
+{
+	struct ovl_kvsec *c = &R->cur.sec[OVL_SEC_CKPT];
+	struct ovl_kvsec *os = &R->cur.sec[OVL_SEC_OUT];
+	const struct ckpt_opts *o = R->o;
+	char key[256], val[128];
+	size_t i;
+
+	ovl_kvsec_clear(c);
+	ovl_kvsec_clear(os);
+	set_u64(c, "step", b->step);
+	/* where this log was written: a copy of the directory knows it is one */
+	ovl_kvsec_set(c, "dir", R->dir);
+	set_u64(c, "mix-pos", b->mix_pos);
+	set_u64(c, "tokens", b->tokens);
+	set_u64(c, "offset", b->offset);
+	set_u64(c, "seqs", R->nseqs);
+	set_u64(c, "skipped", R->nskipped);
+	skips_format(R->skips, R->nskips, &R->scratch);
+	ovl_kvsec_set(c, "skip-steps", (char *)R->scratch.p);
+	ovl_kvsec_set(c, "format", fmt_name[o->format]);
+	if (o->rank_set)
+		set_u64(c, "rank", o->rank);
+	ovl_kvsec_set(c, "token-bits", R->tok16 ? "16" : "32");
+	if (R->have_vocab)
+		set_u64(c, "vocab", R->vocab);
+	for (i = 0; i < R->nouts; i++) {
+		struct out *x = R->outs[i];
+
+		snprintf(key, sizeof(key), "%s.path", x->name);
+		ovl_kvsec_set(os, key, x->path != NULL ? x->path : "-");
+		snprintf(key, sizeof(key), "%s.type", x->name);
+		snprintf(val, sizeof(val), "%s %s", type_name(x),
+		    x->regular ? "file" : "stream");
+		ovl_kvsec_set(os, key, val);
+		snprintf(val, sizeof(val), "%" PRIu64 " %016" PRIx64 " %" PRIu64,
+		    x->len, x->hash, x->nframes);
+		ovl_kvsec_set(os, x->name, val);
+	}
+}
+
+
+static void
+append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
+{
+	struct ovl_buf rec = { 0 };
+	int base = !R->have_prev || R->since_base + 1 >= R->o->base_every;
+	struct ovl_ckstate tmp;
+
+	ovl_ckrec_encode(&rec, n, flags, base ? NULL : &R->prev, &R->cur);
+	committer_push(R->logpath, rec.p, rec.len, n);
+	R->logend += rec.len;
+	R->since_base = base ? 0 : R->since_base + 1;
+	ovl_info(1, "checkpoint %" PRIu64 ": %s record of %zu bytes", n,
+	    base ? "base" : "diff", rec.len);
+	ovl_buf_free(&rec);
+	/* prev <- cur, keeping the storage of both */
+	tmp = R->prev;
+	R->prev = R->cur;
+	R->cur = tmp;
+	ovl_ckstate_copy(&R->cur, &R->prev);
+	R->have_prev = 1;
+	R->last_n = n;
+	R->have_last = 1;
+}
+
+static void
+commit(struct ckpt_run *R, const struct ovl_barrier *b)
+{
+	size_t i;
+
+	if (!R->have_mix || R->mix_n != b->n)
+		ovl_errx(OVL_EXIT_FRAME, "BARRIER %" PRIu64 " without the "
+		    "STATE of mix before it", b->n);
+	if (!R->have_con || R->con_n != b->n)
+		ovl_errx(OVL_EXIT_FRAME, "BARRIER %" PRIu64 " without the "
+		    "STATE of construct before it", b->n);
+	for (i = 0; i < R->nouts; i++)
+		out_commit(R->outs[i]);
+	if (ovl_kvsec_parse(&R->cur.sec[OVL_SEC_MIX], (const char *)R->mixst.p,
+	    R->mixst.len) != 0)
+		ovl_errx(OVL_EXIT_FRAME, "STATE(mix, %" PRIu64 "): a line is "
+		    "not \"key value\"", b->n);
+	if (ovl_kvsec_parse(&R->cur.sec[OVL_SEC_CONSTRUCT],
+	    (const char *)R->cst.p, R->cst.len) != 0)
+		ovl_errx(OVL_EXIT_FRAME, "STATE(construct, %" PRIu64 "): a line "
+		    "is not \"key value\"", b->n);
+	build_state(R, b);
+	append_record(R, b->n, 0);
+	R->have_mix = R->have_con = 0;
+	if (R->o->json && R->std != NULL) {
+		char t[128];
+
+		out_flush(R->std);
+		snprintf(t, sizeof(t), "{\"checkpoint\":%" PRIu64 ",\"step\":%"
+		    PRIu64 "}\n", b->n, b->step);
+		out_put(R->std, t, strlen(t));
+	}
+}
+
+/* The Megatron index from the sizes file: written whole, atomically. */
+void
+write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
+    int tok16)
+{
+	struct ovl_buf b = { 0 };
+	uint8_t *p, *sz;
+	uint64_t i, ptr = 0;
+	int fd;
+
+	if (nseq > (SIZE_MAX - 64) / 24 /* 12 + 8 per sequence, with room */)
+		ovl_errx(OVL_EXIT_DATA, "too many sequences for an index");
+	p = ovl_buf_reserve(&b, 34 + nseq * 12 + (nseq + 1) * 8);
+	memcpy(p, "MMIDIDX\x00\x00", 9);
+	ovl_put64(p + 9, 1);
+	p[17] = tok16 ? 8 : 4;	/* numpy uint16 : int32 */
+	ovl_put64(p + 18, nseq);
+	ovl_put64(p + 26, nseq + 1);
+	sz = p + 34;		/* int32 sizes, straight from the sizes file */
+	fd = open(sizes_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ovl_io_read_full(fd, sz, nseq * 4) != (ssize_t)(nseq * 4))
+		ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64 " sizes from '%s'",
+		    nseq, sizes_path);
+	close(fd);
+	p = sz + nseq * 4;
+	for (i = 0; i < nseq; i++) {
+		ovl_put64(p + i * 8, ptr);
+		ptr += (uint64_t)ovl_le32(sz + i * 4) * (tok16 ? 2 : 4);
+	}
+	p += nseq * 8;
+	for (i = 0; i <= nseq; i++)
+		ovl_put64(p + i * 8, i);
+	b.len = 34 + nseq * 12 + (nseq + 1) * 8;
+	if (ovl_atomic_write(idx_path, b.p, b.len) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", idx_path);
+	ovl_buf_free(&b);
+}
+
+static void
+finish_idx(struct ckpt_run *R)
+{
+	char *idx;
+
+	if (R->bin == NULL)
+		return;
+	out_flush(R->sizes);
+	idx = xasprintf("%s.idx", R->o->prefix);
+	write_idx(R->sizes->path, R->sizes->len / 4, idx, R->tok16);
+	free(idx);
+}
+
+static void
+on_end(struct ckpt_run *R)
+{
+	struct ovl_barrier b;
+	size_t i;
+	uint8_t *p, fr[OVL_FRAME_HDR_LEN + OVL_END_LEN];
+
+	if (!R->have_meta)
+		ovl_errx(OVL_EXIT_FRAME, "stream ended without META");
+	for (i = 0; i < R->nouts; i++) {
+		struct out *o = R->outs[i];
+
+		if (o->type != OT_FRAMES)
+			continue;
+		memset(fr, 0, sizeof(fr));
+		p = fr + OVL_FRAME_HDR_LEN;
+		ovl_end_encode(p, o->nframes);
+		ovl_frame_seal(fr, OVL_END, 0, OVL_END_LEN);
+		out_put(o, fr, sizeof(fr));
+	}
+	memset(&b, 0, sizeof(b));
+	{
+		const struct ovl_kvsec *c = &R->prev.sec[OVL_SEC_CKPT];
+		const char *v;
+
+		if (R->have_prev && (v = ovl_kvsec_get(c, "step")) != NULL)
+			(void)ovl_num_u64(v, &b.step);
+	}
+	b.n = R->have_last ? R->last_n + 1 : 1;
+	for (i = 0; i < R->nouts; i++)
+		out_commit(R->outs[i]);
+	finish_idx(R);
+	build_state(R, &b);
+	append_record(R, b.n, OVL_CKPTREC_END);
+}
+
+/* ---- the run ---- */
+
+static void
+open_log(struct ckpt_run *R)
+{
+	struct ovl_ckptlog log;
+	uint8_t hdr[OVL_CKPTLOG_HDR_LEN];
+	size_t i, b;
+
+	R->logpath = xasprintf("%s/ckpt.log", R->dir);
+	read_log(R->dir, &log);
+	if (!R->o->resume_set) {
+		if (log.nrec > 0)
+			ovl_errx(OVL_EXIT_USAGE, "'%s' already holds checkpoints: "
+			    "resume with the options 'ovl-ckpt restore %s' "
+			    "prints, or use a new directory", R->dir, R->dir);
+		ovl_ckptlog_header(hdr);
+		if (ovl_atomic_write(R->logpath, hdr, sizeof(hdr)) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", R->logpath);
+		R->logend = sizeof(hdr);
+	} else {
+		long r = ovl_ckptlog_find(&log, R->o->resume);
+
+		if (r < 0)
+			ovl_errx(OVL_EXIT_USAGE, "no checkpoint %" PRIu64 " in '%s'",
+			    R->o->resume, R->dir);
+		i = (size_t)r;
+		if (log.rec[i].flags & OVL_CKPTREC_END)
+			ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64 " ends the "
+			    "run: nothing to resume", R->o->resume);
+		cut_log(R->dir, &log, i);
+		log_state(R->dir, &log, i, &R->prev);
+		R->have_prev = 1;
+		R->last_n = log.rec[i].n;
+		R->have_last = 1;
+		R->logend = log.rec[i].offset + OVL_CKPTREC_HDR_LEN +
+		    log.rec[i].len;
+		for (b = i; log.rec[b].type != OVL_CKPTREC_BASE; b--)
+			;
+		R->since_base = i - b;
+		ovl_ckstate_copy(&R->cur, &R->prev);
+		{
+			const struct ovl_kvsec *c = &R->prev.sec[OVL_SEC_CKPT];
+			const char *v;
+			struct skip sk[MAX_SKIPS];
+			size_t nsk, k;
+
+			if ((v = ovl_kvsec_get(c, "seqs")) != NULL)
+				(void)ovl_num_u64(v, &R->nseqs);
+			if ((v = ovl_kvsec_get(c, "skipped")) != NULL)
+				(void)ovl_num_u64(v, &R->nskipped);
+			if (skips_parse(ovl_kvsec_get(c, "skip-steps"), sk,
+			    &nsk) != 0)
+				ovl_errx(OVL_EXIT_FRAME, "checkpoint %" PRIu64
+				    ": bad skip-steps", R->last_n);
+			for (k = 0; k < nsk && R->nskips < MAX_SKIPS; k++)
+				R->skips[R->nskips++] = sk[k];
+			v = ovl_kvsec_get(c, "format");
+			if (v != NULL && strcmp(v, fmt_name[R->o->format]) != 0)
+				ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64
+				    " wrote format %s, not %s", R->last_n, v,
+				    fmt_name[R->o->format]);
+		}
+	}
+	ovl_ckptlog_free(&log);
+	R->logfd = open(R->logpath, O_WRONLY | O_CLOEXEC);
+	if (R->logfd < 0)
+		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", R->logpath);
+}
+
+static void
+on_meta(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	const char *text;
+	uint32_t len;
+
+	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed META "
+		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
+	if (R->have_meta)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': a second META frame "
+		    "at byte offset %" PRIu64, ovl_reader_offset(R->rd));
+	ovl_buf_append(&R->meta, f->payload - OVL_FRAME_HDR_LEN, f->size);
+	R->have_meta = 1;
+	meta_parse(R, text, len);
+	if (!R->have_vocab)
+		ovl_errx(OVL_EXIT_FRAME, "'standard input': META at byte offset "
+		    "%" PRIu64 " has no vocab (token files need it)",
+		    ovl_reader_offset(R->rd));
+	open_outputs(R);
+}
+
+static void
+on_state(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	struct ovl_state s;
+	struct ovl_buf *b;
+
+	if (ovl_state_decode(f, &s) != OVL_F_OK)
+		ovl_errx(OVL_EXIT_FRAME, "malformed STATE frame");
+	if (R->have_last && s.n <= R->last_n)
+		ovl_errx(OVL_EXIT_FRAME, "STATE for checkpoint %" PRIu64 " after "
+		    "checkpoint %" PRIu64 ": the pipeline does not resume where "
+		    "ovl-ckpt does", s.n, R->last_n);
+	if (s.stage == OVL_STAGE_MIX) {
+		b = &R->mixst;
+		R->have_mix = 1;
+		R->mix_n = s.n;
+	} else if (s.stage == OVL_STAGE_CONSTRUCT) {
+		b = &R->cst;
+		R->have_con = 1;
+		R->con_n = s.n;
+	} else
+		return;
+	b->len = 0;
+	ovl_buf_append(b, s.text, s.text_len);
+}
+
+static void
+finish_stop(struct ckpt_run *R)
+{
+	size_t i;
+
+	for (i = 0; i < R->nouts; i++)
+		out_flush(R->outs[i]);
+	finish_idx(R);
+	(void)committer_drain(R->logpath, 0);
+	committer_join();
+	ovl_info(0, "stopped at checkpoint %" PRIu64 "; resume with the "
+	    "lines of 'ovl-ckpt restore %s'", R->last_n, R->dir);
+	exit(EXIT_STOPPED);
+}
+
+static void
+run_free(struct ckpt_run *R)
+{
+	size_t i;
+
+	for (i = 0; i < R->nouts; i++) {
+		struct out *o = R->outs[i];
+
+		if (o->path != NULL && o->fd >= 0 && close(o->fd) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot close '%s'", o->path);
+		free(o->name);
+		free(o->path);
+		ovl_buf_free(&o->buf);
+		free(o);
+	}
+	free(R->outs);
+	free(R->rank);
+	for (i = 0; i < R->nsrc; i++)
+		free(R->srcname[i]);
+	free(R->srcname);
+	ovl_ckstate_clear(&R->prev);
+	ovl_ckstate_clear(&R->cur);
+	ovl_buf_free(&R->meta);
+	ovl_buf_free(&R->mixst);
+	ovl_buf_free(&R->cst);
+	ovl_buf_free(&R->scratch);
+	if (R->logfd >= 0)
+		close(R->logfd);
+	free(R->logpath);
+	free(R->dir);
+}
+
+int
+run(struct ckpt_opts *o)
+{
+	struct ckpt_run R;
+	struct ovl_reader *rd;
+	struct ovl_frame f;
+	struct sigaction sa;
+	int rc;
+
+	memset(&R, 0, sizeof(R));
+	R.o = o;
+	if (ovl_mkdir_p(o->dir, 0777) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot create '%s'", o->dir);
+	R.dir = realpath(o->dir, NULL);
+	if (R.dir == NULL)
+		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", o->dir);
+	(void)lock_dir(R.dir);
+	for (rc = 0; rc < o->nskip; rc++) {
+		R.skips[R.nskips].a = o->skip[0];
+		R.skips[R.nskips++].b = o->skip[1];
+	}
+	open_log(&R);
+	committer_start(R.logfd, R.logend, R.have_last);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+
+	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	R.rd = rd;
+	for (;;) {
+		rc = ovl_reader_next(rd, &f);
+		if (rc < 0) {
+			if (stop_requested) {
+				ovl_warnx("%s", ovl_reader_error(rd));
+				finish_stop(&R);
+			}
+			/* what was committed before stays committed */
+			(void)committer_drain(R.logpath, 1);
+			ovl_reader_die(rd);
+		}
+		if (rc == OVL_RD_EOF)
+			break;
+		if (!R.have_meta && f.kind != OVL_META && f.kind != OVL_END)
+			ovl_errx(OVL_EXIT_FRAME, "'standard input': %s frame at "
+			    "byte offset %" PRIu64 " before META",
+			    ovl_kind_name(f.kind), ovl_reader_offset(rd));
+		switch (f.kind) {
+		case OVL_META:
+			on_meta(&R, &f);
+			break;
+		case OVL_SEQ:
+			on_seq(&R, &f);
+			break;
+		case OVL_STATE:
+			on_state(&R, &f);
+			break;
+		case OVL_BARRIER:
+			if (ovl_barrier_decode(&f, &R.bar) != OVL_F_OK)
+				ovl_errx(OVL_EXIT_FRAME, "'standard input': "
+				    "malformed BARRIER at byte offset %" PRIu64,
+				    ovl_reader_offset(rd));
+			commit(&R, &R.bar);
+			if (stop_requested)
+				finish_stop(&R);
+			break;
+		case OVL_END:
+			on_end(&R);
+			break;
+		default:
+			break;	/* DOC, CHUNK_END, unknown: not ours */
+		}
+	}
+	ovl_reader_free(rd);
+	(void)committer_drain(R.logpath, 0);
+	committer_join();
+	ovl_info(1, "%" PRIu64 " sequences written, %" PRIu64 " skipped",
+	    R.nseqs, R.nskipped);
+	if (R.std != NULL && R.std->fd == STDOUT_FILENO)
+		ovl_io_close_stdout();
+	run_free(&R);
+	return OVL_EXIT_OK;
+}
+
