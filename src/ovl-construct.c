@@ -1602,21 +1602,12 @@ static void
 run(struct construct *c)
 {
 	struct ovl_frame f;
-	int rc, seen_meta = 0;
+	int rc;
 
+	/* the reader holds the grammar: META first and once, then documents */
 	while ((rc = ovl_reader_next(c->rd, &f)) == OVL_RD_FRAME) {
-		if (!seen_meta && f.kind != OVL_META)
-			ovl_errx(OVL_EXIT_FRAME, "'%s': the stream does not begin "
-			    "with META (byte offset %" PRIu64 ")",
-			    ovl_reader_name(c->rd), ovl_reader_offset(c->rd));
 		switch (f.kind) {
 		case OVL_META:
-			if (seen_meta)
-				ovl_errx(OVL_EXIT_FRAME, "'%s': a second META at "
-				    "byte offset %" PRIu64,
-				    ovl_reader_name(c->rd),
-				    ovl_reader_offset(c->rd));
-			seen_meta = 1;
 			on_meta(c, &f);
 			break;
 		case OVL_DOC:
@@ -1631,12 +1622,8 @@ run(struct construct *c)
 		case OVL_END:
 			on_end(c);
 			break;
-		case OVL_SEQ:
-			ovl_errx(OVL_EXIT_DATA, "'%s': SEQ frame in the input at "
-			    "byte offset %" PRIu64 ": not a document stream",
-			    ovl_reader_name(c->rd), ovl_reader_offset(c->rd));
 		default:
-			break;	/* CHUNK_END and unknown kinds: dropped */
+			break;	/* CHUNK_END: nothing to do here */
 		}
 	}
 	if (rc < 0)
@@ -1675,6 +1662,10 @@ main(int argc, char **argv)
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	}
 	c.rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	ovl_reader_expect(c.rd, &(struct ovl_expect){
+	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
+	    1u << OVL_CHUNK_END | 1u << OVL_BARRIER | 1u << OVL_STATE,
+	    .what = "a stream of documents", .checks = OVL_EXPECT_DOC });
 	c.bal = ovl_balancer_new();
 	c.pk = ovl_packer_new();
 	run(&c);

@@ -513,6 +513,10 @@ open_input(struct input *in)
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		(void)fcntl(in->fd, F_SETFL, fl | O_NONBLOCK);
 	in->r = ovl_reader_new(in->fd, in->path != NULL ? in->path : "-", 0);
+	ovl_reader_expect(in->r, &(struct ovl_expect){
+	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
+	    1u << OVL_CHUNK_END, .what = "a source stream",
+	    .checks = OVL_EXPECT_DOC });
 	/*
 	 * Small reads: with many inputs, 1 MiB read ahead per input falls
 	 * out of the cache before the CRC check and the copy touch it.
@@ -538,31 +542,6 @@ reopen_input(struct input *in)
 	open_input(in);
 }
 
-static int
-meta_value(const char *text, size_t len, const char *key, char *out,
-    size_t outlen)
-{
-	const char *p = text, *end = text + len, *nl;
-	size_t kl = strlen(key), vl;
-
-	while (p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (nl == NULL)
-			nl = end;
-		if ((size_t)(nl - p) > kl && memcmp(p, key, kl) == 0 &&
-		    p[kl] == ' ') {
-			vl = (size_t)(nl - p) - kl - 1;
-			if (vl >= outlen)
-				vl = outlen - 1;
-			memcpy(out, p + kl + 1, vl);
-			out[vl] = '\0';
-			return 1;
-		}
-		p = nl + 1;
-	}
-	return 0;
-}
-
 /* Check an input's META against the plan and the other inputs. */
 static void
 take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
@@ -573,26 +552,17 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 	char tok[256], val[256];
 	uint64_t vocab = 0, eod = 0;
 
-	if (f->kind != OVL_META)
-		ovl_errx(OVL_EXIT_FRAME, "'%s': the stream does not begin with "
-		    "META (got %s)", in->label, ovl_kind_name(f->kind));
-	if (ovl_meta_decode(f, &text, &tl) != OVL_F_OK)
-		ovl_errx(OVL_EXIT_FRAME, "'%s': malformed META frame",
-		    in->label);
-	if (!meta_value(text, tl, "tokenizer", tok, sizeof(tok)))
+	/*
+	 * The reader checked the grammar (META first, with vocab and eod
+	 * below it): every input says what it is, a broken META is blamed on
+	 * itself.
+	 */
+	(void)ovl_meta_decode(f, &text, &tl);
+	if (!ovl_meta_value(text, tl, "tokenizer", tok, sizeof(tok)))
 		strcpy(tok, "bytes");
-	/* Every input says what it is: a broken META is blamed on itself. */
-	if (!meta_value(text, tl, "vocab", val, sizeof(val)))
-		ovl_errx(OVL_EXIT_FRAME, "'%s': META has no vocab", in->label);
-	if (ovl_num_u64(val, &vocab) != 0 || vocab == 0)
-		ovl_errx(OVL_EXIT_FRAME, "'%s': bad vocab '%s' in META",
-		    in->label, val);
-	if (!meta_value(text, tl, "eod", val, sizeof(val)))
-		ovl_errx(OVL_EXIT_FRAME, "'%s': META has no eod", in->label);
-	if (ovl_num_u64(val, &eod) != 0 || eod >= vocab)
-		ovl_errx(OVL_EXIT_FRAME, "'%s': bad eod '%s' in META (vocab %"
-		    PRIu64 ")", in->label, val, vocab);
-	if (meta_value(text, tl, "source", val, sizeof(val))) {
+	(void)ovl_reader_meta_u64(in->r, "vocab", &vocab);
+	(void)ovl_reader_meta_u64(in->r, "eod", &eod);
+	if (ovl_meta_value(text, tl, "source", val, sizeof(val))) {
 		const char *sp = strchr(val, ' ');
 		if (sp != NULL && strcmp(sp + 1, s->ps->name) != 0)
 			ovl_errx(OVL_EXIT_USAGE, "'%s' carries source '%s', not "
@@ -601,7 +571,7 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 	{
 		char key[OVL_PLAN_MAX_NAME + 32];
 		snprintf(key, sizeof(key), "source.%s.partition", s->ps->name);
-		if (meta_value(text, tl, key, val, sizeof(val)) &&
+		if (ovl_meta_value(text, tl, key, val, sizeof(val)) &&
 		    ovl_num_part(val, &pp, &pn) == 0 &&
 		    (pp != in->part || pn != s->nparts))
 			ovl_errx(OVL_EXIT_USAGE, "'%s' is partition %s, but is "
@@ -911,17 +881,8 @@ take_doc(struct mixer *m, struct source *s, struct ovl_doc *d)
 			if (d->nchunks != 0)
 				s->nchunks = d->nchunks;
 			return in;
-		case OVL_META:
-		case OVL_SEQ:
-		case OVL_BARRIER:
-		case OVL_STATE:
-			ovl_errx(OVL_EXIT_FRAME, "'%s': unexpected %s frame at "
-			    "byte offset %" PRIu64 " in a source stream",
-			    in->label, ovl_kind_name(in->pend.kind),
-			    ovl_reader_offset(in->r));
-		default:
-			in->has_pend = 0;	/* a kind we do not know: skip */
-			continue;
+		default:	/* the reader lets DOC, CHUNK_END, END through */
+			abort();
 		}
 	}
 }

@@ -229,7 +229,7 @@ PLAN
 	cp a.f novocab.f
 	"$OVL_TEST_TOOL" poke novocab.f 0 24 $(printf 'xoca' | od -An -tu4 | tr -d ' ')
 	run -3 "$OVL_MIX" "$SAMPLES/plans/small.plan" web=novocab.f book=b.f
-	[[ "$output" == *"'web=novocab.f': META has no vocab"* ]]
+	[[ "$output" == *"input web=novocab.f: 'novocab.f': META has no vocab at byte offset 16"* ]]
 	# an input carrying another source
 	"$OVL_SOURCE" --doc-per file other "$SAMPLES/books/book-00.txt" > c.f
 	run -2 "$OVL_MIX" "$SAMPLES/plans/small.plan" web=a.f book=c.f

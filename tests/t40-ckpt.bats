@@ -408,7 +408,7 @@ print("ok")' "$OVL_SRCDIR/samples"
 	cp c.fr rank.fr
 	"$OVL_TEST_TOOL" poke rank.fr 3 8 1000
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck1 --format jsonl -o out1/x p.plan < rank.fr
-	[ "$stderr" = "ovl-ckpt: 'standard input': SEQ at byte offset $off3 is for rank 1000 of a 2-rank run" ]
+	[ "$stderr" = "ovl-ckpt: 'standard input': SEQ for rank 1000 of a 2-rank run at byte offset $off3" ]
 	[ ! -e out1/rank1000 ]
 	# a later SEQ set back to step 0
 	last=$(grep -c SEQ frames.txt)
@@ -416,12 +416,12 @@ print("ok")' "$OVL_SRCDIR/samples"
 	cp c.fr step.fr
 	"$OVL_TEST_TOOL" poke step.fr $((last - 1)) 0 0
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck2 --format jsonl -o out2/x p.plan < step.fr
-	[[ "$stderr" == "ovl-ckpt: 'standard input': SEQ at byte offset $offl is for step 0, after step "*" (steps out of order)" ]]
+	[[ "$stderr" == "ovl-ckpt: 'standard input': SEQ for step 0 after step "*" (steps out of order) at byte offset $offl" ]]
 	# a META whose text length no longer fits its payload
 	cp c.fr meta.fr
 	"$OVL_TEST_TOOL" poke meta.fr 0 0 100000
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck3 --format jsonl -o out3/x p.plan < meta.fr
-	[ "$stderr" = "ovl-ckpt: 'standard input': malformed META frame at byte offset 16" ]
+	[ "$stderr" = "ovl-ckpt: 'standard input': malformed META at byte offset 16" ]
 	# the untouched stream is fine
 	run -0 "$OVL_CKPT" --dir ck4 --format jsonl -o out4/x p.plan < c.fr
 }

@@ -145,23 +145,10 @@ static void
 on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 {
 	struct ovl_seq s;
-	uint32_t ranks;
 	size_t i;
 
-	if (ovl_seq_decode(f, &s) != OVL_F_OK)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed SEQ "
-		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
-	/* A frame whose CRC holds can still make no sense for this run. */
-	ranks = R->meta_ranks ? R->meta_ranks : R->o->plan_ranks;
-	if (ranks > 0 && s.rank >= ranks)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
-		    PRIu64 " is for rank %" PRIu32 " of a %" PRIu32 "-rank run",
-		    ovl_reader_offset(R->rd), s.rank, ranks);
-	if (R->cur_step > 0 && s.step + 1 < R->cur_step)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': SEQ at byte offset %"
-		    PRIu64 " is for step %" PRIu64 ", after step %" PRIu64
-		    " (steps out of order)", ovl_reader_offset(R->rd), s.step,
-		    R->cur_step - 1);
+	/* the reader checked it: rank below ranks, steps in order */
+	(void)ovl_seq_decode(f, &s);
 	if (R->o->rank_set && s.rank != R->o->rank)
 		return;
 	if (s.step + 1 != R->cur_step) {
@@ -412,8 +399,6 @@ on_end(struct ckpt_run *R)
 	size_t i;
 	uint8_t *p, fr[OVL_FRAME_HDR_LEN + OVL_END_LEN];
 
-	if (!R->have_meta)
-		ovl_errx(OVL_EXIT_FRAME, "stream ended without META");
 	for (i = 0; i < R->nouts; i++) {
 		struct out *o = R->outs[i];
 
@@ -517,19 +502,11 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 	const char *text;
 	uint32_t len;
 
-	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': malformed META "
-		    "frame at byte offset %" PRIu64, ovl_reader_offset(R->rd));
-	if (R->have_meta)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': a second META frame "
-		    "at byte offset %" PRIu64, ovl_reader_offset(R->rd));
+	/* the reader checked it: the only one, first, with a vocab */
+	(void)ovl_meta_decode(f, &text, &len);
 	ovl_buf_append(&R->meta, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	R->have_meta = 1;
 	meta_parse(R, text, len);
-	if (!R->have_vocab)
-		ovl_errx(OVL_EXIT_FRAME, "'standard input': META at byte offset "
-		    "%" PRIu64 " has no vocab (token files need it)",
-		    ovl_reader_offset(R->rd));
 	open_outputs(R);
 }
 
@@ -635,6 +612,10 @@ run(struct ckpt_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 
 	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",
+	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE,
+	    .what = "a stream of sequences", .checks = OVL_EXPECT_SEQ,
+	    .ranks = o->plan_ranks });
 	R.rd = rd;
 	for (;;) {
 		rc = ovl_reader_next(rd, &f);
@@ -649,10 +630,6 @@ run(struct ckpt_opts *o)
 		}
 		if (rc == OVL_RD_EOF)
 			break;
-		if (!R.have_meta && f.kind != OVL_META && f.kind != OVL_END)
-			ovl_errx(OVL_EXIT_FRAME, "'standard input': %s frame at "
-			    "byte offset %" PRIu64 " before META",
-			    ovl_kind_name(f.kind), ovl_reader_offset(rd));
 		switch (f.kind) {
 		case OVL_META:
 			on_meta(&R, &f);
@@ -664,10 +641,7 @@ run(struct ckpt_opts *o)
 			on_state(&R, &f);
 			break;
 		case OVL_BARRIER:
-			if (ovl_barrier_decode(&f, &R.bar) != OVL_F_OK)
-				ovl_errx(OVL_EXIT_FRAME, "'standard input': "
-				    "malformed BARRIER at byte offset %" PRIu64,
-				    ovl_reader_offset(rd));
+			(void)ovl_barrier_decode(&f, &R.bar);	/* the reader checked it */
 			commit(&R, &R.bar);
 			if (stop_requested)
 				finish_stop(&R);
@@ -675,8 +649,6 @@ run(struct ckpt_opts *o)
 		case OVL_END:
 			on_end(&R);
 			break;
-		default:
-			break;	/* DOC, CHUNK_END, unknown: not ours */
 		}
 	}
 	ovl_reader_free(rd);

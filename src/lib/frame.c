@@ -30,6 +30,8 @@ ovl_frame_strerror(int rc)
 		return "malformed payload";
 	case OVL_F_ETRUNC:
 		return "truncated stream (end of file without END)";
+	case OVL_F_EGRAMMAR:
+		return "frame out of place";
 	default:
 		return "unknown error";
 	}
@@ -540,4 +542,29 @@ ovl_end_decode(const struct ovl_frame *f, uint64_t *nframes)
 		return OVL_F_EPAYLOAD;
 	*nframes = ovl_le64(f->payload);
 	return OVL_F_OK;
+}
+
+int
+ovl_meta_value(const char *text, size_t len, const char *key, char *out,
+    size_t outlen)
+{
+	const char *p = text, *end = text + len, *nl;
+	size_t kl = strlen(key), vl;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if ((size_t)(nl - p) > kl && memcmp(p, key, kl) == 0 &&
+		    p[kl] == ' ') {
+			vl = (size_t)(nl - p) - kl - 1;
+			if (vl >= outlen)
+				vl = outlen - 1;
+			memcpy(out, p + kl + 1, vl);
+			out[vl] = '\0';
+			return 1;
+		}
+		p = nl + 1;
+	}
+	return 0;
 }

@@ -52,7 +52,8 @@ enum {
 	OVL_F_ECRC = -4,	/* CRC mismatch */
 	OVL_F_EHEADER = -5,	/* length not a multiple of 4, reserved bits set */
 	OVL_F_EPAYLOAD = -6,	/* payload inconsistent with its kind */
-	OVL_F_ETRUNC = -7	/* end of file inside a frame or without END */
+	OVL_F_ETRUNC = -7,	/* end of file inside a frame or without END */
+	OVL_F_EGRAMMAR = -8	/* a sound frame where the stream grammar forbids it */
 };
 
 /* A frame viewed in place; payload points into the caller's buffer. */
@@ -264,6 +265,12 @@ uint32_t ovl_meta_payload_len(uint32_t text_len);
 void	ovl_meta_encode(uint8_t *payload, const char *text, uint32_t text_len);
 int	ovl_meta_decode(const struct ovl_frame *f, const char **text,
 	    uint32_t *text_len);
+/*
+ * The value of the first "key value" line of a META text, NUL-terminated
+ * into out (cut to outlen - 1 bytes). 1 when the key is there, else 0.
+ */
+int	ovl_meta_value(const char *text, size_t len, const char *key, char *out,
+	    size_t outlen);
 
 /* ---- END ---------------------------------------------------------- */
 

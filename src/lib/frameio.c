@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,18 @@ struct ovl_reader {
 	int		 eof;
 	unsigned	 minor;
 	char		 errmsg[512];
+
+	/* the grammar the stage declared (ovl_reader_expect) */
+	int		 expect;
+	struct ovl_expect ex;
+	char		*meta_keys;
+	int		 seen_meta;
+	struct ovl_buf	 meta;		/* the META's text */
+	uint32_t	 ranks;
+	uint64_t	 next_step;	/* SEQ steps from here on */
+	uint64_t	 next_barrier;	/* BARRIER numbers from here on */
+	int		 have_barrier;
+	uint64_t	 skipped;
 };
 
 static uint32_t
@@ -87,7 +100,35 @@ ovl_reader_free(struct ovl_reader *r)
 		return;
 	free(r->buf);
 	free(r->name);
+	free(r->meta_keys);
+	ovl_buf_free(&r->meta);
 	free(r);
+}
+
+void
+ovl_reader_expect(struct ovl_reader *r, const struct ovl_expect *e)
+{
+	r->expect = 1;
+	r->ex = *e;
+	free(r->meta_keys);
+	r->meta_keys = ovl_xstrdup(e->meta_keys != NULL ? e->meta_keys : "");
+	r->ex.meta_keys = r->meta_keys;
+	r->ranks = e->ranks;
+}
+
+uint64_t
+ovl_reader_skipped(const struct ovl_reader *r)
+{
+	return r->skipped;
+}
+
+int
+ovl_reader_meta_u64(const struct ovl_reader *r, const char *key, uint64_t *v)
+{
+	char val[32];
+
+	return r->meta.len > 0 && ovl_meta_value((const char *)r->meta.p,
+	    r->meta.len, key, val, sizeof(val)) && ovl_num_u64(val, v) == 0;
 }
 
 static int
@@ -99,6 +140,140 @@ fail(struct ovl_reader *r, int rc, uint64_t off, const char *detail)
 	r->frame_off = off;
 	r->state = rc;
 	return rc;
+}
+
+static int
+bad(struct ovl_reader *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A grammar error: "'name': <what> at byte offset N". */
+static int
+bad(struct ovl_reader *r, int rc, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(r->errmsg, sizeof(r->errmsg), "'%s': %s at byte offset %"
+	    PRIu64, r->name, what, r->frame_off);
+	r->state = rc;
+	return rc;
+}
+
+/* The META's keys against what the stage needs. */
+static int
+check_meta(struct ovl_reader *r, const struct ovl_frame *f)
+{
+	const char *text, *p = r->meta_keys, *sp;
+	char key[64], val[64];
+	uint32_t len;
+	uint64_t v, vocab = 0;
+	int have_vocab = 0;
+	size_t kl;
+
+	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
+		return bad(r, OVL_F_EPAYLOAD, "malformed META");
+	r->meta.len = 0;
+	ovl_buf_append(&r->meta, text, len);
+	while (*p != '\0') {
+		kl = strcspn(p, " ");
+		if (kl > 0 && kl < sizeof(key)) {
+			memcpy(key, p, kl);
+			key[kl] = '\0';
+			if (!ovl_meta_value(text, len, key, val, sizeof(val)))
+				return bad(r, OVL_F_EGRAMMAR, "META has no %s",
+				    key);
+			if (ovl_num_u64(val, &v) != 0 ||
+			    (strcmp(key, "vocab") == 0 && v == 0))
+				return bad(r, OVL_F_EGRAMMAR, "bad %s '%s' in "
+				    "META", key, val);
+			if (strcmp(key, "vocab") == 0) {
+				vocab = v;
+				have_vocab = 1;
+			}
+		}
+		p += kl;
+		p += strspn(p, " ");
+	}
+	if (have_vocab && (sp = strstr(r->meta_keys, "eod")) != NULL &&
+	    (sp[3] == '\0' || sp[3] == ' ') &&
+	    ovl_meta_value(text, len, "eod", val, sizeof(val)) &&
+	    ovl_num_u64(val, &v) == 0 && v >= vocab)
+		return bad(r, OVL_F_EGRAMMAR, "bad eod '%s' in META (vocab %"
+		    PRIu64 ")", val, vocab);
+	if (ovl_meta_value(text, len, "ranks", val, sizeof(val)) &&
+	    ovl_num_u64(val, &v) == 0 && v >= 1 && v <= UINT32_MAX)
+		r->ranks = (uint32_t)v;
+	return OVL_F_OK;
+}
+
+/* The declared grammar, on a frame whose CRC holds. */
+static int
+check_frame(struct ovl_reader *r, const struct ovl_frame *f)
+{
+	const char *in = r->ex.what != NULL ? " in " : "";
+	const char *what = r->ex.what != NULL ? r->ex.what : "";
+	struct ovl_seq s;
+	struct ovl_doc d;
+	struct ovl_barrier b;
+
+	if (f->kind == OVL_META) {
+		if (r->seen_meta)
+			return bad(r, OVL_F_EGRAMMAR, "a second META");
+		r->seen_meta = 1;
+		return check_meta(r, f);
+	}
+	if (!r->seen_meta)
+		return bad(r, OVL_F_EGRAMMAR, "the stream does not begin with "
+		    "META (%s first)", ovl_kind_name(f->kind));
+	if (f->kind == OVL_END)
+		return OVL_F_OK;
+	if (r->ex.kinds != 0 && !(r->ex.kinds & (1u << f->kind)))
+		return bad(r, OVL_F_EGRAMMAR, "unexpected %s frame%s%s",
+		    ovl_kind_name(f->kind), in, what);
+	switch (f->kind) {
+	case OVL_SEQ:
+		if (!(r->ex.checks & OVL_EXPECT_SEQ))
+			break;
+		if (ovl_seq_decode(f, &s) != OVL_F_OK)
+			return bad(r, OVL_F_EPAYLOAD, "malformed SEQ");
+		if (r->ranks > 0 && s.rank >= r->ranks)
+			return bad(r, OVL_F_EGRAMMAR, "SEQ for rank %" PRIu32
+			    " of a %" PRIu32 "-rank run", s.rank, r->ranks);
+		if (s.step < r->next_step)
+			return bad(r, OVL_F_EGRAMMAR, "SEQ for step %" PRIu64
+			    " after step %" PRIu64 " (steps out of order)",
+			    s.step, r->next_step);
+		r->next_step = s.step;
+		break;
+	case OVL_DOC:
+		if (!(r->ex.checks & OVL_EXPECT_DOC))
+			break;
+		/* the decoder holds the chunk below the chunk count */
+		if (ovl_doc_decode(f, &d) != OVL_F_OK)
+			return bad(r, OVL_F_EPAYLOAD, "malformed DOC");
+		if (d.next_rec != d.record + 1 || d.next_off < d.start_off)
+			return bad(r, OVL_F_EGRAMMAR, "DOC of record %" PRIu64
+			    " at byte %" PRIu64 " with the cursor after it at "
+			    "record %" PRIu64 ", byte %" PRIu64, d.record,
+			    d.start_off, d.next_rec, d.next_off);
+		break;
+	case OVL_BARRIER:
+		if (r->ex.checks == 0)
+			break;
+		if (ovl_barrier_decode(f, &b) != OVL_F_OK)
+			return bad(r, OVL_F_EPAYLOAD, "malformed BARRIER");
+		if (r->have_barrier && b.n < r->next_barrier)
+			return bad(r, OVL_F_EGRAMMAR, "BARRIER %" PRIu64
+			    " after BARRIER %" PRIu64, b.n,
+			    r->next_barrier - 1);
+		r->next_barrier = b.n + 1;
+		r->have_barrier = 1;
+		break;
+	}
+	return OVL_F_OK;
 }
 
 /*
@@ -158,8 +333,8 @@ fill(struct ovl_reader *r, size_t need)
 	return 1;
 }
 
-int
-ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
+static int
+next_frame(struct ovl_reader *r, struct ovl_frame *f)
 {
 	uint16_t minor;
 	uint64_t nframes;
@@ -232,6 +407,31 @@ ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
 		return OVL_RD_FRAME;
 	}
 	r->count++;
+	return OVL_RD_FRAME;
+}
+
+int
+ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
+{
+	int rc;
+
+	for (;;) {
+		rc = next_frame(r, f);
+		if (rc != OVL_RD_FRAME)
+			return rc;
+		if (f->kind == OVL_META || f->kind == OVL_DOC ||
+		    f->kind == OVL_CHUNK_END || f->kind == OVL_SEQ ||
+		    f->kind == OVL_BARRIER || f->kind == OVL_STATE ||
+		    f->kind == OVL_END)
+			break;
+		if (r->minor <= OVL_VERSION_MINOR)
+			return bad(r, OVL_F_EGRAMMAR, "unknown frame kind %u "
+			    "(stream version %u.%u)", f->kind,
+			    OVL_VERSION_MAJOR, r->minor);
+		r->skipped++;	/* an addition of a newer minor version */
+	}
+	if (r->expect && (rc = check_frame(r, f)) != OVL_F_OK)
+		return rc;
 	return OVL_RD_FRAME;
 }
 

@@ -40,12 +40,52 @@ void	ovl_reader_free(struct ovl_reader *r);
  */
 void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
 /*
- * The next frame. f->payload stays valid until the next call. Frames of
- * unknown kind are returned too: callers skip kinds they do not know.
- * Errors return an OVL_F_E* code (OVL_F_ETRUNC for end of file without END)
- * and fill ovl_reader_error; they are final.
+ * The stream grammar a stage relies on, declared with ovl_reader_expect and
+ * checked by the reader on frames whose CRC holds (a violation is
+ * OVL_F_EGRAMMAR, or OVL_F_EPAYLOAD for a payload that does not decode,
+ * with the byte offset of the frame; exit 3 through ovl_reader_die):
+ *
+ * - exactly one META, and it comes first (an END before it too is an error);
+ * - the META holds every key of meta_keys with an unsigned value; vocab is
+ *   at least 1 and eod, when asked for too, below it;
+ * - only the kinds in the kinds mask (1u << OVL_*; META and END always);
+ *   what names the stream for the message ("a source stream");
+ * - SEQ (OVL_EXPECT_SEQ): rank below the ranks of the run (the META's
+ *   "ranks" when it has one, else ranks; 0 and none: unchecked), steps
+ *   never going back;
+ * - DOC (OVL_EXPECT_DOC): a payload that decodes (its chunk below the
+ *   source's chunk count), the cursor after it the next record and not
+ *   before its start;
+ * - BARRIER: checkpoint numbers increasing (OVL_EXPECT_SEQ or _DOC).
+ */
+#define OVL_EXPECT_SEQ	1u
+#define OVL_EXPECT_DOC	2u
+struct ovl_expect {
+	const char	*meta_keys;	/* space-separated, e.g. "vocab eod" */
+	uint32_t	 kinds;		/* mask of the data kinds allowed */
+	const char	*what;		/* "a source stream", for messages */
+	unsigned	 checks;	/* OVL_EXPECT_* */
+	uint32_t	 ranks;		/* ranks when the META has none */
+};
+/* Declare the grammar (copied); before the first ovl_reader_next. */
+void	ovl_reader_expect(struct ovl_reader *r, const struct ovl_expect *e);
+/*
+ * The next frame. f->payload stays valid until the next call. A frame of a
+ * kind this reader does not know is an error (OVL_F_EGRAMMAR) in a stream
+ * of this minor version or older; in a newer one it is an addition old
+ * readers may skip (ovl-frame(5)): skipped and counted
+ * (ovl_reader_skipped). Errors return an OVL_F_E* code (OVL_F_ETRUNC for
+ * end of file without END) and fill ovl_reader_error; they are final.
  */
 int	ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f);
+/* Frames of unknown kind skipped in a newer stream. */
+uint64_t ovl_reader_skipped(const struct ovl_reader *r);
+/*
+ * After the META: the unsigned value of one of its keys (1), or 0 when it
+ * has no such key or the value is not a number.
+ */
+int	ovl_reader_meta_u64(const struct ovl_reader *r, const char *key,
+	    uint64_t *v);
 /* "'name': bad CRC at byte offset 1234" for the last error. */
 const char *ovl_reader_error(const struct ovl_reader *r);
 /* Print the last error and exit 3. */

@@ -7,7 +7,10 @@
  *   ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET U32
  *	set the little-endian u32 at PAYLOAD-OFFSET of frame INDEX (0 is the
  *	first frame after the stream header) and seal the frame again, so its
- *	CRC holds: a frame that passes its CRC but makes no sense
+ *	CRC holds: a frame that passes its CRC but makes no sense; with
+ *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead
+ *   ovl-test-tool minor FILE N
+ *	set the stream header's minor version to N (header CRC resealed)
  *
  * Exits 0, 1 on a bad file, 2 on bad arguments.
  */
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "frame.h"
 #include "num.h"
 
@@ -83,7 +87,7 @@ print_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 
 struct poke {
 	uint64_t index, at, val;
-	int done;
+	int done, kind;
 };
 
 static int
@@ -95,6 +99,11 @@ poke_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 	(void)off;
 	if (i != k->index)
 		return 0;
+	if (k->kind) {
+		ovl_frame_seal(p, (uint8_t)k->val, f->flags, f->len);
+		k->done = 1;
+		return 1;
+	}
 	if (k->at + 4 > f->len) {
 		fprintf(stderr, "ovl-test-tool: frame %" PRIu64 " has %" PRIu32
 		    " payload bytes\n", i, f->len);
@@ -111,9 +120,29 @@ main(int argc, char **argv)
 {
 	uint8_t *b;
 	size_t n;
-	struct poke k = { 0, 0, 0, 0 };
+	struct poke k = { 0, 0, 0, 0, 0 };
 	FILE *fp;
 
+	if (argc == 4 && strcmp(argv[1], "minor") == 0) {
+		uint64_t v;
+
+		b = slurp(argv[2], &n);
+		if (n < OVL_STREAM_HDR_LEN || ovl_num_u64(argv[3], &v) != 0 ||
+		    v > 65535)
+			return 2;
+		b[10] = (uint8_t)(v & 0xff);
+		b[11] = (uint8_t)(v >> 8);
+		ovl_put32(b + 12, ovl_crc32c(0, b, 12));
+		if ((fp = fopen(argv[2], "wb")) == NULL ||
+		    fwrite(b, 1, n, fp) != n || fclose(fp) != 0)
+			return 1;
+		free(b);
+		return 0;
+	}
+	if (argc == 6 && strcmp(argv[4], "kind") == 0) {
+		k.kind = 1;
+		argv[4] = (char *)"0";
+	}
 	if (argc == 3 && strcmp(argv[1], "frames") == 0) {
 		int rc;
 
@@ -125,9 +154,11 @@ main(int argc, char **argv)
 	if (argc != 6 || strcmp(argv[1], "poke") != 0 ||
 	    ovl_num_u64(argv[3], &k.index) != 0 ||
 	    ovl_num_u64(argv[4], &k.at) != 0 ||
-	    ovl_num_u64(argv[5], &k.val) != 0 || k.val > UINT32_MAX) {
+	    ovl_num_u64(argv[5], &k.val) != 0 || k.val > UINT32_MAX ||
+	    (k.kind && k.val > 255)) {
 		fprintf(stderr, "usage: ovl-test-tool frames FILE\n"
-		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET U32\n");
+		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
+		    "       ovl-test-tool minor FILE N\n");
 		return 2;
 	}
 	b = slurp(argv[2], &n);
