@@ -214,139 +214,6 @@ check_stdout(void)
 	}
 }
 
-/* ---- CRC of a rewritten DOC frame, without a pass over the payload ---- */
-
-/*
- * CRC-32C is linear: rewriting the 64 first payload bytes of a frame of n
- * CRC-covered bytes changes its CRC by the raw CRC of the difference,
- * carried through the t = n - 72 bytes after it, i.e. multiplied by
- * x^(8t) modulo the polynomial. The multiplications by x^(8 * 2^k) are
- * byte-sliced tables, so a frame costs a few lookups however long it is
- * (the input CRC was checked by the reader; this saves a second pass).
- */
-#define CRC_POLY 0x82f63b78u
-#define CRC_K 31
-
-static uint32_t crc_shift[CRC_K][4][256];
-static uint32_t crc_zero64;
-
-static uint32_t
-multmodp(uint32_t a, uint32_t b)
-{
-	uint32_t m = (uint32_t)1 << 31, p = 0;
-
-	if (a == 0)
-		return 0;
-	for (;;) {
-		if (a & m) {
-			p ^= b;
-			if ((a & (m - 1)) == 0)
-				break;
-		}
-		m >>= 1;
-		b = b & 1 ? (b >> 1) ^ CRC_POLY : b >> 1;
-	}
-	return p;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define CRC_CLMUL 1
-/*
- * With PCLMULQDQ and SSE4.2, a multiplication by x^(8 * 2^k) is one
- * carry-less multiply and one crc32 instruction instead of four lookups in
- * tables that do not stay in the cache: for reflected 32-bit a and b,
- * clmul(a, b) read as 64 bits of data is a * b * x, and crc32 of it from 0
- * is that times x^32 modulo the polynomial; so the constant for k is
- * x^(8 * 2^k - 33) (k >= 3; below, the tables).
- */
-static uint32_t crc_kx[CRC_K];
-static int crc_clmul;
-
-static uint32_t
-xpow(uint64_t n)
-{
-	uint32_t r = (uint32_t)1 << 31, b = (uint32_t)1 << 30;	/* 1, x */
-
-	for (; n != 0; n >>= 1) {
-		if (n & 1)
-			r = multmodp(r, b);
-		b = multmodp(b, b);
-	}
-	return r;
-}
-
-__attribute__((target("pclmul,sse4.2")))
-static uint32_t
-crc_zeros_clmul(uint32_t s, uint64_t t)
-{
-	__m128i p;
-	int k;
-
-	for (k = 3; t != 0 && k < CRC_K; k++, t >>= 1)
-		if (t & 1) {
-			p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)s),
-			    _mm_cvtsi32_si128((int)crc_kx[k]), 0);
-			s = (uint32_t)_mm_crc32_u64(0,
-			    (uint64_t)_mm_cvtsi128_si64(p));
-		}
-	return s;
-}
-#endif
-
-static void
-crc_shift_init(void)
-{
-	static const uint8_t zeros[64];
-	uint32_t p = (uint32_t)1 << 30, t;	/* x^1 */
-	int n, k, j, b;
-
-	/* x^(2^n) for n = 3 .. CRC_K + 2: x^(8 * 2^k) */
-	for (n = 1; n < 3; n++)
-		p = multmodp(p, p);
-	for (k = 0; k < CRC_K; k++) {
-		p = multmodp(p, p);
-		t = p;
-		for (j = 0; j < 4; j++)
-			for (b = 0; b < 256; b++)
-				crc_shift[k][j][b] = multmodp((uint32_t)b << (8 * j),
-				    t);
-	}
-	crc_zero64 = ovl_crc32c(0, zeros, sizeof(zeros));
-#ifdef CRC_CLMUL
-	__builtin_cpu_init();
-	crc_clmul = __builtin_cpu_supports("pclmul") &&
-	    __builtin_cpu_supports("sse4.2");
-	for (k = 3; k < CRC_K; k++)
-		crc_kx[k] = xpow(((uint64_t)8 << k) - 33);
-#endif
-}
-
-static uint32_t
-crc_zeros(uint32_t s, uint64_t t)
-{
-	int k;
-
-#ifdef CRC_CLMUL
-	if (crc_clmul) {
-		for (k = 0; k < 3; k++, t >>= 1)
-			if (t & 1)
-				s = crc_shift[k][0][s & 0xff] ^
-				    crc_shift[k][1][(s >> 8) & 0xff] ^
-				    crc_shift[k][2][(s >> 16) & 0xff] ^
-				    crc_shift[k][3][s >> 24];
-		return crc_zeros_clmul(s, t);
-	}
-#endif
-	for (k = 0; t != 0 && k < CRC_K; k++, t >>= 1)
-		if (t & 1)
-			s = crc_shift[k][0][s & 0xff] ^
-			    crc_shift[k][1][(s >> 8) & 0xff] ^
-			    crc_shift[k][2][(s >> 16) & 0xff] ^
-			    crc_shift[k][3][s >> 24];
-	return s;
-}
-
 /* Set the mixed fields of the DOC frame f in place and fix its CRC. */
 static void
 doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
@@ -355,16 +222,20 @@ doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
 	uint8_t *pl = (uint8_t *)(uintptr_t)f->payload;
 	uint8_t *hdr = pl - OVL_FRAME_HDR_LEN;
 	uint64_t old[8], nw[8];
-	uint32_t r;
 	int i;
 
+	/*
+	 * CRC-32C is linear: the new CRC follows from the old one and the
+	 * change of the 64 first payload bytes, without a pass over the rest
+	 * (the reader checked the input CRC; this saves a second pass).
+	 */
 	memcpy(old, pl, sizeof(old));
 	ovl_doc_set_mixed(pl, source, pos, tokens);
 	memcpy(nw, pl, sizeof(nw));
 	for (i = 0; i < 8; i++)
 		old[i] ^= nw[i];
-	r = ovl_crc32c(0, old, sizeof(old)) ^ crc_zero64;
-	ovl_put32(hdr + 8, ovl_le32(hdr + 8) ^ crc_zeros(r, f->len - 64));
+	ovl_put32(hdr + 8, ovl_crc32c_patch(ovl_le32(hdr + 8), old,
+	    sizeof(old), f->len - 64));
 }
 
 /* ---- the plan commands ------------------------------------------------- */
@@ -1571,7 +1442,6 @@ main(int argc, char **argv)
 	m.last_stats = m.t0;
 	setup_inputs(&m);
 	if (!o.json) {
-		crc_shift_init();
 		m.w = ovl_writer_new(STDOUT_FILENO, "standard output");
 	}
 	write_meta(&m);

@@ -17,4 +17,18 @@
  */
 uint32_t ovl_crc32c(uint32_t crc, const void *buf, size_t n);
 
+/*
+ * CRC-32C is linear, so CRCs can be joined and patched without reading the
+ * bytes again. A few table lookups (or carry-less multiplies) whatever the
+ * lengths; the tables (128 KiB) are built on first use, once, thread-safe.
+ */
+/* The CRC of a||b from the CRC of a, the CRC of b and the length of b. */
+uint32_t ovl_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+/*
+ * The CRC of a message after n of its bytes were xored with delta, from
+ * its CRC before (crc) and the number of bytes after the changed ones.
+ */
+uint32_t ovl_crc32c_patch(uint32_t crc, const void *delta, size_t n,
+	    uint64_t after);
+
 #endif
