@@ -34,6 +34,7 @@
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
+#include "input.h"
 #include "io.h"
 #include "json.h"
 #include "jsonl.h"
@@ -84,7 +85,7 @@ enum per { PER_LINE, PER_BLANK, PER_FILE };
 enum { PARSER_FAST, PARSER_JANSSON };
 
 #define MAX_EXT		16
-#define BLOCK		(1u << 20)	/* bytes asked of a decoder at once */
+#define BLOCK		OVL_INPUT_BLOCK
 #define MAX_DOC_LIMIT	(128ull << 20)
 
 struct src_opts {
@@ -132,52 +133,6 @@ static const char *const reason_names[R_NREASONS] = {
 	"duplicate text member", "tokenizer error"
 };
 
-/*
- * A decompressing thread: it fills blocks ahead of the reader, so that
- * decompression (zstd's ~1.4 GB/s on one core) overlaps parsing,
- * tokenizing and writing on the other.
- */
-#define ZT_NBLK		4
-struct zblock {
-	unsigned char	*p;
-	size_t		 len, pos;
-	int		 full;
-	int		 last;		/* end of input (or error) after this block */
-	int		 err;
-};
-
-struct zthread {
-	pthread_t	 th;
-	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;
-	struct zblock	 b[ZT_NBLK];
-	int		 head, tail;
-	int		 stop;
-	int		 running;
-};
-
-/* One chunk's decompressed bytes. */
-struct input {
-	int		 kind;		/* enum ovl_chunk_comp, or IN_ARCHIVE */
-	int		 fd;
-	uint64_t	 remain;	/* plain: bytes left in the range */
-	ZSTD_inBuffer	 zin;
-	size_t		 zlast;		/* last ZSTD_decompressStream hint */
-	int		 zeof;
-	struct archive	*a;
-	struct src	*s;
-	struct zthread	*zt;		/* reading ahead, or NULL */
-	int		 comp;		/* the chunk's compression (a stream's, sniffed) */
-	int		 stream;	/* stdin, FIFO, device: read once, no seeking */
-	unsigned char	 pb[8];		/* a stream's first bytes, read to sniff it */
-	size_t		 pblen, pbpos;
-	z_stream	 gz;		/* gzip: zlib, trailer (CRC-32, ISIZE) checked */
-	int		 gzinit;
-	int		 gzdone;	/* between two gzip members */
-	uint64_t	 zpos;		/* compressed bytes read from fd */
-	unsigned char	*abuf;		/* decoded block handed to libarchive */
-	char		 err[512];
-};
 
 /* Records of a line-oriented chunk, in a buffer bounded by max_doc. */
 struct lrd {
@@ -228,15 +183,12 @@ struct src {
 	pcre2_jit_stack	*jst;
 	struct ovl_jsonl_path path;
 	struct ovl_writer *w;
-	ZSTD_DStream	*zd;
-	unsigned char	*zbuf;
-	size_t		 zbufcap;
+	struct ovl_input_ctx inx;	/* decoders, buffers, read-ahead thread */
 	struct lrd	 lr;
 	struct ovl_buf	 scratch;
 	struct ovl_buf	 doc;		/* a tar member's text */
 	struct ovl_buf	 key;		/* the WebDataset group key */
 	struct ovl_u32vec toks;
-	struct zthread	 zt;
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
 	uint64_t	 filtered_len, filtered_re;
@@ -877,512 +829,7 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 	}
 }
 
-/* ---- input: plain, zstd, or libarchive's filters -------------------- */
-
-enum { IN_ARCHIVE = 100 };
-
-/* libarchive's message, never NULL. */
-static const char *
-arc_err(struct archive *a)
-{
-	const char *m = archive_error_string(a);
-
-	return m != NULL ? m : "unknown archive error";
-}
-
-static ssize_t in_read_direct(struct src *s, struct input *in,
-    unsigned char *buf, size_t n);
-
-/*
- * What libarchive could not open, said plainly: a tar whose first header
- * is not one (at byte offset 0 of the decoded stream), or compressed data
- * it cannot decode. A decoding error of our own decoder stays as it is.
- */
-static void
-arc_open_err(struct input *in, int want_archive)
-{
-	if (in->err[0] != '\0')
-		return;
-	if (want_archive)
-		snprintf(in->err, sizeof(in->err), "not a tar archive, or a "
-		    "damaged tar header at byte offset 0 (%s)", arc_err(in->a));
-	else
-		snprintf(in->err, sizeof(in->err), "corrupt or truncated "
-		    "compressed data (%s)", arc_err(in->a));
-}
-
-/* Bytes of the file itself: the sniffed bytes first, then the fd. */
-static ssize_t
-in_raw(struct input *in, unsigned char *buf, size_t n)
-{
-	ssize_t r;
-
-	if (in->pbpos < in->pblen) {
-		size_t k = in->pblen - in->pbpos < n ? in->pblen - in->pbpos : n;
-
-		memcpy(buf, in->pb + in->pbpos, k);
-		in->pbpos += k;
-		return (ssize_t)k;
-	}
-	while ((r = read(in->fd, buf, n)) == -1 && errno == EINTR)
-		;
-	return r;
-}
-
-/* in_raw until n bytes or the end: count, or -1 with errno. */
-static ssize_t
-in_raw_full(struct input *in, unsigned char *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = in_raw(in, buf + got, n - got);
-
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
-/* libarchive reads a stream (stdin, a FIFO) through in_raw. */
-static la_ssize_t
-arc_raw_cb(struct archive *a, void *arg, const void **buf)
-{
-	struct input *in = arg;
-	ssize_t r = in_raw(in, in->abuf, BLOCK);
-
-	if (r < 0) {
-		archive_set_error(a, errno, "read error: %s", strerror(errno));
-		return -1;
-	}
-	*buf = in->abuf;
-	return (la_ssize_t)r;
-}
-
-/* libarchive reads a tar from our own (checked) zstd or gzip decoder. */
-static la_ssize_t
-arc_read_cb(struct archive *a, void *arg, const void **buf)
-{
-	struct input *in = arg;
-	ssize_t r = in_read_direct(in->s, in, in->abuf, BLOCK);
-
-	if (r < 0) {
-		archive_set_error(a, EIO, "%s", in->err);
-		return -1;
-	}
-	*buf = in->abuf;
-	return (la_ssize_t)r;
-}
-
-static int
-in_open(struct src *s, struct input *in, const struct ovl_chunk *c,
-    const char *path, int want_archive)
-{
-	int comp = (int)c->comp;
-
-	memset(in, 0, sizeof(*in));
-	in->s = s;
-	if (comp == OVL_COMP_STREAM) {
-		ssize_t n;
-
-		in->stream = 1;
-		in->fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) :
-		    open(path, O_RDONLY | O_CLOEXEC);
-		if (in->fd == -1) {
-			snprintf(in->err, sizeof(in->err), "cannot open: %s",
-			    strerror(errno));
-			return -1;
-		}
-		if ((n = in_raw_full(in, in->pb, sizeof(in->pb))) < 0) {
-			snprintf(in->err, sizeof(in->err), "read error: %s",
-			    strerror(errno));
-			return -1;
-		}
-		in->pblen = (size_t)n;
-		comp = ovl_chunks_magic(in->pb, in->pblen);
-	} else if ((in->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(in->err, sizeof(in->err), "cannot open: %s",
-		    strerror(errno));
-		return -1;
-	}
-	in->comp = comp;
-	if (comp == OVL_COMP_OTHER || (want_archive && comp == OVL_COMP_NONE)) {
-		int ok;
-
-		int r;
-
-		in->kind = IN_ARCHIVE;
-		in->a = archive_read_new();
-		archive_read_support_filter_all(in->a);
-		if (want_archive) {
-			archive_read_support_format_tar(in->a);
-			archive_read_support_format_empty(in->a);
-		} else {
-			archive_read_support_format_raw(in->a);
-			archive_read_support_format_empty(in->a);
-		}
-		if (in->stream) {
-			in->abuf = ovl_xmalloc(BLOCK);
-			ok = archive_read_open(in->a, in, NULL, arc_raw_cb, NULL);
-		} else
-			ok = archive_read_open_fd(in->a, in->fd, BLOCK);
-		if (ok != ARCHIVE_OK) {
-			arc_open_err(in, want_archive);
-			return -1;
-		}
-		if (!want_archive) {
-			struct archive_entry *e;
-
-			r = archive_read_next_header(in->a, &e);
-			if (r == ARCHIVE_EOF)
-				in->zeof = 1;
-			else if (r < ARCHIVE_WARN) {
-				arc_open_err(in, 0);
-				return -1;
-			}
-		}
-		return 0;
-	}
-	in->kind = comp;
-	if (comp == OVL_COMP_ZSTD) {
-		ZSTD_DCtx_reset(s->zd, ZSTD_reset_session_only);
-		in->zin.src = s->zbuf;
-	} else if (comp == OVL_COMP_GZIP) {
-		/* 16 + MAX_WBITS: a gzip wrapper, whose trailer zlib checks. */
-		if (inflateInit2(&in->gz, 16 + MAX_WBITS) != Z_OK) {
-			snprintf(in->err, sizeof(in->err), "gzip: cannot "
-			    "initialize zlib");
-			return -1;
-		}
-		in->gzinit = 1;
-		in->gz.next_in = s->zbuf;
-		in->gz.avail_in = 0;
-	}
-	if (comp != OVL_COMP_NONE) {
-		if (!want_archive)
-			return 0;
-		/* A tar in zstd or gzip: decoded here, read by libarchive. */
-		in->abuf = ovl_xmalloc(BLOCK);
-		in->a = archive_read_new();
-		archive_read_support_format_tar(in->a);
-		archive_read_support_format_empty(in->a);
-		if (archive_read_open(in->a, in, NULL, arc_read_cb, NULL) !=
-		    ARCHIVE_OK) {
-			arc_open_err(in, 1);
-			return -1;
-		}
-		return 0;
-	}
-	in->remain = c->len;
-	if (c->off > 0 && lseek(in->fd, (off_t)c->off, SEEK_SET) == -1) {
-		snprintf(in->err, sizeof(in->err), "cannot seek: %s",
-		    strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static void zt_stop(struct input *in);
-
-static void
-in_close(struct input *in)
-{
-	if (in->zt != NULL)
-		zt_stop(in);
-	if (in->a != NULL) {
-		archive_read_free(in->a);
-		in->a = NULL;
-	}
-	if (in->gzinit) {
-		inflateEnd(&in->gz);
-		in->gzinit = 0;
-	}
-	free(in->abuf);
-	in->abuf = NULL;
-	if (in->fd != -1)
-		close(in->fd);
-	in->fd = -1;
-}
-
-/*
- * gzip, one member after another (as gzip -d reads them), every member's
- * CRC-32 and length checked by zlib. Anything after the last member that is
- * not another member is an error, with its compressed byte offset.
- */
-static ssize_t
-gz_read(struct src *s, struct input *in, unsigned char *buf, size_t n)
-{
-	z_stream *z = &in->gz;
-
-	if (n > (1u << 30))
-		n = 1u << 30;
-	for (;;) {
-		size_t made;
-		int zr;
-
-		if (z->avail_in == 0 && !in->zeof) {
-			ssize_t r = in_raw_full(in, s->zbuf, s->zbufcap);
-
-			if (r < 0) {
-				snprintf(in->err, sizeof(in->err),
-				    "read error: %s", strerror(errno));
-				return -1;
-			}
-			z->next_in = s->zbuf;
-			z->avail_in = (uInt)r;
-			in->zpos += (uint64_t)r;
-			if (r == 0)
-				in->zeof = 1;
-		}
-		if (in->gzdone) {
-			if (z->avail_in == 0)
-				return 0;	/* at the end: zeof is set */
-			inflateReset(z);	/* the next member */
-			in->gzdone = 0;
-		}
-		z->next_out = buf;
-		z->avail_out = (uInt)n;
-		zr = inflate(z, Z_NO_FLUSH);
-		made = n - z->avail_out;
-		if (zr == Z_STREAM_END)
-			in->gzdone = 1;
-		else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			snprintf(in->err, sizeof(in->err), "corrupt gzip data "
-			    "(%s) near compressed byte offset %" PRIu64,
-			    z->msg != NULL ? z->msg : "zlib error",
-			    in->zpos - z->avail_in);
-			return -1;
-		}
-		if (made > 0)
-			return (ssize_t)made;
-		if (!in->gzdone && z->avail_in == 0 && in->zeof) {
-			snprintf(in->err, sizeof(in->err), "truncated gzip "
-			    "input at compressed byte offset %" PRIu64, in->zpos);
-			return -1;
-		}
-	}
-}
-
-/* Read decompressed bytes: count, 0 at the end, -1 with in->err set. */
-static ssize_t
-in_read_direct(struct src *s, struct input *in, unsigned char *buf, size_t n)
-{
-	ssize_t r;
-
-	if (in->kind == IN_ARCHIVE) {
-		la_ssize_t ar;
-
-		if (in->zeof)
-			return 0;
-		ar = archive_read_data(in->a, buf, n);
-		if (ar < 0) {
-			snprintf(in->err, sizeof(in->err), "corrupt or truncated "
-			    "%s data near decompressed byte offset %" PRId64 " (%s)",
-			    archive_filter_name(in->a, 0),
-			    (int64_t)archive_filter_bytes(in->a, -1),
-			    arc_err(in->a));
-			return -1;
-		}
-		return (ssize_t)ar;
-	}
-	if (in->kind == OVL_COMP_GZIP)
-		return gz_read(s, in, buf, n);
-	if (in->kind == OVL_COMP_ZSTD) {
-		for (;;) {
-			ZSTD_outBuffer out = { buf, n, 0 };
-			size_t zr, before;
-
-			if (in->zin.pos == in->zin.size && !in->zeof) {
-				r = in_raw_full(in, s->zbuf, s->zbufcap);
-				if (r < 0) {
-					snprintf(in->err, sizeof(in->err),
-					    "read error: %s", strerror(errno));
-					return -1;
-				}
-				in->zin.size = (size_t)r;
-				in->zin.pos = 0;
-				if (r == 0)
-					in->zeof = 1;
-			}
-			before = in->zin.pos;
-			zr = ZSTD_decompressStream(s->zd, &out, &in->zin);
-			if (ZSTD_isError(zr)) {
-				snprintf(in->err, sizeof(in->err),
-				    "zstd: %s", ZSTD_getErrorName(zr));
-				return -1;
-			}
-			/* A call with no input only hints at the next frame. */
-			if (in->zin.pos != before || out.pos > 0)
-				in->zlast = zr;
-			if (out.pos > 0)
-				return (ssize_t)out.pos;
-			if (in->zeof && in->zin.pos == in->zin.size) {
-				if (in->zlast != 0) {
-					snprintf(in->err, sizeof(in->err),
-					    "truncated zstd input");
-					return -1;
-				}
-				return 0;
-			}
-		}
-	}
-	if (in->remain == 0)
-		return 0;
-	if (n > in->remain)
-		n = (size_t)in->remain;
-	if ((r = in_raw(in, buf, n)) < 0) {
-		snprintf(in->err, sizeof(in->err), "read error: %s",
-		    strerror(errno));
-		return -1;
-	}
-	if (in->remain != OVL_CHUNK_WHOLE)
-		in->remain -= (uint64_t)r;
-	if (r == 0 && in->remain != OVL_CHUNK_WHOLE && in->remain > 0) {
-		snprintf(in->err, sizeof(in->err), "file shrank while reading");
-		return -1;
-	}
-	return r;
-}
-
-static void *
-zt_main(void *arg)
-{
-	struct input *in = arg;
-	struct zthread *zt = in->zt;
-
-	for (;;) {
-		struct zblock *b;
-		int last = 0, err = 0;
-
-		pthread_mutex_lock(&zt->mu);
-		while (zt->b[zt->tail].full && !zt->stop)
-			pthread_cond_wait(&zt->cv, &zt->mu);
-		if (zt->stop) {
-			pthread_mutex_unlock(&zt->mu);
-			break;
-		}
-		b = &zt->b[zt->tail];
-		pthread_mutex_unlock(&zt->mu);
-		b->len = b->pos = 0;
-		while (b->len < BLOCK) {
-			ssize_t r = in_read_direct(in->s, in, b->p + b->len,
-			    BLOCK - b->len);
-			if (r <= 0) {
-				last = 1;
-				err = r < 0;
-				break;
-			}
-			b->len += (size_t)r;
-		}
-		pthread_mutex_lock(&zt->mu);
-		b->last = last;
-		b->err = err;
-		b->full = 1;
-		zt->tail = (zt->tail + 1) % ZT_NBLK;
-		pthread_cond_broadcast(&zt->cv);
-		pthread_mutex_unlock(&zt->mu);
-		if (last)
-			break;
-	}
-	return NULL;
-}
-
-/* Start reading in->kind input ahead in a thread. */
-static void
-zt_start(struct src *s, struct input *in)
-{
-	struct zthread *zt = &s->zt;
-	int i, rc;
-
-	if (zt->b[0].p == NULL) {
-		pthread_mutex_init(&zt->mu, NULL);
-		pthread_cond_init(&zt->cv, NULL);
-		for (i = 0; i < ZT_NBLK; i++)
-			zt->b[i].p = ovl_xmalloc(BLOCK);
-	}
-	for (i = 0; i < ZT_NBLK; i++)
-		zt->b[i].full = zt->b[i].last = zt->b[i].err = 0;
-	zt->head = zt->tail = 0;
-	zt->stop = 0;
-	in->s = s;
-	in->zt = zt;
-	if ((rc = pthread_create(&zt->th, NULL, zt_main, in)) != 0) {
-		/* No thread: read in this one. */
-		in->zt = NULL;
-		return;
-	}
-	zt->running = 1;
-}
-
-static void
-zt_stop(struct input *in)
-{
-	struct zthread *zt = in->zt;
-
-	pthread_mutex_lock(&zt->mu);
-	zt->stop = 1;
-	pthread_cond_broadcast(&zt->cv);
-	pthread_mutex_unlock(&zt->mu);
-	pthread_join(zt->th, NULL);
-	zt->running = 0;
-	in->zt = NULL;
-}
-
-static void
-zt_free(struct zthread *zt)
-{
-	int i;
-
-	if (zt->b[0].p == NULL)
-		return;
-	for (i = 0; i < ZT_NBLK; i++)
-		free(zt->b[i].p);
-	pthread_mutex_destroy(&zt->mu);
-	pthread_cond_destroy(&zt->cv);
-}
-
-/* Read decompressed bytes, from the thread when there is one. */
-static ssize_t
-in_read(struct src *s, struct input *in, unsigned char *buf, size_t n)
-{
-	struct zthread *zt = in->zt;
-	struct zblock *b;
-
-	if (zt == NULL)
-		return in_read_direct(s, in, buf, n);
-	for (;;) {
-		b = &zt->b[zt->head];
-		pthread_mutex_lock(&zt->mu);
-		while (!b->full)
-			pthread_cond_wait(&zt->cv, &zt->mu);
-		pthread_mutex_unlock(&zt->mu);
-		if (b->pos < b->len) {
-			size_t k = b->len - b->pos < n ? b->len - b->pos : n;
-
-			memcpy(buf, b->p + b->pos, k);
-			b->pos += k;
-			if (b->pos == b->len && !b->last) {
-				pthread_mutex_lock(&zt->mu);
-				b->full = 0;
-				zt->head = (zt->head + 1) % ZT_NBLK;
-				pthread_cond_broadcast(&zt->cv);
-				pthread_mutex_unlock(&zt->mu);
-			}
-			return (ssize_t)k;
-		}
-		if (b->last)
-			return b->err ? -1 : 0;
-		/* An empty block that is not the last: take the next. */
-		pthread_mutex_lock(&zt->mu);
-		b->full = 0;
-		zt->head = (zt->head + 1) % ZT_NBLK;
-		pthread_cond_broadcast(&zt->cv);
-		pthread_mutex_unlock(&zt->mu);
-	}
-}
+/* ---- input: lib/input.c ---- */
 
 /* ---- line-oriented records ------------------------------------------ */
 
@@ -1405,7 +852,7 @@ lrd_reset(struct src *s, uint64_t line)
 
 /* Read more: 1, 0 at the end, -1 on error. Keeps [beg, end). */
 static int
-lrd_fill(struct src *s, struct input *in)
+lrd_fill(struct src *s, struct ovl_input *in)
 {
 	struct lrd *r = &s->lr;
 	ssize_t n;
@@ -1431,7 +878,7 @@ lrd_fill(struct src *s, struct input *in)
 		r->buf = ovl_xrealloc(r->buf, ncap);
 		r->cap = ncap;
 	}
-	n = in_read(s, in, r->buf + r->end, r->cap - r->end);
+	n = ovl_input_read(in, r->buf + r->end, r->cap - r->end);
 	if (n < 0)
 		return -1;
 	if (n == 0) {
@@ -1447,7 +894,7 @@ lrd_fill(struct src *s, struct input *in)
  * 1, 0 at the end, -1 read error, -2 longer than max_doc (nothing consumed).
  */
 static int
-lrd_line(struct src *s, struct input *in, size_t *ls, size_t *le, size_t *nx)
+lrd_line(struct src *s, struct ovl_input *in, size_t *ls, size_t *le, size_t *nx)
 {
 	struct lrd *r = &s->lr;
 
@@ -1496,7 +943,7 @@ blank(const unsigned char *p, size_t n)
  * lrd_line.
  */
 static int
-lrd_para(struct src *s, struct input *in, size_t *ps, size_t *pe, size_t *nx)
+lrd_para(struct src *s, struct ovl_input *in, size_t *ps, size_t *pe, size_t *nx)
 {
 	struct lrd *r = &s->lr;
 
@@ -1569,7 +1016,7 @@ lrd_para(struct src *s, struct input *in, size_t *ps, size_t *pe, size_t *nx)
  * a read error. *nx receives the offset after it.
  */
 static int
-lrd_discard(struct src *s, struct input *in, int para, uint64_t *nx)
+lrd_discard(struct src *s, struct ovl_input *in, int para, uint64_t *nx)
 {
 	struct lrd *r = &s->lr;
 	int lineblank = 0, first = 1;
@@ -1617,7 +1064,7 @@ lrd_discard(struct src *s, struct input *in, int para, uint64_t *nx)
  * -3 not at a record boundary.
  */
 static int
-lrd_skip(struct src *s, struct input *in, uint64_t off)
+lrd_skip(struct src *s, struct ovl_input *in, uint64_t off)
 {
 	struct lrd *r = &s->lr;
 	int last = '\n';
@@ -1662,7 +1109,7 @@ lrd_skip(struct src *s, struct input *in, uint64_t off)
 }
 
 static void
-input_failed(struct src *s, struct input *in, uint64_t at)
+input_failed(struct src *s, struct ovl_input *in, uint64_t at)
 {
 	struct rec rr;
 
@@ -1687,18 +1134,18 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
 	struct lrd *r = &s->lr;
-	struct input in;
+	struct ovl_input in;
 	struct rec rc;
 	uint64_t idx = rec0;
 	int jsonl = o->format == FMT_JSONL;
 
-	if (in_open(s, &in, s->cx.c, s->cx.path, 0) != 0) {
+	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 0) != 0) {
 		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
-		in_close(&in);
+		ovl_input_close(&in);
 		return 0;
 	}
 	if (in.kind != OVL_COMP_NONE && !in.zeof)
-		zt_start(s, &in);
+		ovl_input_readahead(&in);
 	/* Line numbers are known when the chunk is read from its start. */
 	lrd_reset(s, s->cx.c->off == 0 && (off0 == 0 ||
 	    in.comp != OVL_COMP_NONE || in.stream) ? 1 : 0);
@@ -1711,7 +1158,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				resume_error(s, off0, "is beyond the end");
 		}
 		if (in.comp == OVL_COMP_NONE && !in.stream &&
-		    in.kind != IN_ARCHIVE) {
+		    in.kind != OVL_INPUT_ARCHIVE) {
 			unsigned char prev;
 			ssize_t n = pread(in.fd, &prev, 1,
 			    (off_t)(s->cx.c->off + off0 - 1));
@@ -1730,7 +1177,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		} else if ((k = lrd_skip(s, &in, off0)) != 0) {
 			if (k == -1) {
 				input_failed(s, &in, r->base + r->beg);
-				in_close(&in);
+				ovl_input_close(&in);
 				return r->base + r->end;
 			}
 			if (k == -2)
@@ -1769,7 +1216,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				record(s, &rc, (const char *)r->buf, r->end);
 			}
 		}
-		in_close(&in);
+		ovl_input_close(&in);
 		return r->base + r->end;
 	}
 	for (;;) {
@@ -1824,7 +1271,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		else
 			record(s, &rc, (const char *)r->buf + ls, le - ls);
 	}
-	in_close(&in);
+	ovl_input_close(&in);
 	return r->base + r->end;
 }
 
@@ -1914,16 +1361,16 @@ static uint64_t
 run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
-	struct input in;
+	struct ovl_input in;
 	struct archive_entry *e;
 	struct group g;
 	uint64_t ngroups = 0, idx = rec0, bytes;
 	int wds = o->format == FMT_WDS;
 
 	memset(&g, 0, sizeof(g));
-	if (in_open(s, &in, s->cx.c, s->cx.path, 1) != 0) {
+	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1) != 0) {
 		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
-		in_close(&in);
+		ovl_input_close(&in);
 		return 0;
 	}
 	for (;;) {
@@ -1942,7 +1389,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			rr.member = g.open ? g.member : "(none)";
 			bad(s, R_INPUT, &rr, "damaged tar header near byte offset "
 			    "%" PRId64 " after this member: %s",
-			    (int64_t)archive_filter_bytes(in.a, 0), arc_err(in.a));
+			    (int64_t)archive_filter_bytes(in.a, 0), ovl_input_arc_err(in.a));
 			continue;
 		}
 		if (r < ARCHIVE_WARN) {
@@ -1953,9 +1400,9 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			rr.member = g.open ? g.member : "(none)";
 			bad(s, R_INPUT, &rr, "corrupt archive near byte offset "
 			    "%" PRId64 " after this member: %s",
-			    (int64_t)archive_filter_bytes(in.a, 0), arc_err(in.a));
+			    (int64_t)archive_filter_bytes(in.a, 0), ovl_input_arc_err(in.a));
 			bytes = (uint64_t)archive_filter_bytes(in.a, 0);
-			in_close(&in);
+			ovl_input_close(&in);
 			return bytes;
 		}
 		if (archive_entry_filetype(e) != AE_IFREG)
@@ -2003,9 +1450,9 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 			}
 			if (n < 0) {
 				bad(s, R_INPUT, &rr, "cannot read member: %s",
-				    arc_err(in.a));
+				    ovl_input_arc_err(in.a));
 				bytes = (uint64_t)archive_filter_bytes(in.a, 0);
-				in_close(&in);
+				ovl_input_close(&in);
 				return bytes;
 			}
 			if (size < 0 || (uint64_t)size > o->max_doc ||
@@ -2021,7 +1468,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 	}
 	finish_group(s, &g, g0, &idx);
 	bytes = (uint64_t)archive_filter_bytes(in.a, 0);
-	in_close(&in);
+	ovl_input_close(&in);
 	if (g0 > ngroups)
 		resume_error(s, g0, "is beyond the last member group");
 	return bytes;
@@ -2259,10 +1706,7 @@ setup(struct src *s, struct src_opts *o)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);
 	check_streams(s);
 	s->perm = ovl_xcalloc(s->cs.n, sizeof(*s->perm));
-	s->zd = ZSTD_createDStream();
-	s->zbufcap = ZSTD_DStreamInSize() * 8;
-	s->zbuf = ovl_xmalloc(s->zbufcap);
-	if (s->zd == NULL)
+	if (ovl_input_ctx_init(&s->inx) != 0)
 		ovl_errx(OVL_EXIT_DATA, "out of memory");
 }
 
@@ -2343,9 +1787,7 @@ teardown(struct src *s)
 	pcre2_match_data_free(s->md);
 	pcre2_match_context_free(s->mctx);
 	pcre2_jit_stack_free(s->jst);
-	zt_free(&s->zt);
-	ZSTD_freeDStream(s->zd);
-	free(s->zbuf);
+	ovl_input_ctx_free(&s->inx);
 	free(s->lr.buf);
 	free(s->perm);
 	ovl_buf_free(&s->scratch);

@@ -1,0 +1,104 @@
+/*
+ * input: one chunk's bytes, decompressed. A plain file is read over its
+ * byte range; zstd and gzip by decoders of our own that check every frame
+ * and member (gzip's CRC-32 and ISIZE through zlib); anything else that
+ * libarchive's filters know (xz, bzip2, lz4, ...) through libarchive; a tar
+ * (compressed or not) member by member through libarchive. A stream
+ * (standard input, a FIFO, a device; OVL_COMP_STREAM) is opened once, read
+ * once, and its compression sniffed from its first bytes.
+ *
+ * A read-ahead thread (ovl_input_readahead) decompresses blocks ahead of
+ * the reader, so that decompression overlaps parsing and tokenizing.
+ * Errors never exit: they return -1 with the message in in->err.
+ */
+#ifndef OVL_INPUT_H
+#define OVL_INPUT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <archive.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "chunk.h"
+
+#define OVL_INPUT_BLOCK	(1u << 20)	/* bytes asked of a decoder at once */
+enum { OVL_INPUT_ARCHIVE = 100 };	/* in->kind: libarchive reads it */
+
+/*
+ * A decompressing thread: it fills blocks ahead of the reader, so that
+ * decompression (zstd's ~1.4 GB/s on one core) overlaps parsing,
+ * tokenizing and writing on the other.
+ */
+#define OVL_INPUT_NBLK	4
+struct ovl_zblock {
+	unsigned char	*p;
+	size_t		 len, pos;
+	int		 full;
+	int		 last;		/* end of input (or error) after this block */
+	int		 err;
+};
+
+struct ovl_zthread {
+	pthread_t	 th;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct ovl_zblock b[OVL_INPUT_NBLK];
+	int		 head, tail;
+	int		 stop;
+	int		 running;
+};
+
+/* One chunk's decompressed bytes. */
+struct ovl_input {
+	int		 kind;		/* enum ovl_chunk_comp, or OVL_INPUT_ARCHIVE */
+	int		 fd;
+	uint64_t	 remain;	/* plain: bytes left in the range */
+	ZSTD_inBuffer	 zin;
+	size_t		 zlast;		/* last ZSTD_decompressStream hint */
+	int		 zeof;
+	struct archive	*a;
+	struct ovl_input_ctx *x;
+	struct ovl_zthread *zt;	/* reading ahead, or NULL */
+	int		 comp;		/* the chunk's compression (a stream's, sniffed) */
+	int		 stream;	/* stdin, FIFO, device: read once, no seeking */
+	unsigned char	 pb[8];		/* a stream's first bytes, read to sniff it */
+	size_t		 pblen, pbpos;
+	z_stream	 gz;		/* gzip: zlib, trailer (CRC-32, ISIZE) checked */
+	int		 gzinit;
+	int		 gzdone;	/* between two gzip members */
+	uint64_t	 zpos;		/* compressed bytes read from fd */
+	unsigned char	*abuf;		/* decoded block handed to libarchive */
+	char		 err[512];
+};
+
+/* What the inputs of one process share: decoder state and buffers. */
+struct ovl_input_ctx {
+	ZSTD_DStream	*zd;
+	unsigned char	*zbuf;		/* compressed bytes */
+	size_t		 zbufcap;
+	struct ovl_zthread zt;
+};
+
+/* 0, or -1 when out of memory. */
+int	ovl_input_ctx_init(struct ovl_input_ctx *x);
+void	ovl_input_ctx_free(struct ovl_input_ctx *x);
+/*
+ * Open chunk c of path (want_archive: a tar, read with
+ * archive_read_next_header on in->a, its data with ovl_input_read). -1 with
+ * in->err on failure (in->fd == -1 when the file could not be opened at
+ * all); ovl_input_close in every case.
+ */
+int	ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
+	    const struct ovl_chunk *c, const char *path, int want_archive);
+/* Decompress ahead in a thread from now on (if one can be started). */
+void	ovl_input_readahead(struct ovl_input *in);
+/* Decompressed bytes: count, 0 at the end, -1 with in->err set. */
+ssize_t	ovl_input_read(struct ovl_input *in, unsigned char *buf, size_t n);
+void	ovl_input_close(struct ovl_input *in);
+/* libarchive's message for a, never NULL. */
+const char *ovl_input_arc_err(struct archive *a);
+
+#endif
