@@ -38,6 +38,7 @@
 #include "io.h"
 #include "json.h"
 #include "jsonl.h"
+#include "lines.h"
 #include "num.h"
 #include "tok.h"
 
@@ -134,21 +135,6 @@ static const char *const reason_names[R_NREASONS] = {
 };
 
 
-/* Records of a line-oriented chunk, in a buffer bounded by max_doc. */
-struct lrd {
-	unsigned char	*buf;
-	size_t		 cap;
-	size_t		 beg;		/* start of the record being read */
-	size_t		 end;		/* end of valid data */
-	size_t		 scan;		/* no newline in [lstart, scan) */
-	size_t		 lstart;	/* start of the line being examined */
-	size_t		 pend;		/* paragraphs: end of its last line */
-	int		 inpara;
-	uint64_t	 base;		/* chunk offset of buf[0] */
-	int		 eof;
-	uint64_t	 line;		/* line number of lstart; 0: unknown */
-	uint64_t	 pline;		/* first line of the paragraph */
-};
 
 /* What the current chunk is. */
 struct cx {
@@ -184,7 +170,7 @@ struct src {
 	struct ovl_jsonl_path path;
 	struct ovl_writer *w;
 	struct ovl_input_ctx inx;	/* decoders, buffers, read-ahead thread */
-	struct lrd	 lr;
+	struct ovl_lines lr;
 	struct ovl_buf	 scratch;
 	struct ovl_buf	 doc;		/* a tar member's text */
 	struct ovl_buf	 key;		/* the WebDataset group key */
@@ -831,281 +817,11 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 
 /* ---- input: lib/input.c ---- */
 
-/* ---- line-oriented records ------------------------------------------ */
-
-static void
-lrd_reset(struct src *s, uint64_t line)
+/* The line reader reads the chunk's decompressed bytes. */
+static ssize_t
+lines_read(void *arg, unsigned char *buf, size_t n)
 {
-	struct lrd *r = &s->lr;
-
-	if (r->buf == NULL) {
-		r->cap = 8u * BLOCK;
-		r->buf = ovl_xmalloc(r->cap);
-	}
-	r->beg = r->end = r->scan = r->lstart = r->pend = 0;
-	r->inpara = 0;
-	r->base = 0;
-	r->eof = 0;
-	r->line = line;
-	r->pline = 0;
-}
-
-/* Read more: 1, 0 at the end, -1 on error. Keeps [beg, end). */
-static int
-lrd_fill(struct src *s, struct ovl_input *in)
-{
-	struct lrd *r = &s->lr;
-	ssize_t n;
-
-	if (r->eof)
-		return 0;
-	if (r->cap - r->end < BLOCK && r->beg > 0) {
-		size_t d = r->beg;
-
-		memmove(r->buf, r->buf + d, r->end - d);
-		r->end -= d;
-		r->scan -= d;
-		r->lstart -= d;
-		r->pend = r->pend >= d ? r->pend - d : 0;
-		r->base += d;
-		r->beg = 0;
-	}
-	if (r->cap - r->end < BLOCK) {
-		size_t ncap = r->cap * 2;
-
-		while (ncap - r->end < BLOCK)
-			ncap *= 2;
-		r->buf = ovl_xrealloc(r->buf, ncap);
-		r->cap = ncap;
-	}
-	n = ovl_input_read(in, r->buf + r->end, r->cap - r->end);
-	if (n < 0)
-		return -1;
-	if (n == 0) {
-		r->eof = 1;
-		return 0;
-	}
-	r->end += (size_t)n;
-	return 1;
-}
-
-/*
- * The next line [*ls, *le) (newline excluded), next record at *nx.
- * 1, 0 at the end, -1 read error, -2 longer than max_doc (nothing consumed).
- */
-static int
-lrd_line(struct src *s, struct ovl_input *in, size_t *ls, size_t *le, size_t *nx)
-{
-	struct lrd *r = &s->lr;
-
-	for (;;) {
-		unsigned char *nl = memchr(r->buf + r->scan, '\n',
-		    r->end - r->scan);
-
-		if (nl != NULL) {
-			*ls = r->beg;
-			*le = (size_t)(nl - r->buf);
-			*nx = *le + 1;
-			r->beg = r->scan = r->lstart = *nx;
-			return 1;
-		}
-		r->scan = r->end;
-		if (r->eof) {
-			if (r->beg == r->end)
-				return 0;
-			*ls = r->beg;
-			*le = *nx = r->end;
-			r->beg = r->scan = r->lstart = r->end;
-			return 1;
-		}
-		if (r->end - r->beg > s->o->max_doc)
-			return -2;
-		if (lrd_fill(s, in) < 0)
-			return -1;
-	}
-}
-
-static int
-blank(const unsigned char *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\f' &&
-		    p[i] != '\v')
-			return 0;
-	return 1;
-}
-
-/*
- * The next paragraph: lines up to a blank line. [*ps, *pe) is its text
- * (last newline excluded), *nx the offset after its last line. Returns as
- * lrd_line.
- */
-static int
-lrd_para(struct src *s, struct ovl_input *in, size_t *ps, size_t *pe, size_t *nx)
-{
-	struct lrd *r = &s->lr;
-
-	for (;;) {
-		unsigned char *nl = memchr(r->buf + r->scan, '\n',
-		    r->end - r->scan);
-		size_t le;
-
-		if (nl == NULL) {
-			r->scan = r->end;
-			if (!r->eof) {
-				if (r->end - r->beg > s->o->max_doc)
-					return -2;
-				if (lrd_fill(s, in) < 0)
-					return -1;
-				continue;
-			}
-			/* The last line, without a newline. */
-			if (r->lstart < r->end &&
-			    !blank(r->buf + r->lstart, r->end - r->lstart)) {
-				if (!r->inpara) {
-					r->inpara = 1;
-					r->beg = r->lstart;
-					r->pline = r->line;
-				}
-				r->pend = r->end;
-				r->lstart = r->end;
-			}
-			if (!r->inpara) {
-				r->beg = r->lstart = r->end;
-				return 0;
-			}
-			*ps = r->beg;
-			*pe = r->pend;
-			*nx = r->pend < r->end ? r->pend + 1 : r->end;
-			r->inpara = 0;
-			r->beg = r->lstart = r->scan = r->end;
-			return 1;
-		}
-		le = (size_t)(nl - r->buf);
-		if (blank(r->buf + r->lstart, le - r->lstart)) {
-			if (r->line != 0)
-				r->line++;
-			if (r->inpara) {
-				*ps = r->beg;
-				*pe = r->pend;
-				*nx = r->pend + 1;
-				r->inpara = 0;
-				r->beg = r->lstart = r->scan = le + 1;
-				return 1;
-			}
-			r->beg = r->lstart = r->scan = le + 1;
-			continue;
-		}
-		if (!r->inpara) {
-			r->inpara = 1;
-			r->beg = r->lstart;
-			r->pline = r->line;
-		}
-		if (r->line != 0)
-			r->line++;
-		r->pend = le;
-		r->lstart = r->scan = le + 1;
-	}
-}
-
-/*
- * After -2: drop the overlong record without holding it. Lines: up to the
- * next newline; paragraphs: up to the next blank line. Returns 0, or -1 on
- * a read error. *nx receives the offset after it.
- */
-static int
-lrd_discard(struct src *s, struct ovl_input *in, int para, uint64_t *nx)
-{
-	struct lrd *r = &s->lr;
-	int lineblank = 0, first = 1;
-	size_t i;
-
-	/* The record starts at beg; the first line is not blank. */
-	i = r->beg;
-	for (;;) {
-		for (; i < r->end; i++) {
-			unsigned char c = r->buf[i];
-
-			if (c == '\n') {
-				if (r->line != 0)
-					r->line++;
-				if (!para || (lineblank && !first)) {
-					r->beg = r->lstart = r->scan = i + 1;
-					r->inpara = 0;
-					*nx = r->base + i + 1;
-					return 0;
-				}
-				first = 0;
-				lineblank = 1;
-			} else if (c != ' ' && c != '\t' && c != '\r')
-				lineblank = 0;
-		}
-		r->beg = r->lstart = r->scan = r->end;
-		if (r->eof) {
-			r->inpara = 0;
-			*nx = r->base + r->end;
-			return 0;
-		}
-		i = r->end;
-		{
-			int rc = lrd_fill(s, in);
-			if (rc < 0)
-				return -1;
-			i = r->beg;	/* compaction moved the data */
-		}
-	}
-}
-
-/*
- * Skip to chunk offset off (a record boundary) by reading. Counts lines
- * when line counting is on. Returns 0, -1 read error, -2 beyond the end,
- * -3 not at a record boundary.
- */
-static int
-lrd_skip(struct src *s, struct ovl_input *in, uint64_t off)
-{
-	struct lrd *r = &s->lr;
-	int last = '\n';
-
-	while (r->base + r->end < off) {
-		size_t n = r->end - r->beg;
-
-		if (n > 0)
-			last = r->buf[r->end - 1];
-		if (r->line != 0) {
-			const unsigned char *p = r->buf + r->beg, *e = r->buf + r->end;
-			while ((p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
-				r->line++;
-				p++;
-			}
-		}
-		r->beg = r->scan = r->lstart = r->end;
-		{
-			int rc = lrd_fill(s, in);
-			if (rc < 0)
-				return -1;
-			if (rc == 0)
-				return -2;
-		}
-	}
-	{
-		size_t at = (size_t)(off - r->base);
-		if (at > r->beg)
-			last = r->buf[at - 1];
-		if (r->line != 0) {
-			const unsigned char *p = r->buf + r->beg, *e = r->buf + at;
-			while ((p = memchr(p, '\n', (size_t)(e - p))) != NULL) {
-				r->line++;
-				p++;
-			}
-		}
-		r->beg = r->scan = r->lstart = at;
-	}
-	if (off > 0 && last != '\n')
-		return -3;
-	return 0;
+	return ovl_input_read(arg, buf, n);
 }
 
 static void
@@ -1133,7 +849,7 @@ static uint64_t
 run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
-	struct lrd *r = &s->lr;
+	struct ovl_lines *r = &s->lr;
 	struct ovl_input in;
 	struct rec rc;
 	uint64_t idx = rec0;
@@ -1146,8 +862,11 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	}
 	if (in.kind != OVL_COMP_NONE && !in.zeof)
 		ovl_input_readahead(&in);
+	r->max = (size_t)o->max_doc;
+	r->read = lines_read;
+	r->arg = &in;
 	/* Line numbers are known when the chunk is read from its start. */
-	lrd_reset(s, s->cx.c->off == 0 && (off0 == 0 ||
+	ovl_lines_reset(r, s->cx.c->off == 0 && (off0 == 0 ||
 	    in.comp != OVL_COMP_NONE || in.stream) ? 1 : 0);
 	if (off0 > 0) {
 		int k;
@@ -1174,7 +893,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 			if (in.remain != OVL_CHUNK_WHOLE)
 				in.remain -= off0;
 			r->base = off0;
-		} else if ((k = lrd_skip(s, &in, off0)) != 0) {
+		} else if ((k = ovl_lines_skip(r, off0)) != 0) {
 			if (k == -1) {
 				input_failed(s, &in, r->base + r->beg);
 				ovl_input_close(&in);
@@ -1190,7 +909,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		/* One record: the whole chunk, unless the cursor is past it. */
 		int got;
 
-		while ((got = lrd_fill(s, &in)) > 0) {
+		while ((got = ovl_lines_fill(r)) > 0) {
 			if (idx > 0 || off0 > 0) {
 				r->beg = r->end;
 				continue;
@@ -1206,7 +925,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				bad(s, R_TOOLONG, &rc, "document longer than "
 				    "--max-doc-bytes (%" PRIu64 ")", o->max_doc);
 				r->beg = r->end;
-				while ((got = lrd_fill(s, &in)) > 0)
+				while ((got = ovl_lines_fill(r)) > 0)
 					r->beg = r->end;
 				if (got < 0)
 					input_failed(s, &in, r->base + r->end);
@@ -1222,7 +941,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	for (;;) {
 		size_t ls, le, nx;
 		int k = o->format == FMT_TEXT && o->per == PER_BLANK ?
-		    lrd_para(s, &in, &ls, &le, &nx) : lrd_line(s, &in, &ls, &le,
+		    ovl_lines_para(r, &ls, &le, &nx) : ovl_lines_line(r, &ls, &le,
 		    &nx);
 
 		if (k == 0)
@@ -1240,7 +959,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 			rc.line = para ? r->pline : r->line;
 			bad(s, R_TOOLONG, &rc, "record longer than --max-doc-bytes "
 			    "(%" PRIu64 ")", o->max_doc);
-			if (lrd_discard(s, &in, para, &nxo) != 0) {
+			if (ovl_lines_discard(r, para, &nxo) != 0) {
 				input_failed(s, &in, r->base + r->beg);
 				break;
 			}
@@ -1255,7 +974,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				r->line++;
 			if (!jsonl && le > ls && r->buf[le - 1] == '\r')
 				le--;
-			if (blank(r->buf + ls, le - ls))
+			if (ovl_lines_blank(r->buf + ls, le - ls))
 				continue;
 		}
 		rc.start_off = r->base + ls;
@@ -1788,7 +1507,7 @@ teardown(struct src *s)
 	pcre2_match_context_free(s->mctx);
 	pcre2_jit_stack_free(s->jst);
 	ovl_input_ctx_free(&s->inx);
-	free(s->lr.buf);
+	ovl_lines_free(&s->lr);
 	free(s->perm);
 	ovl_buf_free(&s->scratch);
 	ovl_buf_free(&s->doc);
