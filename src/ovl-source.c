@@ -41,6 +41,7 @@
 #include "lines.h"
 #include "num.h"
 #include "tok.h"
+#include "wds.h"
 
 static const struct ovl_cli cli = {
 	"ovl-source",
@@ -173,7 +174,6 @@ struct src {
 	struct ovl_lines lr;
 	struct ovl_buf	 scratch;
 	struct ovl_buf	 doc;		/* a tar member's text */
-	struct ovl_buf	 key;		/* the WebDataset group key */
 	struct ovl_u32vec toks;
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
@@ -994,203 +994,58 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	return r->base + r->end;
 }
 
-/* ---- tar and WebDataset --------------------------------------------- */
-
-static int
-ends_with(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-
-	return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
-static int
-is_text_member(const struct src_opts *o, const char *name)
-{
-	int i;
-
-	if (o->next == 0)
-		return o->format == FMT_TAR ? 1 : ends_with(name, ".txt");
-	for (i = 0; i < o->next; i++)
-		if (ends_with(name, o->ext[i]))
-			return 1;
-	return 0;
-}
-
-static int
-is_image(const char *name)
-{
-	static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".webp",
-	    ".gif", ".bmp", ".tif", ".tiff" };
-	size_t n = strlen(name), i;
-
-	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-		size_t m = strlen(exts[i]);
-		if (n >= m && strcasecmp(name + n - m, exts[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* The WebDataset key: the path up to the first dot of the base name. */
-static size_t
-wds_keylen(const char *name)
-{
-	const char *base = strrchr(name, '/'), *dot;
-
-	base = base != NULL ? base + 1 : name;
-	dot = strchr(base, '.');
-	return dot != NULL ? (size_t)(dot - name) : strlen(name);
-}
-
-struct group {
-	uint64_t	 index;		/* group number in the archive */
-	int		 open;
-	int		 has_text;
-	int		 text_bad;	/* text member skipped (too long) */
-	uint32_t	 nimages;
-	char		 member[256];
-};
+/* ---- tar and WebDataset: lib/wds.c ---------------------------------- */
 
 static void
-finish_group(struct src *s, struct group *g, uint64_t g0, uint64_t *idx)
+tar_doc(void *arg, const struct ovl_wds_group *g)
 {
+	struct src *s = arg;
 	struct rec rc;
 
-	if (!g->open)
-		return;
-	g->open = 0;
-	if (g->index < g0)
-		return;
-	if (!g->has_text) {
-		if (!g->text_bad && s->o->format == FMT_WDS)
-			s->no_text_groups++;
-		return;
-	}
 	memset(&rc, 0, sizeof(rc));
 	rc.start_off = g->index;
 	rc.next_off = g->index + 1;
-	rc.index = (*idx)++;
+	rc.index = g->record;
 	rc.nimages = g->nimages;
 	rc.member = g->member;
-	record(s, &rc, (const char *)s->doc.p, s->doc.len);
+	record(s, &rc, g->text, g->len);
+}
+
+static void
+tar_bad(void *arg, int what, uint64_t index, const char *member,
+    const char *msg)
+{
+	struct src *s = arg;
+	struct rec rr;
+
+	memset(&rr, 0, sizeof(rr));
+	rr.start_off = index;
+	rr.member = member;
+	bad(s, what == OVL_WDS_DUP ? R_DUP : what == OVL_WDS_TOOLONG ?
+	    R_TOOLONG : R_INPUT, &rr, "%s", msg);
 }
 
 static uint64_t
 run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
+	struct ovl_wds_opts wo = { o->format == FMT_WDS, o->ext,
+	    (size_t)o->next, o->max_doc };
+	struct ovl_wds_cb cb = { tar_doc, tar_bad, s };
+	struct ovl_wds_result res;
 	struct ovl_input in;
-	struct archive_entry *e;
-	struct group g;
-	uint64_t ngroups = 0, idx = rec0, bytes;
-	int wds = o->format == FMT_WDS;
 
-	memset(&g, 0, sizeof(g));
 	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1) != 0) {
 		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;
 	}
-	for (;;) {
-		const char *name;
-		size_t klen;
-		int r = archive_read_next_header(in.a, &e);
-
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r == ARCHIVE_RETRY) {
-			/* A damaged header: libarchive can resynchronize. */
-			struct rec rr;
-
-			memset(&rr, 0, sizeof(rr));
-			rr.start_off = g.open ? g.index : 0;
-			rr.member = g.open ? g.member : "(none)";
-			bad(s, R_INPUT, &rr, "damaged tar header near byte offset "
-			    "%" PRId64 " after this member: %s",
-			    (int64_t)archive_filter_bytes(in.a, 0), ovl_input_arc_err(in.a));
-			continue;
-		}
-		if (r < ARCHIVE_WARN) {
-			struct rec rr;
-
-			memset(&rr, 0, sizeof(rr));
-			rr.start_off = g.open ? g.index : 0;
-			rr.member = g.open ? g.member : "(none)";
-			bad(s, R_INPUT, &rr, "corrupt archive near byte offset "
-			    "%" PRId64 " after this member: %s",
-			    (int64_t)archive_filter_bytes(in.a, 0), ovl_input_arc_err(in.a));
-			bytes = (uint64_t)archive_filter_bytes(in.a, 0);
-			ovl_input_close(&in);
-			return bytes;
-		}
-		if (archive_entry_filetype(e) != AE_IFREG)
-			continue;
-		name = archive_entry_pathname(e);
-		if (name == NULL)
-			name = "";
-		klen = wds ? wds_keylen(name) : strlen(name);
-		if (!wds || !g.open || s->key.len != klen ||
-		    memcmp(s->key.p, name, klen) != 0) {
-			finish_group(s, &g, g0, &idx);
-			memset(&g, 0, sizeof(g));
-			g.open = 1;
-			g.index = ngroups++;
-			s->key.len = 0;
-			ovl_buf_append(&s->key, name, klen);
-			snprintf(g.member, sizeof(g.member), "%s", name);
-		}
-		if (g.index < g0)
-			continue;
-		if (is_text_member(o, name)) {
-			la_int64_t size = archive_entry_size_is_set(e) ?
-			    archive_entry_size(e) : 0;
-			struct rec rr;
-			la_ssize_t n;
-
-			memset(&rr, 0, sizeof(rr));
-			rr.start_off = g.index;
-			rr.member = name;
-			if (g.has_text) {
-				bad(s, R_DUP, &rr, "a second text member in group");
-				continue;
-			}
-			snprintf(g.member, sizeof(g.member), "%s", name);
-			s->doc.len = 0;
-			n = 0;
-			while (size >= 0 && (uint64_t)size <= o->max_doc &&
-			    s->doc.len <= o->max_doc) {
-				unsigned char *p = ovl_buf_reserve(&s->doc, 64u << 10);
-
-				n = archive_read_data(in.a, p, s->doc.cap - s->doc.len);
-				if (n <= 0)
-					break;
-				s->doc.len += (size_t)n;
-			}
-			if (n < 0) {
-				bad(s, R_INPUT, &rr, "cannot read member: %s",
-				    ovl_input_arc_err(in.a));
-				bytes = (uint64_t)archive_filter_bytes(in.a, 0);
-				ovl_input_close(&in);
-				return bytes;
-			}
-			if (size < 0 || (uint64_t)size > o->max_doc ||
-			    s->doc.len > o->max_doc) {
-				bad(s, R_TOOLONG, &rr, "member longer than "
-				    "--max-doc-bytes (%" PRIu64 ")", o->max_doc);
-				g.text_bad = 1;
-				continue;
-			}
-			g.has_text = 1;
-		} else if (is_image(name))
-			g.nimages++;
-	}
-	finish_group(s, &g, g0, &idx);
-	bytes = (uint64_t)archive_filter_bytes(in.a, 0);
+	ovl_wds_read(in.a, &wo, g0, rec0, &s->doc, &cb, &res);
+	s->no_text_groups += res.no_text;
 	ovl_input_close(&in);
-	if (g0 > ngroups)
+	if (!res.failed && g0 > res.groups)
 		resume_error(s, g0, "is beyond the last member group");
-	return bytes;
+	return res.bytes;
 }
 
 /* ---- the run -------------------------------------------------------- */
@@ -1511,7 +1366,6 @@ teardown(struct src *s)
 	free(s->perm);
 	ovl_buf_free(&s->scratch);
 	ovl_buf_free(&s->doc);
-	ovl_buf_free(&s->key);
 	ovl_u32vec_free(&s->toks);
 	ovl_chunks_free(&s->cs);
 }

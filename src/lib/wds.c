@@ -1,0 +1,224 @@
+/*
+ * wds: documents of a tar archive, one per member group (see wds.h).
+ */
+#include "wds.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <archive_entry.h>
+
+static int
+ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static int
+is_text_member(const struct ovl_wds_opts *o, const char *name)
+{
+	size_t i;
+
+	if (o->next == 0)
+		return o->wds ? ends_with(name, ".txt") : 1;
+	for (i = 0; i < o->next; i++)
+		if (ends_with(name, o->ext[i]))
+			return 1;
+	return 0;
+}
+
+static int
+is_image(const char *name)
+{
+	static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".webp",
+	    ".gif", ".bmp", ".tif", ".tiff" };
+	size_t n = strlen(name), i;
+
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t m = strlen(exts[i]);
+		if (n >= m && strcasecmp(name + n - m, exts[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+size_t
+ovl_wds_keylen(const char *name)
+{
+	const char *base = strrchr(name, '/'), *dot;
+
+	base = base != NULL ? base + 1 : name;
+	dot = strchr(base, '.');
+	return dot != NULL ? (size_t)(dot - name) : strlen(name);
+}
+
+struct group {
+	uint64_t	 index;		/* group number in the archive */
+	int		 open;
+	int		 has_text;
+	int		 text_bad;	/* text member skipped (too long) */
+	uint32_t	 nimages;
+	char		 member[256];
+};
+
+struct rd {
+	const struct ovl_wds_opts *o;
+	const struct ovl_wds_cb *cb;
+	struct ovl_wds_result *res;
+	struct ovl_buf	*buf;
+	uint64_t	 g0, idx;
+};
+
+static void
+finish_group(struct rd *r, struct group *g)
+{
+	struct ovl_wds_group d;
+
+	if (!g->open)
+		return;
+	g->open = 0;
+	if (g->index < r->g0)
+		return;
+	if (!g->has_text) {
+		if (!g->text_bad && r->o->wds)
+			r->res->no_text++;
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	d.index = g->index;
+	d.record = r->idx++;
+	d.nimages = g->nimages;
+	d.member = g->member;
+	d.text = (const char *)r->buf->p;
+	d.len = r->buf->len;
+	r->cb->doc(r->cb->arg, &d);
+}
+
+static void
+bad(struct rd *r, int what, uint64_t index, const char *member,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void
+bad(struct rd *r, int what, uint64_t index, const char *member,
+    const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->cb->bad(r->cb->arg, what, index, member, msg);
+}
+
+/* The text member's data into r->buf: 0, 1 too long, -1 read error. */
+static int
+read_text(struct rd *r, struct archive *a, struct archive_entry *e)
+{
+	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) :
+	    0;
+	uint64_t max = r->o->max_doc;
+	la_ssize_t n = 0;
+
+	r->buf->len = 0;
+	while (size >= 0 && (uint64_t)size <= max && r->buf->len <= max) {
+		unsigned char *p = ovl_buf_reserve(r->buf, 64u << 10);
+
+		n = archive_read_data(a, p, r->buf->cap - r->buf->len);
+		if (n <= 0)
+			break;
+		r->buf->len += (size_t)n;
+	}
+	if (n < 0)
+		return -1;
+	return size < 0 || (uint64_t)size > max || r->buf->len > max;
+}
+
+void
+ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
+    uint64_t rec0, struct ovl_buf *buf, const struct ovl_wds_cb *cb,
+    struct ovl_wds_result *res)
+{
+	struct rd r = { o, cb, res, buf, g0, rec0 };
+	struct ovl_buf key = { 0 };
+	struct archive_entry *e;
+	struct group g;
+	const char *name;
+	size_t klen;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&g, 0, sizeof(g));
+	for (;;) {
+		rc = archive_read_next_header(a, &e);
+		if (rc == ARCHIVE_EOF)
+			break;
+		if (rc == ARCHIVE_RETRY || rc < ARCHIVE_WARN) {
+			/* a damaged header: libarchive may resynchronize */
+			bad(&r, OVL_WDS_INPUT, g.open ? g.index : 0,
+			    g.open ? g.member : "(none)", "%s near byte offset "
+			    "%" PRId64 " after this member: %s", rc ==
+			    ARCHIVE_RETRY ? "damaged tar header" :
+			    "corrupt archive", (int64_t)archive_filter_bytes(a,
+			    0), archive_error_string(a) != NULL ?
+			    archive_error_string(a) : "unknown archive error");
+			if (rc == ARCHIVE_RETRY)
+				continue;
+			res->failed = 1;
+			break;
+		}
+		if (archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		name = archive_entry_pathname(e);
+		if (name == NULL)
+			name = "";
+		klen = o->wds ? ovl_wds_keylen(name) : strlen(name);
+		if (!o->wds || !g.open || key.len != klen ||
+		    memcmp(key.p, name, klen) != 0) {
+			finish_group(&r, &g);
+			memset(&g, 0, sizeof(g));
+			g.open = 1;
+			g.index = res->groups++;
+			key.len = 0;
+			ovl_buf_append(&key, name, klen);
+			snprintf(g.member, sizeof(g.member), "%s", name);
+		}
+		if (g.index < g0)
+			continue;
+		if (is_text_member(o, name)) {
+			if (g.has_text) {
+				bad(&r, OVL_WDS_DUP, g.index, name, "a second "
+				    "text member in group");
+				continue;
+			}
+			snprintf(g.member, sizeof(g.member), "%s", name);
+			rc = read_text(&r, a, e);
+			if (rc < 0) {
+				bad(&r, OVL_WDS_INPUT, g.index, name, "cannot "
+				    "read member: %s", archive_error_string(a) !=
+				    NULL ? archive_error_string(a) :
+				    "unknown archive error");
+				res->failed = 1;
+				break;
+			}
+			if (rc > 0) {
+				bad(&r, OVL_WDS_TOOLONG, g.index, name, "member "
+				    "longer than --max-doc-bytes (%" PRIu64 ")",
+				    o->max_doc);
+				g.text_bad = 1;
+				continue;
+			}
+			g.has_text = 1;
+		} else if (is_image(name))
+			g.nimages++;
+	}
+	if (!res->failed)
+		finish_group(&r, &g);
+	res->bytes = (uint64_t)archive_filter_bytes(a, 0);
+	ovl_buf_free(&key);
+}
