@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The fuzz targets of tests/fuzz/ (libFuzzer, ASan and UBSan, clang), each
 # run for a short bounded time from its seed corpus: no crash, no sanitizer
-# report, no disagreement between the JSON extractor and jansson.
+# report, no disagreement between the JSON extractor and jansson, no broken
+# invariant of the record readers and tokenizer files.
 # `make fuzz FUZZ_SECONDS=N` runs them longer.
 
 load test_helper
@@ -33,4 +34,16 @@ fuzz_one() {	# fuzz_one TARGET: run it 10 s, expect its "ok" line
 
 @test "fuzz: the JSON field extractor agrees with jansson" {
 	fuzz_one jsonl
+}
+
+@test "fuzz: the line and paragraph record reader, in uneven reads" {
+	fuzz_one lines
+}
+
+@test "fuzz: tar and WebDataset member grouping, from the start and resumed" {
+	fuzz_one wds
+}
+
+@test "fuzz: tiktoken rank files, loaded and used" {
+	fuzz_one tiktoken
 }

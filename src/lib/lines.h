@@ -46,8 +46,9 @@ void	ovl_lines_free(struct ovl_lines *r);
 int	ovl_lines_fill(struct ovl_lines *r);
 /*
  * The next line [*ls, *le) of buf (newline excluded), the next record at
- * *nx. 1, 0 at the end, -1 read error, -2 longer than max (nothing
- * consumed).
+ * *nx. 1, 0 at the end, -1 read error, -2 more than max bytes buffered
+ * without a newline (nothing consumed). A line found whole in what was
+ * read may be longer than max: the caller checks its length.
  */
 int	ovl_lines_line(struct ovl_lines *r, size_t *ls, size_t *le, size_t *nx);
 /*

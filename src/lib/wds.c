@@ -179,7 +179,7 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 			name = "";
 		klen = o->wds ? ovl_wds_keylen(name) : strlen(name);
 		if (!o->wds || !g.open || key.len != klen ||
-		    memcmp(key.p, name, klen) != 0) {
+		    (klen > 0 && memcmp(key.p, name, klen) != 0)) {
 			finish_group(&r, &g);
 			memset(&g, 0, sizeof(g));
 			g.open = 1;
