@@ -1,0 +1,60 @@
+/*
+ * balance-int: what balance.c (one step, any method) and balance-step.c
+ * (outlier delay over a window of steps, fixed token counts) share. Private
+ * to the library.
+ */
+#ifndef OVL_BALANCE_INT_H
+#define OVL_BALANCE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "balance.h"
+
+struct ovl_balancer {
+	uint32_t	*order;		/* pieces (or bins) sorted by cost */
+	size_t		 order_cap;
+	/* KK: one tuple of `ranks` subsets per piece */
+	double		*sum;
+	int32_t		*head, *tail;
+	size_t		 cells_cap;
+	int32_t		*next;		/* piece lists */
+	uint32_t	*heap;		/* tuple ids */
+	double		*diff;		/* per tuple: max - min */
+	uint32_t	*mf_rank;	/* MULTIFIT: the best fit found */
+	uint32_t	*pr_order, *pr_side;	/* pairs: order, side */
+	size_t		 items_cap;
+	/* per rank */
+	double		*rcost;
+	uint32_t	*rcount;
+	struct pair	*pairs;
+	double		*tsum;		/* KK: one tuple being merged */
+	int32_t		*thead, *ttail;
+	size_t		 ranks_cap;
+	double		*slot;		/* window: cost per (step, rank) */
+	uint64_t	*wused;		/* window: tokens per step */
+	size_t		 slots_cap;
+	/* exact: per part */
+	double		*xcost, *xcumc;
+	uint64_t	*xcum;
+	uint32_t	*xpos;
+	size_t		 xcap;
+	size_t		*xgrp;		/* per rank + 1 */
+	size_t		 xgrp_cap;
+};
+
+struct pair {
+	double		v;
+	uint32_t	i;
+};
+
+/* Room for n pieces and ranks ranks in b's scratch arrays. */
+void	ovl_balance__grow(struct ovl_balancer *b, size_t n, uint32_t ranks);
+/* idx[0..n) sorted by cost, costliest first, earlier first among equals. */
+void	ovl_balance__sort_by_cost(uint32_t *idx, size_t n, const double *cost);
+/* qsort: doubles, largest first. */
+int	ovl_balance__cmp_double_desc(const void *a, const void *b);
+/* Index of the largest of v[0..n), the first among equals. */
+uint32_t ovl_balance__argmax(const double *v, uint32_t n);
+
+#endif
