@@ -254,14 +254,16 @@ wait_ckpt() {
 	# a partial run: cut the log back to checkpoint 2
 	run -0 "$OVL_CKPT" restore ckpt --at 2
 	# another process holds the checkpoint directory
-	flock ckpt/lock sleep 600 3>&- &
+	# (-o: the lock is flock's alone, so it goes with flock)
+	flock -o ckpt/lock sleep 600 3>&- &
 	holder=$!
 	for _ in $(seq 200); do
 		flock -n ckpt/lock true || break
 		sleep 0.05
 	done
 	run -1 "$OVL_RUN" -q --resume --lock-wait 1 p.plan
-	kill "$holder"
+	pkill -P "$holder" sleep
+	wait "$holder" || true
 	[[ "$output" == *"is in use by another ovl-ckpt (waited for it to end)"* ]]
 	[[ "$output" == *"cannot restore from checkpoint 2 in "* ]]
 	[[ "$output" != *"from the beginning"* ]]

@@ -62,6 +62,8 @@ chaos() {
 		done
 		st=0
 		wait "$pid" || st=$?
+		# the watchdog and its sleep: no process outlives the test
+		pkill -P "$dog" sleep 2>/dev/null || true
 		kill "$dog" 2>/dev/null || true
 		cat "err.$seed.$runs" >&2
 		[ "$st" -eq 0 ]
