@@ -1,0 +1,333 @@
+/*
+ * ovl-source: records become documents (filters, tokenizing, frames or
+ * JSON, counted skips). See source.h.
+ */
+#include "source.h"
+
+const char *const reason_names[R_NREASONS] = {
+	"invalid JSON", "missing field", "field not a string", "invalid UTF-8",
+	"too long", "unreadable or corrupt input", "unopenable file",
+	"duplicate text member", "tokenizer error"
+};
+
+/* ---- messages and counting ------------------------------------------ */
+
+/* Report a bad record: exit 1, or count it under --on-error=skip. */
+void
+bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
+{
+	char msg[512], where[128];
+	const struct ovl_chunk *c = s->cx.c;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r == NULL)
+		where[0] = '\0';
+	else if (r->member != NULL)
+		snprintf(where, sizeof(where), " group %" PRIu64, r->start_off);
+	else if (r->line != 0)
+		snprintf(where, sizeof(where), " line %" PRIu64, r->line);
+	else if (c->comp != OVL_COMP_NONE)
+		snprintf(where, sizeof(where), " decompressed byte offset %"
+		    PRIu64, r->start_off);
+	else
+		snprintf(where, sizeof(where), " byte offset %" PRIu64,
+		    c->off + r->start_off);
+	if (r != NULL && r->member != NULL) {
+		if (!s->o->skip)
+			ovl_errx(OVL_EXIT_DATA, "'%s': member '%s' (%s): %s",
+			    s->cx.path, r->member, where + 1, msg);
+		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.path,
+		    r->member, where + 1, msg);
+	} else {
+		if (!s->o->skip)
+			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.path, where,
+			    where[0] != '\0' ? ":" : "", msg);
+		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.path, where,
+		    where[0] != '\0' ? ":" : "", msg);
+	}
+	s->skipped[reason]++;
+}
+
+double
+elapsed(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	    (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void
+flush_out(struct src *s)
+{
+	if (s->w != NULL)
+		ovl_writer_flush(s->w);
+	else if (fflush(stdout) != 0) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+}
+
+static void
+throttle(struct src *s, uint64_t bytes)
+{
+	double due, now;
+
+	s->thr_bytes += bytes;
+	s->thr_docs++;
+	due = (s->o->throttle_docs ? (double)s->thr_docs :
+	    (double)s->thr_bytes) / s->o->throttle;
+	now = elapsed(&s->t0);
+	if (due > now + 0.0005) {
+		struct timespec ts;
+		double d = due - now;
+
+		flush_out(s);
+		ts.tv_sec = (time_t)d;
+		ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
+}
+
+/* ---- documents ------------------------------------------------------ */
+
+static inline void
+widen(uint32_t *t, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i z = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		__m128i lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+
+		_mm_storeu_si128((__m128i *)(void *)(t + i),
+		    _mm_unpacklo_epi16(lo, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 4),
+		    _mm_unpackhi_epi16(lo, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 8),
+		    _mm_unpacklo_epi16(hi, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 12),
+		    _mm_unpackhi_epi16(hi, z));
+	}
+#endif
+	for (; i < n; i++)
+		t[i] = p[i];
+}
+
+static int
+re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
+{
+	int rc = pcre2_match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
+	    s->md, s->mctx);
+
+	if (rc >= 0)
+		return 1;
+	if (rc == PCRE2_ERROR_NOMATCH)
+		return 0;
+	{
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(rc, msg, sizeof(msg));
+		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
+		    s->cx.path, (const char *)msg);
+	}
+}
+
+static void
+emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
+    const uint32_t *toks, uint32_t ntok)
+{
+	struct ovl_cursor cur;
+	char cbuf[OVL_CURSOR_STRLEN];
+
+	cur.epoch = s->cx.epoch;
+	cur.chunk = s->cx.k;
+	cur.off = r->next_off;
+	cur.rec = r->index + 1;
+	fputs("{\"source\":", stdout);
+	ovl_json_string(stdout, s->o->name, strlen(s->o->name));
+	printf(",\"id\":%" PRIu32 ",\"pos\":[%" PRIu32 ",%" PRIu32 ",%" PRIu64
+	    "],\"cursor\":\"%s\",\"off\":%" PRIu64 ",\"nimages\":%" PRIu32
+	    ",\"ntokens\":%" PRIu32 ",\"tokens\":", s->o->id, s->cx.epoch,
+	    s->cx.k, r->index, ovl_cursor_format(&cur, cbuf), r->start_off,
+	    r->nimages, ntok);
+	ovl_json_u32s(stdout, toks, ntok);
+	if (s->o->text) {
+		fputs(",\"text\":", stdout);
+		ovl_json_string(stdout, text, len);
+	}
+	fputs("}\n", stdout);
+	if (ferror(stdout)) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+}
+
+/*
+ * One record's text: check, filter, tokenize and write it. The text stays
+ * where it is (no copy) on the bytes tokenizer's path.
+ */
+void
+record(struct src *s, const struct rec *r, const char *text, size_t len)
+{
+	const struct src_opts *o = s->o;
+	uint64_t ntok;
+	const uint32_t *toks = NULL;
+
+	s->recs++;
+	s->cx.recs++;
+	if (!r->utf8_ok || !s->tok_bytes) {
+		size_t ok = ovl_utf8_valid(text, len);
+		if (ok != len) {
+			bad(s, R_UTF8, r, "invalid UTF-8 at byte %zu of the record",
+			    ok);
+			return;
+		}
+	}
+	if (s->re_match != NULL && !re_hit(s, s->re_match, text, len)) {
+		s->filtered_re++;
+		return;
+	}
+	if (s->re_drop != NULL && re_hit(s, s->re_drop, text, len)) {
+		s->filtered_re++;
+		return;
+	}
+	if (s->tok_bytes)
+		ntok = len;
+	else {
+		size_t badoff;
+
+		s->toks.len = 0;
+		if (ovl_tok_encode(s->tok, text, len, &s->toks, &badoff) != 0) {
+			bad(s, R_TOK, r, "%s at byte %zu of the document",
+			    ovl_tok_error(s->tok), badoff);
+			return;
+		}
+		ntok = s->toks.len;
+		toks = s->toks.p;
+	}
+	if (ntok < o->min_tokens || (o->max_tokens != 0 && ntok > o->max_tokens)) {
+		s->filtered_len++;
+		return;
+	}
+	if (ntok + 1 > UINT32_MAX ||
+	    ovl_doc_payload_len((uint32_t)ntok + 1, o->text ? (uint32_t)len : 0) == 0) {
+		bad(s, R_TOOLONG, r, "document too large for one frame");
+		return;
+	}
+	if (o->json) {
+		if (toks == NULL) {
+			uint32_t *t;
+			s->toks.len = 0;
+			t = ovl_u32vec_reserve(&s->toks, len + 1);
+			widen(t, (const unsigned char *)text, len);
+			s->toks.len = len;
+			toks = s->toks.p;
+		}
+		ovl_u32vec_push(&s->toks, s->eod);
+		emit_json(s, r, text, len, s->toks.p, (uint32_t)ntok + 1);
+	} else {
+		struct ovl_doc d;
+		uint32_t tl = o->text ? (uint32_t)len : 0;
+		uint32_t plen = ovl_doc_payload_len((uint32_t)ntok + 1, tl);
+		uint8_t *p = ovl_writer_begin(s->w, plen);
+		uint32_t *t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
+
+		memset(&d, 0, sizeof(d));
+		d.source = o->id;
+		d.epoch = s->cx.epoch;
+		d.chunk = s->cx.k;
+		d.record = r->index;
+		d.nchunks = s->cs.n;
+		d.nimages = r->nimages;
+		d.start_off = r->start_off;
+		d.next_off = r->next_off;
+		d.next_rec = r->index + 1;
+		d.ntokens = (uint32_t)ntok + 1;
+		d.text_len = tl;
+		d.text = text;
+		ovl_doc_encode(p, &d);
+		if (toks != NULL)
+			memcpy(t, toks, ntok * 4);
+		else
+			widen(t, (const unsigned char *)text, len);
+		t[ntok] = s->eod;
+		ovl_writer_finish(s->w, OVL_DOC, 0);
+	}
+	s->docs++;
+	s->tokens += ntok + 1;
+	s->cx.docs++;
+	s->cx.tokens += ntok + 1;
+	if (o->throttle > 0)
+		throttle(s, len);
+}
+
+/* A JSON line: extract the field, then record it. */
+void
+json_record(struct src *s, struct rec *r, const char *line, size_t len)
+{
+	struct ovl_jsonl_result jr;
+	int rc;
+
+	if (s->o->parser == PARSER_JANSSON) {
+		json_error_t je;
+		json_t *root = json_loadb(line, len, 0, &je), *v;
+		size_t i;
+
+		if (root == NULL) {
+			bad(s, R_JSON, r, "invalid JSON at column %d: %s",
+			    je.column, je.text);
+			return;
+		}
+		v = root;
+		for (i = 0; i < s->path.n && v != NULL; i++)
+			v = json_is_object(v) ? json_object_get(v, s->path.key[i]) :
+			    NULL;
+		if (v == NULL)
+			bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		else if (!json_is_string(v))
+			bad(s, R_NOTSTRING, r, "field '%s' is not a string",
+			    s->o->field);
+		else {
+			/* Copy: the record outlives nothing, but root does not. */
+			s->scratch.len = 0;
+			ovl_buf_append(&s->scratch, json_string_value(v),
+			    json_string_length(v));
+			r->utf8_ok = 1;
+			json_decref(root);
+			record(s, r, (const char *)s->scratch.p, s->scratch.len);
+			return;
+		}
+		json_decref(root);
+		return;
+	}
+	rc = ovl_jsonl_extract(&s->path, line, len, &s->scratch, &jr);
+	switch (rc) {
+	case OVL_JSONL_OK:
+		r->utf8_ok = 1;
+		record(s, r, jr.val, jr.len);
+		break;
+	case OVL_JSONL_MISSING:
+		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		break;
+	case OVL_JSONL_NOTSTRING:
+		bad(s, R_NOTSTRING, r, "field '%s' is %s %s, not a string",
+		    s->o->field, jr.type[0] == 'a' || jr.type[0] == 'o' ? "an" :
+		    "a", jr.type);
+		break;
+	default:
+		bad(s, R_JSON, r, "invalid JSON at column %zu: %s",
+		    jr.err_off + 1, jr.err);
+		break;
+	}
+}
+

@@ -1,0 +1,567 @@
+/*
+ * ovl-source: options, setup and main. See source.h.
+ */
+#include "source.h"
+
+static const struct ovl_cli cli = {
+	"ovl-source",
+	"ovl-source [options] NAME PATH...",
+	"Read one source and write its documents as DOC frames (or --json lines).\n"
+	"\n"
+	"  --format F            jsonl, text, tar or wds (default: from the name)\n"
+	"  --field PATH          jsonl field, dotted (default text)\n"
+	"  --json-parser P       fast (default) or jansson\n"
+	"  --doc-per MODE        text: line (default), blank-line or file\n"
+	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
+	"  --tokenizer SPEC      bytes (default) or tiktoken:FILE[:PATTERN]\n"
+	"  --eod-token TOK       end-of-document token, text or id\n"
+	"  --special POLICY      special-token text in documents: plain (default),\n"
+	"                        error, allow or strip (tiktoken)\n"
+	"  --min-tokens N        drop documents with fewer tokens\n"
+	"  --max-tokens N        drop documents with more tokens\n"
+	"  --match REGEX         keep only documents matching (PCRE2)\n"
+	"  --drop REGEX          drop documents matching (PCRE2)\n"
+	"  --chunk-size SIZE     cut large uncompressed files (e.g. 64M; 0: never)\n"
+	"  --partition P/N       read the canonical chunks k with k % N == P\n"
+	"  --shuffle-seed S      permute the chunk order per epoch\n"
+	"  --epochs N            passes over the source (default 1)\n"
+	"  --repeat              repeat forever\n"
+	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
+	"  --on-error MODE       fail (default) or skip bad records, counted\n"
+	"  --max-doc-bytes SIZE  longest record (default 32Mi)\n"
+	"  --id N                source id in frames (default 0)\n"
+	"  --text                include the text in DOC frames\n"
+	"  --throttle RATE       at most RATE input bytes/s (4M) or docs/s (200docs)\n"
+	"  --json                one JSON object per document, for people\n"
+	"  --output FILE         write to FILE (a FIFO, say) instead of standard output\n"
+	"  --standby CTL         warm standby: load, then wait for a cursor line on\n"
+	"                        CTL and resume there (shadow loaders; needs --output)\n"
+	"  -v, --verbose         per-chunk figures on stderr\n"
+	"  -q, --quiet           only errors\n"
+	"  -h, --help            this help\n"
+	"  -V, --version         the version\n"
+};
+
+
+/* ---- options -------------------------------------------------------- */
+
+enum {
+	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
+	O_EOD, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
+	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
+	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL
+};
+
+static const struct option longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "field", required_argument, NULL, O_FIELD },
+	{ "json-parser", required_argument, NULL, O_PARSER },
+	{ "doc-per", required_argument, NULL, O_DOCPER },
+	{ "member-ext", required_argument, NULL, O_EXT },
+	{ "tokenizer", required_argument, NULL, O_TOKENIZER },
+	{ "eod-token", required_argument, NULL, O_EOD },
+	{ "min-tokens", required_argument, NULL, O_MIN },
+	{ "max-tokens", required_argument, NULL, O_MAX },
+	{ "match", required_argument, NULL, O_MATCH },
+	{ "drop", required_argument, NULL, O_DROP },
+	{ "chunk-size", required_argument, NULL, O_CHUNK },
+	{ "partition", required_argument, NULL, O_PART },
+	{ "shuffle-seed", required_argument, NULL, O_SEED },
+	{ "epochs", required_argument, NULL, O_EPOCHS },
+	{ "repeat", no_argument, NULL, O_REPEAT },
+	{ "resume", required_argument, NULL, O_RESUME },
+	{ "on-error", required_argument, NULL, O_ONERR },
+	{ "max-doc-bytes", required_argument, NULL, O_MAXDOC },
+	{ "id", required_argument, NULL, O_ID },
+	{ "text", no_argument, NULL, O_TEXT },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "throttle", required_argument, NULL, O_THROTTLE },
+	{ "output", required_argument, NULL, O_OUTPUT },
+	{ "standby", required_argument, NULL, O_STANDBY },
+	{ "special", required_argument, NULL, O_SPECIAL },
+	{ NULL, 0, NULL, 0 }
+};
+
+static uint64_t
+opt_u64(const char *name, const char *v, uint64_t max)
+{
+	uint64_t x;
+
+	if (ovl_num_u64_max(v, max, &x) != 0)
+		ovl_cli_usagex(&cli, "bad value for --%s: '%s'", name, v);
+	return x;
+}
+
+static uint64_t
+opt_size(const char *name, const char *v)
+{
+	uint64_t x;
+
+	if (ovl_num_size(v, &x) != 0)
+		ovl_cli_usagex(&cli, "bad size for --%s: '%s'", name, v);
+	return x;
+}
+
+static void
+opt_throttle(struct src_opts *o, const char *v)
+{
+	size_t n = strlen(v);
+	uint64_t x;
+
+	if (n > 4 && strcmp(v + n - 4, "docs") == 0) {
+		char tmp[64];
+
+		if (n - 4 >= sizeof(tmp))
+			ovl_cli_usagex(&cli, "bad value for --throttle: '%s'", v);
+		memcpy(tmp, v, n - 4);
+		tmp[n - 4] = '\0';
+		x = opt_u64("throttle", tmp, UINT32_MAX);
+		o->throttle_docs = 1;
+	} else
+		x = opt_size("throttle", v);
+	if (x == 0)
+		ovl_cli_usagex(&cli, "--throttle must be positive");
+	o->throttle = (double)x;
+}
+
+static int
+parse_format(const char *v)
+{
+	if (strcmp(v, "jsonl") == 0)
+		return FMT_JSONL;
+	if (strcmp(v, "text") == 0)
+		return FMT_TEXT;
+	if (strcmp(v, "tar") == 0)
+		return FMT_TAR;
+	if (strcmp(v, "wds") == 0)
+		return FMT_WDS;
+	ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, wds)", v);
+}
+
+static void
+parse_opts(struct src_opts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->field = "text";
+	o->tokenizer = "bytes";
+	o->epochs = 1;
+	o->part_n = 1;
+	o->max_doc = 32ull << 20;
+	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
+	    NULL)) != -1) {
+		if (ovl_cli_common(&cli, c))
+			continue;
+		switch (c) {
+		case O_FORMAT:
+			o->format = parse_format(optarg);
+			break;
+		case O_FIELD:
+			o->field = optarg;
+			break;
+		case O_PARSER:
+			if (strcmp(optarg, "fast") == 0)
+				o->parser = PARSER_FAST;
+			else if (strcmp(optarg, "jansson") == 0)
+				o->parser = PARSER_JANSSON;
+			else
+				ovl_cli_usagex(&cli, "unknown --json-parser '%s' "
+				    "(fast, jansson)", optarg);
+			break;
+		case O_DOCPER:
+			if (strcmp(optarg, "line") == 0)
+				o->per = PER_LINE;
+			else if (strcmp(optarg, "blank-line") == 0)
+				o->per = PER_BLANK;
+			else if (strcmp(optarg, "file") == 0)
+				o->per = PER_FILE;
+			else
+				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
+				    "(line, blank-line, file)", optarg);
+			break;
+		case O_EXT:
+			if (o->next == MAX_EXT)
+				ovl_cli_usagex(&cli, "at most %d --member-ext",
+				    MAX_EXT);
+			if (optarg[0] == '\0')
+				ovl_cli_usagex(&cli, "empty --member-ext");
+			o->ext[o->next++] = optarg;
+			break;
+		case O_TOKENIZER:
+			o->tokenizer = optarg;
+			break;
+		case O_EOD:
+			o->eod_token = optarg;
+			break;
+		case O_MIN:
+			o->min_tokens = opt_u64("min-tokens", optarg, UINT32_MAX);
+			break;
+		case O_MAX:
+			o->max_tokens = opt_u64("max-tokens", optarg, UINT32_MAX);
+			if (o->max_tokens == 0)
+				ovl_cli_usagex(&cli, "--max-tokens must be positive");
+			break;
+		case O_MATCH:
+			o->match = optarg;
+			break;
+		case O_DROP:
+			o->drop = optarg;
+			break;
+		case O_CHUNK:
+			o->chunk_size = opt_size("chunk-size", optarg);
+			break;
+		case O_PART:
+			if (ovl_num_part(optarg, &o->part_p, &o->part_n) != 0)
+				ovl_cli_usagex(&cli, "bad --partition '%s' "
+				    "(P/N with P < N)", optarg);
+			break;
+		case O_SEED:
+			o->seed = opt_u64("shuffle-seed", optarg, UINT64_MAX);
+			o->shuffle = 1;
+			break;
+		case O_EPOCHS:
+			o->epochs = (uint32_t)opt_u64("epochs", optarg,
+			    UINT32_MAX - 1);
+			break;
+		case O_REPEAT:
+			o->repeat = 1;
+			break;
+		case O_RESUME:
+			if (ovl_cursor_parse(optarg, &o->cursor) != 0)
+				ovl_cli_usagex(&cli, "bad --resume cursor '%s' "
+				    "(EPOCH:CHUNK:OFF:REC)", optarg);
+			o->resume = 1;
+			break;
+		case O_ONERR:
+			if (strcmp(optarg, "skip") == 0)
+				o->skip = 1;
+			else if (strcmp(optarg, "fail") == 0)
+				o->skip = 0;
+			else
+				ovl_cli_usagex(&cli, "unknown --on-error '%s' "
+				    "(fail, skip)", optarg);
+			break;
+		case O_MAXDOC:
+			o->max_doc = opt_size("max-doc-bytes", optarg);
+			if (o->max_doc == 0 || o->max_doc > MAX_DOC_LIMIT)
+				ovl_cli_usagex(&cli, "--max-doc-bytes must be "
+				    "between 1 and 128Mi");
+			break;
+		case O_ID:
+			o->id = (uint32_t)opt_u64("id", optarg, UINT32_MAX);
+			break;
+		case O_TEXT:
+			o->text = 1;
+			break;
+		case O_JSON:
+			o->json = 1;
+			break;
+		case O_THROTTLE:
+			opt_throttle(o, optarg);
+			break;
+		case O_OUTPUT:
+			o->output = optarg;
+			break;
+		case O_STANDBY:
+			o->standby = optarg;
+			break;
+		case O_SPECIAL:
+			o->special = optarg;
+			break;
+		default:
+			ovl_cli_usage(&cli);
+		}
+	}
+	if (argc - optind < 2)
+		ovl_cli_usagex(&cli, "a NAME and at least one PATH are needed");
+	o->name = argv[optind];
+	if (o->name[0] == '\0' || strpbrk(o->name, " \t\n\r") != NULL)
+		ovl_cli_usagex(&cli, "bad source name '%s' (no spaces)", o->name);
+	o->paths = argv + optind + 1;
+	o->npaths = argc - optind - 1;
+	if (o->max_tokens != 0 && o->min_tokens > o->max_tokens)
+		ovl_cli_usagex(&cli, "--min-tokens is above --max-tokens");
+	if (o->epochs == 0 && !o->repeat)
+		ovl_cli_usagex(&cli, "--epochs must be at least 1");
+	if (o->standby != NULL && o->output == NULL)
+		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
+		    "over)");
+}
+
+/*
+ * A stream input (stdin, a FIFO) is read exactly once: a second epoch could
+ * not read it again, and stdin belongs to one process, so it has one
+ * partition. Configuration errors, exit 2.
+ */
+static void
+check_streams(const struct src *s)
+{
+	const struct src_opts *o = s->o;
+	uint32_t i;
+
+	if (!ovl_chunks_have_stream(&s->cs))
+		return;
+	for (i = 0; i < s->cs.nfiles; i++)
+		if (strcmp(s->cs.files[i], "-") == 0 && o->part_n > 1)
+			ovl_errx(OVL_EXIT_USAGE, "'-': standard input is read "
+			    "once, by one process: it cannot be split into %"
+			    PRIu32 " partitions", o->part_n);
+	for (i = 0; i < s->cs.n; i++) {
+		if (s->cs.v[i].comp != OVL_COMP_STREAM)
+			continue;
+		if (o->repeat || o->epochs > 1)
+			ovl_errx(OVL_EXIT_USAGE, "'%s' is a stream, read once: "
+			    "it cannot be read for more than one epoch",
+			    ovl_chunks_path(&s->cs, i));
+	}
+}
+
+/* The format a file name suggests, or FMT_AUTO. */
+static int
+guess_format(const char *path)
+{
+	static const char *const zs[] = { ".zst", ".zstd", ".gz", ".gzip",
+	    ".xz", ".bz2", ".lz4" };
+	const char *base = strrchr(path, '/');
+	char name[256];
+	size_t n, i;
+
+	base = base != NULL ? base + 1 : path;
+	n = strlen(base);
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, base, n);
+	name[n] = '\0';
+	for (i = 0; i < sizeof(zs) / sizeof(zs[0]); i++) {
+		size_t l = strlen(zs[i]);
+		if (n > l && strcasecmp(name + n - l, zs[i]) == 0) {
+			n -= l;
+			name[n] = '\0';
+			break;
+		}
+	}
+#define ENDS(s) (n > strlen(s) && strcasecmp(name + n - strlen(s), s) == 0)
+	if (ENDS(".jsonl") || ENDS(".ndjson") || ENDS(".json"))
+		return FMT_JSONL;
+	if (ENDS(".tar") || ENDS(".tgz"))
+		return FMT_TAR;
+	if (ENDS(".txt") || ENDS(".text") || ENDS(".md"))
+		return FMT_TEXT;
+#undef ENDS
+	return FMT_AUTO;
+}
+
+static void
+report(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	double t = elapsed(&s->t0);
+	uint64_t nskip = 0;
+	int i;
+
+	for (i = 0; i < R_NREASONS; i++)
+		nskip += s->skipped[i];
+	ovl_info(1, "%s: %" PRIu64 " docs, %" PRIu64 " tokens, %" PRIu64
+	    " bytes in %.2f s (%.1f MB/s); %" PRIu64 " records, %" PRIu64
+	    " filtered by length, %" PRIu64 " by pattern", o->name, s->docs,
+	    s->tokens, s->bytes, t, t > 0 ? (double)s->bytes / t / 1e6 : 0.0,
+	    s->recs, s->filtered_len, s->filtered_re);
+	if (s->no_text_groups > 0)
+		ovl_info(0, "%s: %" PRIu64 " member groups without a text member",
+		    o->name, s->no_text_groups);
+	if (nskip > 0) {
+		char buf[1024];
+		size_t len = 0;
+
+		for (i = 0; i < R_NREASONS && len < sizeof(buf) - 80; i++)
+			if (s->skipped[i] > 0)
+				len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+				    "%s%" PRIu64 " %s", len > 0 ? ", " : "",
+				    s->skipped[i], reason_names[i]);
+		ovl_warnx("%s: skipped %" PRIu64 " bad record%s (%s)", o->name,
+		    nskip, nskip == 1 ? "" : "s", buf);
+	}
+}
+
+static pcre2_code *
+compile_re(const char *opt, const char *pat)
+{
+	int ec;
+	PCRE2_SIZE eo;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+	    PCRE2_UTF, &ec, &eo, NULL);
+
+	if (re == NULL) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(ec, msg, sizeof(msg));
+		ovl_cli_usagex(&cli, "bad --%s pattern at offset %zu: %s", opt,
+		    (size_t)eo, (const char *)msg);
+	}
+	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	return re;
+}
+
+static void
+setup(struct src *s, struct src_opts *o)
+{
+	char err[512];
+	enum ovl_chunk_cut cut = OVL_CUT_NONE;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	if (!o->json && o->output == NULL)
+		ovl_io_refuse_tty(STDOUT_FILENO);
+	if ((s->tok = ovl_tok_open(o->tokenizer, err, sizeof(err))) == NULL)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	if (o->special != NULL &&
+	    ovl_tok_set_special(s->tok, o->special, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "--special: %s", err);
+	if (o->eod_token != NULL &&
+	    ovl_tok_set_eod(s->tok, o->eod_token, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	s->eod = ovl_tok_eod(s->tok);
+	s->tok_bytes = strcmp(ovl_tok_name(s->tok), "bytes") == 0;
+	if (ovl_jsonl_path_init(&s->path, o->field) != 0)
+		ovl_cli_usagex(&cli, "bad --field '%s' (dotted keys, none empty)",
+		    o->field);
+	if (o->match != NULL)
+		s->re_match = compile_re("match", o->match);
+	if (o->drop != NULL)
+		s->re_drop = compile_re("drop", o->drop);
+	if (s->re_match != NULL || s->re_drop != NULL) {
+		s->md = pcre2_match_data_create(1, NULL);
+		s->mctx = pcre2_match_context_create(NULL);
+		s->jst = pcre2_jit_stack_create(32 << 10, 8 << 20, NULL);
+		pcre2_jit_stack_assign(s->mctx, NULL, s->jst);
+	}
+	if (o->format == FMT_AUTO) {
+		/* Guess from the first path (a glob's text is enough here). */
+		o->format = guess_format(o->paths[0]);
+		if (o->format == FMT_AUTO)
+			ovl_cli_usagex(&cli, "cannot guess the format of '%s': "
+			    "use --format", o->paths[0]);
+	}
+	if (o->format == FMT_JSONL || (o->format == FMT_TEXT && o->per == PER_LINE))
+		cut = OVL_CUT_LINES;
+	else if (o->format == FMT_TEXT && o->per == PER_BLANK)
+		cut = OVL_CUT_PARAGRAPHS;
+	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
+	    cut, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_DATA, "%s", err);
+	check_streams(s);
+	s->perm = ovl_xcalloc(s->cs.n, sizeof(*s->perm));
+	if (ovl_input_ctx_init(&s->inx) != 0)
+		ovl_errx(OVL_EXIT_DATA, "out of memory");
+}
+
+/*
+ * A warm standby (shadow loader): everything is loaded; wait for the
+ * supervisor to write the cursor to resume at, one line on the control
+ * FIFO. End of file without a line means "not needed": exit quietly.
+ */
+static void
+standby(struct src_opts *o)
+{
+	char line[OVL_CURSOR_STRLEN + 2];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(o->standby, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		ovl_err(OVL_EXIT_DATA, "cannot open control FIFO '%s'", o->standby);
+	while (len < sizeof(line) - 1) {
+		n = read(fd, line + len, sizeof(line) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot read '%s'", o->standby);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (memchr(line, '\n', len) != NULL)
+			break;
+	}
+	close(fd);
+	if (len == 0) {
+		ovl_info(1, "%s: standby released", o->name);
+		exit(OVL_EXIT_OK);
+	}
+	line[len] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (ovl_cursor_parse(line, &o->cursor) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': bad cursor '%s'", o->standby, line);
+	o->resume = 1;
+	ovl_info(1, "%s: taking over at %s", o->name, line);
+}
+
+/* Open the output (after a standby, only now) and the frame writer. */
+static void
+open_output(struct src *s)
+{
+	const struct src_opts *o = s->o;
+	int fd;
+
+	if (o->output != NULL) {
+		fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (fd < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->output);
+		if (dup2(fd, STDOUT_FILENO) < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot redirect to '%s'", o->output);
+		close(fd);
+		if (!o->json)
+			ovl_io_refuse_tty(STDOUT_FILENO);
+	}
+	if (o->json) {
+		static char obuf[1 << 20];
+		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	} else
+		s->w = ovl_writer_new(STDOUT_FILENO, o->output != NULL ?
+		    o->output : "standard output");
+}
+
+static void
+teardown(struct src *s)
+{
+	ovl_writer_free(s->w);
+	ovl_tok_free(s->tok);
+	ovl_jsonl_path_free(&s->path);
+	pcre2_code_free(s->re_match);
+	pcre2_code_free(s->re_drop);
+	pcre2_match_data_free(s->md);
+	pcre2_match_context_free(s->mctx);
+	pcre2_jit_stack_free(s->jst);
+	ovl_input_ctx_free(&s->inx);
+	ovl_lines_free(&s->lr);
+	free(s->perm);
+	ovl_buf_free(&s->scratch);
+	ovl_buf_free(&s->doc);
+	ovl_u32vec_free(&s->toks);
+	ovl_chunks_free(&s->cs);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct src_opts o;
+	struct src s;
+
+	ovl_cli_init(&cli);
+	parse_opts(&o, argc, argv);
+	setup(&s, &o);
+	if (o.standby != NULL) {
+		standby(&o);
+		/* rates (--throttle, -v) count from the takeover */
+		clock_gettime(CLOCK_MONOTONIC, &s.t0);
+	}
+	open_output(&s);
+	run(&s);
+	report(&s);
+	teardown(&s);
+	ovl_io_close_stdout();
+	return OVL_EXIT_OK;
+}
+

@@ -1,0 +1,168 @@
+/*
+ * ovl-source's rooms (private to the tool): main.c (options, setup, main),
+ * docs.c (records become documents: filters, tokenizing, frames, counted
+ * skips) and run.c (chunks in canonical order: lines, tar, the run).
+ *
+ * ovl-source: read one source (jsonl, text, tar, WebDataset; zstd, gzip or
+ * plain), tokenize every document and write DOC frames in canonical order,
+ * each with its cursor; CHUNK_END after every chunk this partition owns.
+ * See ovl-source(1) and HACKING.md ("Sources, chunks, cursors").
+ */
+#ifndef OVL_SOURCE_H
+#define OVL_SOURCE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "buf.h"
+#include "chunk.h"
+#include "cli.h"
+#include "err.h"
+#include "frame.h"
+#include "frameio.h"
+#include "input.h"
+#include "io.h"
+#include "json.h"
+#include "jsonl.h"
+#include "lines.h"
+#include "num.h"
+#include "tok.h"
+#include "wds.h"
+
+enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS };
+enum per { PER_LINE, PER_BLANK, PER_FILE };
+enum { PARSER_FAST, PARSER_JANSSON };
+
+#define MAX_EXT		16
+#define BLOCK		OVL_INPUT_BLOCK
+#define MAX_DOC_LIMIT	(128ull << 20)
+
+struct src_opts {
+	const char	*name;
+	char		**paths;
+	int		 npaths;
+	int		 format;
+	const char	*field;
+	int		 parser;
+	int		 per;
+	const char	*ext[MAX_EXT];
+	int		 next;
+	const char	*tokenizer;
+	const char	*eod_token;
+	const char	*special;
+	uint64_t	 min_tokens;
+	uint64_t	 max_tokens;	/* 0: no limit */
+	const char	*match;
+	const char	*drop;
+	uint64_t	 chunk_size;
+	uint32_t	 part_p, part_n;
+	int		 shuffle;
+	uint64_t	 seed;
+	uint32_t	 epochs;
+	int		 repeat;
+	int		 resume;
+	struct ovl_cursor cursor;
+	int		 skip;
+	uint64_t	 max_doc;
+	uint32_t	 id;
+	int		 text;
+	int		 json;
+	double		 throttle;	/* per second; 0: none */
+	int		 throttle_docs;
+	const char	*output;	/* NULL: standard output */
+	const char	*standby;	/* control FIFO of a warm standby */
+};
+
+/* Why a record was skipped (--on-error=skip). */
+enum { R_JSON, R_MISSING, R_NOTSTRING, R_UTF8, R_TOOLONG, R_INPUT, R_OPEN,
+	R_DUP, R_TOK, R_NREASONS };
+extern const char *const reason_names[R_NREASONS];
+
+
+
+/* What the current chunk is. */
+struct cx {
+	uint32_t	 epoch, k, ci;
+	const struct ovl_chunk *c;
+	const char	*path;
+	uint64_t	 docs, tokens, recs;
+	struct timespec	 t0;
+};
+
+/* A record about to become a document. */
+struct rec {
+	uint64_t	 start_off;
+	uint64_t	 next_off;
+	uint64_t	 index;
+	uint64_t	 line;		/* for messages; 0: unknown */
+	uint32_t	 nimages;
+	int		 utf8_ok;	/* already validated */
+	const char	*member;	/* tar member name, for messages */
+};
+
+struct src {
+	const struct src_opts *o;
+	struct ovl_chunks cs;
+	uint32_t	*perm;
+	struct ovl_tok	*tok;
+	int		 tok_bytes;
+	uint32_t	 eod;
+	pcre2_code	*re_match, *re_drop;
+	pcre2_match_data *md;
+	pcre2_match_context *mctx;
+	pcre2_jit_stack	*jst;
+	struct ovl_jsonl_path path;
+	struct ovl_writer *w;
+	struct ovl_input_ctx inx;	/* decoders, buffers, read-ahead thread */
+	struct ovl_lines lr;
+	struct ovl_buf	 scratch;
+	struct ovl_buf	 doc;		/* a tar member's text */
+	struct ovl_u32vec toks;
+	struct cx	 cx;
+	uint64_t	 docs, tokens, bytes, recs;
+	uint64_t	 filtered_len, filtered_re;
+	uint64_t	 skipped[R_NREASONS];
+	uint64_t	 no_text_groups;
+	struct timespec	 t0;
+	uint64_t	 thr_bytes, thr_docs;
+};
+
+
+/* ---- docs.c ---- */
+/* Report a bad record: exit 1, or count it under --on-error=skip. */
+void	bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+double	elapsed(const struct timespec *t0);
+/* Filter, tokenize and write one record as a document. */
+void	record(struct src *s, const struct rec *r, const char *text,
+	    size_t len);
+/* A JSON line: extract the field, then record it. */
+void	json_record(struct src *s, struct rec *r, const char *line,
+	    size_t len);
+
+/* ---- run.c ---- */
+/* Every chunk this partition owns, epoch after epoch, then END. */
+void	run(struct src *s);
+
+#endif
