@@ -1,0 +1,187 @@
+/*
+ * ovl-construct's rooms (private to the tool): main.c (options, the plan,
+ * main), step.c (one step: balance, pack, emit SEQ frames) and stream.c
+ * (the input: documents, barriers, checkpoints, resume).
+ *
+ * ovl-construct: the Data Constructor. Cut the mixed document stream into
+ * training steps (src/lib/step.h, the same cut as ovl-mix), balance each
+ * step's pieces over the data-parallel ranks (balance.h), pack every
+ * rank's pieces into sequences (pack.h) and write one SEQ frame per
+ * sequence. Barriers from ovl-mix are held until the cut reaches them;
+ * then everything before is written, the mix STATE passed on, this
+ * stage's STATE added and the barrier forwarded. See ovl-construct(1).
+ */
+#ifndef OVL_CONSTRUCT_H
+#define OVL_CONSTRUCT_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "balance.h"
+#include "buf.h"
+#include "cli.h"
+#include "err.h"
+#include "frame.h"
+#include "frameio.h"
+#include "io.h"
+#include "json.h"
+#include "num.h"
+#include "pack.h"
+#include "plan.h"
+#include "step.h"
+
+#define MAX_RANKS	4096
+#define MAX_WINDOW	64
+#define MAX_STAGES	4096
+#define STATE_VERSION	1
+
+
+struct construct_opts {
+	const char	*plan_path;
+	uint32_t	 ranks;
+	uint32_t	 mb;
+	uint64_t	 step_tokens;
+	uint64_t	 at[MAX_STAGES];
+	uint32_t	 sl[MAX_STAGES];
+	size_t		 nst;
+	struct ovl_cost	 cost;
+	char		 cost_text[160];
+	int		 balance;
+	int		 pack;
+	uint32_t	 window;
+	int		 uniform;
+	uint64_t	 image_tokens;
+	int		 pad_set;
+	uint32_t	 pad_id;
+	int		 json;
+	const char	*stats_path;
+	const char	*resume_path;
+};
+
+struct piece {
+	uint64_t	 mix_pos;
+	uint64_t	 record;
+	uint64_t	 tok;		/* first token in the arena */
+	uint32_t	 source, epoch, chunk;
+	uint32_t	 offset;	/* within the document */
+	uint32_t	 length;
+	uint32_t	 images;	/* image tokens counted with it */
+	uint32_t	 wstep;		/* step within the window as cut */
+	uint32_t	 nstep;		/* step within the window after moving */
+};
+
+struct wstep {
+	uint64_t	 step;
+	uint64_t	 budget;
+	uint32_t	 seq_len;
+	size_t		 first, end;	/* pieces as cut */
+};
+
+/* A checkpoint received from ovl-mix, held until the cut reaches it. */
+struct held {
+	int		 has_barrier;
+	struct ovl_barrier b;
+	struct ovl_buf	 states;	/* STATE frame payloads: u32 len, bytes */
+	uint32_t	 nstates;
+};
+
+/* What one step's balancing produced (reused step after step). */
+struct stepwork {
+	uint32_t	*idx;		/* pieces of the step */
+	uint32_t	*len;
+	double		*cost;
+	double		*scratch;
+	uint32_t	*rank;
+	uint32_t	*bin;
+	uint32_t	*bin2;
+	uint32_t	*order;
+	uint32_t	*rlen;		/* one rank's pieces' lengths */
+	uint32_t	*rbin;
+	size_t		 cap;
+	uint32_t	*bin_rank;
+	uint32_t	*bin_mb;
+	size_t		 bcap;
+	double		*rcost;
+	uint32_t	*nmb;		/* micro-batches per rank */
+	uint32_t	*nmb_none;
+	uint32_t	*rfirst;	/* varlen: first global bin of a rank */
+	uint64_t	*rtok;		/* tokens per rank */
+	/* uniform: parts of pieces per rank, fragments per bin */
+	uint32_t	*extra;
+	struct ovl_part	*parts;
+	size_t		 parts_cap;
+	struct ovl_frag	*frags;
+	uint32_t	*plen, *pidx;	/* one rank's parts */
+	size_t		 frags_cap;
+};
+
+/* One piece (or fragment) of a sequence, in emission order. */
+struct emitkey {
+	uint64_t	key;	/* rank, micro-batch */
+	uint64_t	sub;	/* place in the step, offset within the piece */
+	uint32_t	piece;
+};
+
+struct construct {
+	const struct construct_opts *o;
+	struct ovl_stepcfg cfg;
+	struct ovl_stepcut cut;
+	struct ovl_reader *rd;
+	struct ovl_writer *wr;
+	FILE		*stats;
+	struct ovl_balancer *bal;
+	struct ovl_packer *pk;
+	struct stepwork	 sw;
+	/* the window: closed steps and the pieces of the open one */
+	struct piece	*pieces;
+	size_t		 npieces, pcap;
+	struct ovl_u32vec arena;
+	struct wstep	 ws[MAX_WINDOW];
+	size_t		 nws;
+	size_t		 open_first;	/* first piece of the open step */
+	uint64_t	*wgroup;	/* document of each piece, for the window */
+	size_t		 wgroup_cap;
+	/* checkpoints */
+	struct held	*held;
+	size_t		 nheld, heldcap;
+	uint64_t	 resume_n;	/* barriers up to this one are done */
+	int		 skipping;
+	uint64_t	 skip_pos;
+	uint32_t	 skip_off;
+	uint64_t	 next_pos;	/* arrival numbering of unmixed DOCs */
+	int		 have_pos;
+	uint64_t	 last_pos;
+	uint32_t	 pad_id;
+	/* scratch for JSON and drift */
+	struct ovl_u32vec jtok, jpos, jcu;
+	double		 drift[MAX_WINDOW];
+	uint32_t	 moved[MAX_WINDOW];
+	uint64_t	 seqs, steps, tokens, padding;
+	char		 seqlen_text[256];
+};
+
+/* ---- step.c ---- */
+void	json_text(FILE *fp, const char *key, const char *s, size_t n);
+void	out_frame_copy(struct construct *c, uint8_t kind,
+	    const void *payload, uint32_t len);
+void	write_state_json(const struct ovl_state *st);
+void	flush_window(struct construct *c);
+void	close_step(struct construct *c, const struct wstep *prev,
+	    uint32_t next_sl);
+/* Free the emit order kept between steps. */
+void	ekeys_free(void);
+
+/* ---- stream.c ---- */
+void	held_pop(struct construct *c);
+void	on_state(struct construct *c, const struct ovl_frame *f);
+void	on_barrier(struct construct *c, const struct ovl_frame *f);
+void	on_doc(struct construct *c, const struct ovl_frame *f);
+void	on_meta(struct construct *c, const struct ovl_frame *f);
+void	on_end(struct construct *c);
+void	load_resume(struct construct *c, const char *path);
+
+#endif

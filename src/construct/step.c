@@ -1,0 +1,634 @@
+/*
+ * ovl-construct: one step: balance its pieces over the ranks, pack every
+ * rank's pieces into sequences, emit SEQ frames. See construct.h.
+ */
+#include "construct.h"
+
+/* ---- output --------------------------------------------------------- */
+
+void
+json_text(FILE *fp, const char *key, const char *s, size_t n)
+{
+	fprintf(fp, ",\"%s\":", key);
+	ovl_json_string(fp, s, n);
+}
+
+void
+out_frame_copy(struct construct *c, uint8_t kind, const void *payload,
+    uint32_t len)
+{
+	if (!c->o->json)
+		ovl_writer_frame(c->wr, kind, 0, payload, len);
+}
+
+void
+write_state_json(const struct ovl_state *st)
+{
+	printf("{\"kind\":\"state\",\"stage\":\"%s\",\"n\":%" PRIu64,
+	    st->stage == OVL_STAGE_MIX ? "mix" : st->stage ==
+	    OVL_STAGE_CONSTRUCT ? "construct" : "other", st->n);
+	json_text(stdout, "text", st->text, st->text_len);
+	printf("}\n");
+}
+
+/* One sequence: pieces idx[a..b) of the step in order. */
+static void
+emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
+    uint32_t mb, const uint32_t *idx, size_t np)
+{
+	const struct construct_opts *o = c->o;
+	uint32_t real = 0, ntok, i, k, *tok, *pos, *cu;
+	uint8_t *pl = NULL;
+	size_t j;
+
+	for (j = 0; j < np; j++)
+		real += c->pieces[idx[j]].length;
+	ntok = o->uniform ? seq_len : real;
+	if (o->json) {
+		c->jtok.len = c->jpos.len = c->jcu.len = 0;
+		tok = ovl_u32vec_reserve(&c->jtok, ntok);
+		pos = ovl_u32vec_reserve(&c->jpos, ntok);
+		cu = ovl_u32vec_reserve(&c->jcu, np + 1);
+	} else {
+		struct ovl_seq s;
+		uint32_t len = ovl_seq_payload_len(ntok, (uint32_t)np);
+
+		if (len == 0)
+			ovl_errx(OVL_EXIT_DATA, "a sequence of %u tokens is "
+			    "over the frame limit", ntok);
+		pl = ovl_writer_begin(c->wr, len);
+		memset(&s, 0, sizeof(s));
+		s.step = step;
+		s.rank = rank;
+		s.mb = mb;
+		s.ntokens = ntok;
+		s.npieces = (uint32_t)np;
+		s.seq_len = seq_len;
+		s.flags = 0;
+		ovl_seq_encode(pl, &s);
+		tok = ovl_seq_tokens(pl);
+		pos = ovl_seq_positions(pl, ntok);
+		cu = ovl_seq_cu(pl, ntok);
+	}
+	k = 0;
+	cu[0] = 0;
+	for (j = 0; j < np; j++) {
+		const struct piece *p = &c->pieces[idx[j]];
+
+		memcpy(tok + k, c->arena.p + p->tok, (size_t)p->length * 4);
+		for (i = 0; i < p->length; i++)
+			pos[k + i] = i;
+		k += p->length;
+		cu[j + 1] = k;
+		if (pl != NULL) {
+			struct ovl_piece pc;
+			pc.source = p->source;
+			pc.epoch = p->epoch;
+			pc.chunk = p->chunk;
+			pc.offset = p->offset;
+			pc.record = p->record;
+			pc.mix_pos = p->mix_pos;
+			pc.length = p->length;
+			ovl_seq_put_piece(pl, ntok, (uint32_t)np, (uint32_t)j, &pc);
+		}
+	}
+	for (; k < ntok; k++) {
+		tok[k] = c->pad_id;
+		pos[k] = 0;
+	}
+	c->seqs++;
+	c->tokens += real;
+	c->padding += ntok - real;
+	if (pl != NULL) {
+		ovl_writer_finish(c->wr, OVL_SEQ, 0);
+		return;
+	}
+	printf("{\"kind\":\"seq\",\"step\":%" PRIu64 ",\"rank\":%u,\"mb\":%u,"
+	    "\"seq_len\":%u,\"ntokens\":%u,\"tokens\":", step, rank, mb,
+	    seq_len, ntok);
+	ovl_json_u32s(stdout, tok, ntok);
+	printf(",\"positions\":");
+	ovl_json_u32s(stdout, pos, ntok);
+	printf(",\"cu_seqlens\":");
+	ovl_json_u32s(stdout, cu, np + 1);
+	printf(",\"docs\":[");
+	for (j = 0; j < np; j++) {
+		const struct piece *p = &c->pieces[idx[j]];
+		printf("%s[%u,%" PRIu64 ",%u,%u]", j > 0 ? "," : "", p->source,
+		    p->mix_pos, p->offset, p->length);
+	}
+	printf("]}\n");
+}
+
+/* ---- one step: balance, pack, emit -------------------------------------- */
+
+static void
+sw_grow(struct stepwork *w, size_t n, size_t nbins, uint32_t ranks)
+{
+	if (n > w->cap) {
+		size_t cap = n + n / 2 + 16;
+		w->idx = ovl_xrealloc(w->idx, cap * sizeof(*w->idx));
+		w->len = ovl_xrealloc(w->len, cap * sizeof(*w->len));
+		w->cost = ovl_xrealloc(w->cost, cap * sizeof(*w->cost));
+		w->scratch = ovl_xrealloc(w->scratch, cap * sizeof(*w->scratch));
+		w->rank = ovl_xrealloc(w->rank, cap * sizeof(*w->rank));
+		w->bin = ovl_xrealloc(w->bin, cap * sizeof(*w->bin));
+		w->bin2 = ovl_xrealloc(w->bin2, cap * sizeof(*w->bin2));
+		w->order = ovl_xrealloc(w->order, cap * sizeof(*w->order));
+		w->rlen = ovl_xrealloc(w->rlen, cap * sizeof(*w->rlen));
+		w->rbin = ovl_xrealloc(w->rbin, cap * sizeof(*w->rbin));
+		w->extra = ovl_xrealloc(w->extra, cap * sizeof(*w->extra));
+		w->cap = cap;
+	}
+	if (nbins > w->bcap) {
+		size_t cap = nbins + nbins / 2 + 16;
+		w->bin_rank = ovl_xrealloc(w->bin_rank, cap *
+		    sizeof(*w->bin_rank));
+		w->bin_mb = ovl_xrealloc(w->bin_mb, cap * sizeof(*w->bin_mb));
+		w->bcap = cap;
+	}
+	if (w->rcost == NULL) {
+		w->rcost = ovl_xcalloc(ranks, sizeof(*w->rcost));
+		w->nmb = ovl_xcalloc(ranks, sizeof(*w->nmb));
+		w->nmb_none = ovl_xcalloc(ranks, sizeof(*w->nmb_none));
+		w->rfirst = ovl_xcalloc(ranks + 1, sizeof(*w->rfirst));
+		w->rtok = ovl_xcalloc(ranks, sizeof(*w->rtok));
+	}
+}
+
+/*
+ * Varlen: pack every rank's pieces (rank[] set) into bins: the bin within
+ * its rank (the micro-batch) into bin[], micro-batch counts into nmb[].
+ * Returns the number of bins.
+ */
+static size_t
+pack_ranks(struct construct *c, size_t n, uint32_t seq_len, uint32_t *nmb)
+{
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = c->o->ranks, r;
+	size_t i, k, nb = 0;
+
+	/* pieces of each rank in arrival order, by a counting sort */
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (i = 0; i < n; i++)
+		w->rfirst[w->rank[i] + 1]++;
+	for (r = 0; r < ranks; r++)
+		w->rfirst[r + 1] += w->rfirst[r];
+	for (i = 0; i < n; i++)
+		w->order[w->rfirst[w->rank[i]]++] = (uint32_t)i;
+	for (r = ranks; r > 0; r--)
+		w->rfirst[r] = w->rfirst[r - 1];
+	w->rfirst[0] = 0;
+	for (r = 0; r < ranks; r++) {
+		size_t a = w->rfirst[r], z = w->rfirst[r + 1], m;
+
+		for (k = a; k < z; k++)
+			w->rlen[k - a] = w->len[w->order[k]];
+		m = ovl_pack(c->pk, c->o->pack, w->rlen, z - a, seq_len,
+		    w->rbin);
+		for (k = a; k < z; k++)
+			w->bin[w->order[k]] = w->rbin[k - a];
+		nmb[r] = (uint32_t)m;
+		nb += m;
+	}
+	return nb;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+write_stats(struct construct *c, const struct wstep *s, size_t n,
+    uint64_t tokens, uint64_t pad, const uint32_t *nmb, double maxc,
+    double lb, double tb, double none_max, const uint32_t *nmb_none, uint64_t none_pad,
+    double drift, uint32_t moved)
+{
+	uint32_t ranks = c->o->ranks, r, lo = UINT32_MAX, hi = 0;
+	double total = 0, mean;
+	size_t i;
+
+	for (i = 0; i < ranks; i++)
+		total += c->sw.rcost[i];
+	mean = total / ranks;
+	for (r = 0; r < ranks; r++) {
+		if (nmb[r] < lo)
+			lo = nmb[r];
+		if (nmb[r] > hi)
+			hi = nmb[r];
+	}
+	if (c->stats != NULL) {
+		FILE *fp = c->stats;
+
+		fprintf(fp, "{\"step\":%" PRIu64 ",\"seq_len\":%u,\"budget\":%"
+		    PRIu64 ",\"tokens\":%" PRIu64 ",\"pieces\":%zu,"
+		    "\"padding\":%" PRIu64 ",\"mb\":", s->step, s->seq_len,
+		    s->budget, tokens, n, pad);
+		ovl_json_u32s(fp, nmb, ranks);
+		fprintf(fp, ",\"rank_tokens\":[");
+		for (r = 0; r < ranks; r++)
+			fprintf(fp, "%s%" PRIu64, r > 0 ? "," : "",
+			    c->sw.rtok[r]);
+		fprintf(fp, "],\"max_cost\":%.17g,\"mean_cost\":%.17g,"
+		    "\"lower_bound\":%.17g,\"tight_bound\":%.17g,"
+		    "\"none\":{\"max_cost\":%.17g,"
+		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,
+		    none_max, none_pad);
+		ovl_json_u32s(fp, nmb_none, ranks);
+		fprintf(fp, "}");
+		if (c->o->window > 1)
+			fprintf(fp, ",\"moved\":%u,\"drift\":%.6f", moved, drift);
+		fprintf(fp, "}\n");
+	}
+	ovl_info(1, "step %" PRIu64 ": %" PRIu64 " tokens, %zu pieces, "
+	    "%" PRIu64 " padding, micro-batches %u-%u, max/mean %.4f, "
+	    "max/bound %.4f, none max/mean %.4f, drift %.4f", s->step, tokens,
+	    n, pad, lo, hi, mean > 0 ? maxc / mean : 1, lb > 0 ? maxc / lb : 1,
+	    mean > 0 ? none_max / mean : 1, drift);
+}
+
+static int
+cmp_emitkey(const void *a, const void *b)
+{
+	const struct emitkey *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+static struct emitkey *ekeys;
+static size_t ekeys_cap;
+
+static void
+ekeys_grow(size_t n)
+{
+	if (n > ekeys_cap) {
+		ekeys_cap = n + n / 2 + 16;
+		ekeys = ovl_xrealloc(ekeys, ekeys_cap * sizeof(*ekeys));
+	}
+}
+
+/* A new piece: tokens [off, off + len) of piece i (images stay first). */
+static uint32_t
+piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
+{
+	struct piece *p;
+
+	if (off == 0 && len == c->pieces[i].length)
+		return i;
+	if (c->npieces == c->pcap) {
+		c->pcap = c->pcap ? 2 * c->pcap : 1024;
+		c->pieces = ovl_xrealloc(c->pieces, c->pcap * sizeof(*p));
+	}
+	p = &c->pieces[c->npieces];
+	*p = c->pieces[i];
+	p->offset += off;
+	p->tok += off;
+	p->length = len;
+	if (off > 0)
+		p->images = 0;
+	return (uint32_t)c->npieces++;
+}
+
+/*
+ * Uniform shapes: the step's pieces to ranks of exactly per x seq_len
+ * tokens (ovl_balance_exact), each rank's parts into per sequences
+ * (ovl_pack_fill), cutting where they do not fit. Rank costs over the
+ * final fragments into rc. With keys, the fragments become pieces and
+ * emission keys (returns their number); else returns 0.
+ */
+static size_t
+uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
+    uint32_t per, double *rc, int keys)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = o->ranks, r;
+	size_t np, i, k, nk = 0, need = OVL_BALANCE_EXACT_PARTS(n, ranks);
+
+	if (need > w->parts_cap) {
+		w->parts_cap = need + need / 2;
+		w->parts = ovl_xrealloc(w->parts, w->parts_cap *
+		    sizeof(*w->parts));
+		w->plen = ovl_xrealloc(w->plen, w->parts_cap * sizeof(*w->plen));
+		w->pidx = ovl_xrealloc(w->pidx, w->parts_cap * sizeof(*w->pidx));
+	}
+	np = ovl_balance_exact(c->bal, method, &o->cost, w->cost, w->len,
+	    w->extra, n, ranks, (uint64_t)per * S, w->parts, rc);
+	if (np + per > w->frags_cap) {
+		w->frags_cap = np + per + (np + per) / 2;
+		w->frags = ovl_xrealloc(w->frags, w->frags_cap *
+		    sizeof(*w->frags));
+	}
+	if (keys)
+		ekeys_grow(np + (size_t)per * ranks);
+	/* the parts of each rank, in arrival order */
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (i = 0; i < np; i++)
+		w->rfirst[w->parts[i].rank + 1]++;
+	for (r = 0; r < ranks; r++)
+		w->rfirst[r + 1] += w->rfirst[r];
+	for (i = 0; i < np; i++)
+		w->pidx[w->rfirst[w->parts[i].rank]++] = (uint32_t)i;
+	for (r = ranks; r > 0; r--)
+		w->rfirst[r] = w->rfirst[r - 1];
+	w->rfirst[0] = 0;
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (r = 0; r < ranks; r++) {
+		size_t a = w->rfirst[r], z = w->rfirst[r + 1], nf, j;
+		uint32_t *pi = w->pidx + a;
+
+		/* insertion sort by (piece, offset): parts mostly in order */
+		for (j = 1; j < z - a; j++) {
+			uint32_t x = pi[j];
+			size_t q = j;
+			while (q > 0 && (w->parts[pi[q - 1]].item >
+			    w->parts[x].item || (w->parts[pi[q - 1]].item ==
+			    w->parts[x].item && w->parts[pi[q - 1]].off >
+			    w->parts[x].off))) {
+				pi[q] = pi[q - 1];
+				q--;
+			}
+			pi[q] = x;
+		}
+		for (j = 0; j < z - a; j++)
+			w->plen[j] = w->parts[pi[j]].len;
+		nf = ovl_pack_fill(c->pk, o->pack, w->plen, z - a, S, per,
+		    w->frags);
+		w->rtok[r] = 0;
+		for (k = 0; k < nf; k++) {
+			const struct ovl_frag *f = &w->frags[k];
+			const struct ovl_part *pt = &w->parts[pi[f->item]];
+			uint32_t off = pt->off + f->off, item = pt->item;
+
+			rc[r] += ovl_cost_of(&o->cost, (uint64_t)f->len +
+			    (off == 0 ? w->extra[item] : 0));
+			w->rtok[r] += f->len;
+			if (!keys)
+				continue;
+			ekeys[nk].key = (uint64_t)r << 32 | f->bin;
+			ekeys[nk].sub = (uint64_t)item << 32 | off;
+			ekeys[nk].piece = piece_cut(c, w->idx[item], off,
+			    f->len);
+			nk++;
+		}
+	}
+	return nk;
+}
+
+/* Balance, pack and write one step made of the pieces w->idx[0..n). */
+static void
+do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
+    uint32_t moved)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = o->ranks, r, *nmb = w->nmb;
+	uint64_t tokens = 0, pad = 0, none_pad = 0;
+	double maxc = 0, lb, tb, none_max = 0;
+	size_t i, nk = 0, per = 0;
+	int want_none = c->stats != NULL || ovl_verbose >= 1;
+
+	for (i = 0; i < n; i++) {
+		const struct piece *p = &c->pieces[w->idx[i]];
+		w->len[i] = p->length;
+		w->extra[i] = p->images;
+		w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
+		    p->images);
+		tokens += p->length;
+	}
+	lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
+	tb = ovl_balance_tight_bound(w->cost, n, ranks, w->scratch);
+	if (!o->uniform) {
+		if (want_none) {
+			none_max = ovl_balance(c->bal, OVL_BAL_NONE, w->cost,
+			    w->len, n, ranks, w->rank, w->rcost);
+			pack_ranks(c, n, s->seq_len, w->nmb_none);
+		}
+		maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
+		    ranks, w->rank, w->rcost);
+		pack_ranks(c, n, s->seq_len, nmb);
+		ekeys_grow(n);
+		memset(w->rtok, 0, ranks * sizeof(*w->rtok));
+		for (i = 0; i < n; i++) {
+			ekeys[i].key = (uint64_t)w->rank[i] << 32 | w->bin[i];
+			ekeys[i].sub = (uint64_t)i << 32;
+			ekeys[i].piece = w->idx[i];
+			w->rtok[w->rank[i]] += w->len[i];
+		}
+		nk = n;
+	} else {
+		uint64_t rs = (uint64_t)ranks * s->seq_len;
+
+		per = (s->budget + rs - 1) / rs;
+		if (per < o->mb)
+			per = o->mb;
+		/*
+		 * Steps are cut exactly, so only the stream's last step holds
+		 * less than its budget: as many micro-batches as it needs.
+		 */
+		if (tokens < s->budget && (tokens + rs - 1) / rs < per)
+			per = (tokens + rs - 1) / rs > 0 ?
+			    (tokens + rs - 1) / rs : 1;
+		if (want_none) {
+			(void)uniform_fill(c, OVL_BAL_NONE, n, s->seq_len,
+			    (uint32_t)per, w->rcost, 0);
+			for (r = 0, none_max = 0; r < ranks; r++) {
+				w->nmb_none[r] = (uint32_t)per;
+				if (w->rcost[r] > none_max)
+					none_max = w->rcost[r];
+			}
+		}
+		nk = uniform_fill(c, o->balance, n, s->seq_len, (uint32_t)per,
+		    w->rcost, 1);
+		for (r = 0; r < ranks; r++) {
+			nmb[r] = (uint32_t)per;
+			if (w->rcost[r] > maxc)
+				maxc = w->rcost[r];
+		}
+		pad = (uint64_t)per * ranks * s->seq_len - tokens;
+		none_pad = pad;
+		/* the bounds of the pieces as placed: cutting lowers costs */
+		sw_grow(w, nk, 0, ranks);
+		for (i = 0; i < nk; i++) {
+			const struct piece *p = &c->pieces[ekeys[i].piece];
+			w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
+			    p->images);
+		}
+		lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
+		tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
+	}
+	if (want_none)
+		write_stats(c, s, n, tokens, pad, nmb, maxc, lb, tb, none_max,
+		    w->nmb_none, none_pad, drift, moved);
+	/* emit rank by rank, micro-batch by micro-batch */
+	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
+	sw_grow(w, nk, 0, ranks);
+	{
+		size_t a = 0;
+		uint32_t m;
+
+		for (r = 0; r < ranks; r++) {
+			for (m = 0; m < nmb[r]; m++) {
+				uint64_t key = (uint64_t)r << 32 | m;
+				size_t z = a;
+
+				while (z < nk && ekeys[z].key == key)
+					z++;
+				for (i = a; i < z; i++)
+					w->order[i - a] = ekeys[i].piece;
+				emit_seq(c, s->step, s->seq_len, r, m, w->order,
+				    z - a);
+				a = z;
+			}
+		}
+	}
+	c->steps++;
+}
+
+/* Per step of the window: how far its mixture moved from the cut's. */
+static void
+window_drift(struct construct *c, size_t nw)
+{
+	uint64_t *keys, orig[MAX_WINDOW], now[MAX_WINDOW];
+	uint64_t so[MAX_WINDOW], sn[MAX_WINDOW];
+	size_t i, j, n = c->npieces;
+
+	memset(c->drift, 0, sizeof(c->drift));
+	memset(c->moved, 0, sizeof(c->moved));
+	memset(orig, 0, sizeof(orig));
+	memset(now, 0, sizeof(now));
+	if (n == 0)
+		return;
+	keys = ovl_xmalloc(n * sizeof(*keys));
+	for (i = 0; i < n; i++) {
+		const struct piece *p = &c->pieces[i];
+		keys[i] = (uint64_t)p->source << 32 | i;
+		orig[p->wstep] += p->length;
+		now[p->nstep] += p->length;
+		if (p->wstep != p->nstep)
+			c->moved[p->nstep]++;
+	}
+	qsort(keys, n, sizeof(*keys), cmp_u64);
+	for (i = 0; i < n; i = j) {
+		uint32_t src = (uint32_t)(keys[i] >> 32);
+		size_t t;
+
+		memset(so, 0, sizeof(so));
+		memset(sn, 0, sizeof(sn));
+		for (j = i; j < n && (uint32_t)(keys[j] >> 32) == src; j++) {
+			const struct piece *p = &c->pieces[keys[j] & 0xffffffffu];
+			so[p->wstep] += p->length;
+			sn[p->nstep] += p->length;
+		}
+		for (t = 0; t < nw; t++) {
+			double a = orig[t] ? (double)so[t] / orig[t] : 0;
+			double b = now[t] ? (double)sn[t] / now[t] : 0;
+			c->drift[t] += (a > b ? a - b : b - a) / 2;
+		}
+	}
+	free(keys);
+}
+
+/* Balance and write every closed step of the window; empty the window. */
+void
+flush_window(struct construct *c)
+{
+	struct stepwork *w = &c->sw;
+	size_t nw = c->nws, t, i, n;
+
+	if (nw == 0)
+		return;
+	n = c->ws[nw - 1].end;
+	sw_grow(w, n, 0, c->o->ranks);
+	for (t = 0; t < nw; t++)
+		for (i = c->ws[t].first; i < c->ws[t].end; i++)
+			c->pieces[i].wstep = c->pieces[i].nstep = (uint32_t)t;
+	if (nw > 1) {
+		uint64_t lo[MAX_WINDOW], hi[MAX_WINDOW];
+		int moves;
+
+		if (n > c->wgroup_cap) {
+			c->wgroup_cap = n + n / 2;
+			c->wgroup = ovl_xrealloc(c->wgroup, c->wgroup_cap *
+			    sizeof(*c->wgroup));
+		}
+		for (i = 0; i < n; i++) {
+			w->len[i] = c->pieces[i].length;
+			w->cost[i] = ovl_cost_of(&c->o->cost,
+			    (uint64_t)c->pieces[i].length + c->pieces[i].images);
+			w->rank[i] = c->pieces[i].wstep;
+			w->bin[i] = c->pieces[i].source;
+			c->wgroup[i] = c->pieces[i].mix_pos;
+		}
+		/*
+		 * Every step keeps its token budget: at most its budget and at
+		 * least what the cut guarantees (more than budget - seq-len, or
+		 * what it had as cut); exactly as cut with fixed shapes.
+		 */
+		for (t = 0; t < nw; t++) {
+			const struct wstep *ws = &c->ws[t];
+			uint64_t cut = 0, floor;
+
+			for (i = ws->first; i < ws->end; i++)
+				cut += c->pieces[i].length;
+			floor = ws->budget >= ws->seq_len ?
+			    ws->budget - ws->seq_len + 1 : 0;
+			lo[t] = c->o->uniform || cut < floor ? cut : floor;
+			hi[t] = c->o->uniform ? cut : ws->budget;
+		}
+		moves = ovl_balance_window(c->bal, w->cost, w->len, w->bin,
+		    c->wgroup, n, w->rank, nw, lo, hi, c->o->ranks,
+		    16 * nw);
+		if (moves > 0)
+			for (i = 0; i < n; i++)
+				c->pieces[i].nstep = w->rank[i];
+		ovl_info(2, "window of steps %" PRIu64 "-%" PRIu64 ": %d "
+		    "trades", c->ws[0].step, c->ws[nw - 1].step, moves);
+		window_drift(c, nw);
+	}
+	for (t = 0; t < nw; t++) {
+		size_t k = 0;
+
+		for (i = 0; i < n; i++)
+			if (c->pieces[i].nstep == t)
+				w->idx[k++] = (uint32_t)i;
+		do_step(c, &c->ws[t], k, nw > 1 ? c->drift[t] : 0,
+		    nw > 1 ? c->moved[t] : 0);
+	}
+	/* the open step is empty whenever the window is flushed */
+	c->npieces = 0;
+	c->arena.len = 0;
+	c->nws = 0;
+	c->open_first = 0;
+}
+
+/* Close the open step (its last values in prev); flush a full window. */
+void
+close_step(struct construct *c, const struct wstep *prev, uint32_t next_sl)
+{
+	struct wstep *s;
+
+	if (c->npieces == c->open_first)
+		return;		/* nothing in it: resumed at its start */
+	s = &c->ws[c->nws++];
+	*s = *prev;
+	s->first = c->open_first;
+	s->end = c->npieces;
+	c->open_first = c->npieces;
+	if (c->nws >= c->o->window || next_sl != s->seq_len)
+		flush_window(c);
+}
+
+
+void
+ekeys_free(void)
+{
+	free(ekeys);
+	ekeys = NULL;
+}
