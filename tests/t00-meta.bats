@@ -25,3 +25,13 @@ load test_helper
 	run -2 "$OVL_SRCDIR/scripts/bootstrap" frobnicate
 	[[ "$output" == usage:* ]]
 }
+
+@test "the library exports only ovl_ names, and no file in src/ passes 1,200 lines (HACKING.md)" {
+	local bad
+	bad=$(nm -g --defined-only "$OVL_BUILDDIR/libovl.a" |
+	    awk 'NF == 3 && $3 !~ /^(ovl_|__odr_asan)/ { print $3 }')
+	[ -z "$bad" ]
+	bad=$(find "$OVL_SRCDIR/src" -name '*.[ch]' -exec wc -l {} + |
+	    awk '$2 != "total" && $1 >= 1200')
+	[ -z "$bad" ] || { echo "$bad"; false; }
+}

@@ -43,7 +43,8 @@
 #define EXIT_STOPPED	(128 + SIGTERM)
 
 enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES };
-extern const char *const fmt_name[];
+/* FMT_* names: "none", then the plan's output formats (plan.h) in order */
+const char *fmt_label(int f);
 
 /* The sink's options (the subcommands keep their own). */
 struct ckpt_opts {

@@ -4,8 +4,11 @@
  */
 #include "ckpt.h"
 
-const char *const fmt_name[] = { "none", "megatron", "npy", "jsonl",
-	"frames" };
+const char *
+fmt_label(int f)
+{
+	return f <= FMT_NONE ? "none" : ovl_plan_out_formats[f - FMT_MEGATRON];
+}
 
 char *
 xasprintf(const char *fmt, ...)
@@ -77,12 +80,9 @@ shell_word(FILE *fp, const char *s)
 int
 parse_format(const char *s)
 {
-	int i;
+	int i = ovl_plan_choice(ovl_plan_out_formats, s);	/* the plan's names */
 
-	for (i = FMT_MEGATRON; i <= FMT_FRAMES; i++)
-		if (strcmp(s, fmt_name[i]) == 0)
-			return i;
-	return -1;
+	return i < 0 ? -1 : FMT_MEGATRON + i;
 }
 
 /* A per-rank pattern has exactly one %d (and %% for a percent sign). */

@@ -174,7 +174,7 @@ main(int argc, char **argv)
 		    "plan's checkpoint dir=)");
 	if (o.format != FMT_NONE && o.format != FMT_FRAMES && o.prefix == NULL)
 		ovl_cli_usagex(&cli, "--format %s needs --output PREFIX",
-		    fmt_name[o.format]);
+		    fmt_label(o.format));
 	if (o.format == FMT_FRAMES && o.prefix == NULL)
 		o.format = FMT_NONE;	/* frames on standard output */
 	if (o.format == FMT_NONE && o.prefix != NULL)

@@ -261,7 +261,7 @@ build_state(struct ckpt_run *R, const struct ovl_barrier *b)
 	set_u64(c, "skipped", R->nskipped);
 	skips_format(R->skips, R->nskips, &R->scratch);
 	ovl_kvsec_set(c, "skip-steps", (char *)R->scratch.p);
-	ovl_kvsec_set(c, "format", fmt_name[o->format]);
+	ovl_kvsec_set(c, "format", fmt_label(o->format));
 	if (o->rank_set)
 		set_u64(c, "rank", o->rank);
 	ovl_kvsec_set(c, "token-bits", R->tok16 ? "16" : "32");
@@ -484,10 +484,10 @@ open_log(struct ckpt_run *R)
 			for (k = 0; k < nsk && R->nskips < MAX_SKIPS; k++)
 				R->skips[R->nskips++] = sk[k];
 			v = ovl_kvsec_get(c, "format");
-			if (v != NULL && strcmp(v, fmt_name[R->o->format]) != 0)
+			if (v != NULL && strcmp(v, fmt_label(R->o->format)) != 0)
 				ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64
 				    " wrote format %s, not %s", R->last_n, v,
-				    fmt_name[R->o->format]);
+				    fmt_label(R->o->format));
 		}
 	}
 	ovl_ckptlog_free(&log);

@@ -34,9 +34,12 @@
 #include "plan.h"
 #include "step.h"
 
-#define MAX_RANKS	4096
-#define MAX_WINDOW	64
-#define MAX_STAGES	4096
+/* The plan holds the same bounds: ovl-mix --check refuses what we would. */
+#define MAX_RANKS	OVL_PLAN_MAX_RANKS
+#define MAX_WINDOW	OVL_PLAN_MAX_WINDOW
+#define MAX_STAGES	OVL_PLAN_MAX_POINTS
+_Static_assert(OVL_PLAN_MAX_SEQ_LEN == OVL_PACK_CAP_MAX,
+    "the plan bounds seq-len as the packer does");
 #define STATE_VERSION	1
 
 

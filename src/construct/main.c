@@ -150,14 +150,8 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 	if (!set['T'] && p->step_tokens > 0)
 		o->step_tokens = p->step_tokens;
 	if (!set['L'] && p->nseq > 0) {
-		if (p->nseq > MAX_STAGES)
-			ovl_errx(OVL_EXIT_USAGE, "'%s': too many seq-len stages",
-			    o->plan_path);
+		/* the plan bounds stages and lengths as we do (construct.h) */
 		for (i = 0; i < p->nseq; i++) {
-			if (p->seq_len[i] > OVL_PACK_CAP_MAX)
-				ovl_errx(OVL_EXIT_USAGE, "'%s': seq-len %u is "
-				    "over %u", o->plan_path, p->seq_len[i],
-				    OVL_PACK_CAP_MAX);
 			o->at[i] = p->seq_at[i];
 			o->sl[i] = p->seq_len[i];
 		}

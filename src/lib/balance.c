@@ -14,18 +14,19 @@
 /* KK keeps ranks sums per piece; above this many it falls back to LPT. */
 #define KK_MAX_CELLS	((size_t)1 << 25)
 
-static const char *const names[] = { "none", "lpt", "kk" };
+const char *const ovl_balance_names[] = { "none", "lpt", "kk", NULL };
+#define NNAMES	(sizeof(ovl_balance_names) / sizeof(ovl_balance_names[0]) - 1)
 
 int
 ovl_balance_parse(const char *name)
 {
-	return ovl_cli_choice(names, sizeof(names) / sizeof(names[0]), name);
+	return ovl_cli_choice(ovl_balance_names, NNAMES, name);
 }
 
 const char *
 ovl_balance_name(int method)
 {
-	return ovl_cli_choice_name(names, sizeof(names) / sizeof(names[0]),
+	return ovl_cli_choice_name(ovl_balance_names, NNAMES,
 	    method);
 }
 

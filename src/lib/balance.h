@@ -33,6 +33,8 @@ enum ovl_balance_method {
 };
 
 /* The method named name ("none", "lpt", "kk"), or -1. */
+/* The method names, NULL-terminated, in enum order (the plan uses them). */
+extern const char *const ovl_balance_names[];
 int	ovl_balance_parse(const char *name);
 /* The name of a method, or "?". */
 const char *ovl_balance_name(int method);

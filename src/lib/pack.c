@@ -21,19 +21,19 @@ struct ovl_packer {
 	size_t		 defer_cap;
 };
 
-static const char *const names[] = { "bfd", "first-fit", "concat" };
+const char *const ovl_pack_names[] = { "bfd", "first-fit", "concat", NULL };
+#define NNAMES	(sizeof(ovl_pack_names) / sizeof(ovl_pack_names[0]) - 1)
 
 int
 ovl_pack_parse(const char *name)
 {
-	return ovl_cli_choice(names, sizeof(names) / sizeof(names[0]), name);
+	return ovl_cli_choice(ovl_pack_names, NNAMES, name);
 }
 
 const char *
 ovl_pack_name(int method)
 {
-	return ovl_cli_choice_name(names, sizeof(names) / sizeof(names[0]),
-	    method);
+	return ovl_cli_choice_name(ovl_pack_names, NNAMES, method);
 }
 
 struct ovl_packer *

@@ -27,6 +27,8 @@ enum ovl_pack_method {
 #define OVL_PACK_CAP_MAX (1u << 24)
 
 /* The method named name ("bfd", "first-fit", "concat"), or -1. */
+/* The method names, NULL-terminated, in enum order (the plan uses them). */
+extern const char *const ovl_pack_names[];
 int	ovl_pack_parse(const char *name);
 /* The name of a method, or "?". */
 const char *ovl_pack_name(int method);

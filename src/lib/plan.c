@@ -12,55 +12,19 @@
 #include <unistd.h>
 
 #include "atomic.h"
+#include "balance.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "num.h"
 #include "rng.h"
+#include "plan-int.h"
 
 #define PLAN_MAX_FILE	(16u << 20)
 #define DEFAULT_SEQ_LEN	2048
 
-/* One word of a line: its text and where its first plain '=' is (-1: none). */
-struct word {
-	char	*s;
-	int	 eq;
-};
 
-/* A weights line kept until every source is known. */
-struct wline {
-	unsigned	 line;
-	uint64_t	 at;
-	int		 has_at;
-	int		 ramp;
-	size_t		 n;
-	char		**names;
-	double		*vals;
-	unsigned	*lines;
-};
-
-struct ctx {
-	struct ovl_plan	*p;
-	const char	*name;		/* for messages */
-	char		*err;
-	size_t		 errlen;
-	int		 flags;
-	unsigned	 line;
-	/* the words of the current line */
-	struct word	*w;
-	size_t		 nw, capw;
-	struct ovl_buf	 text;		/* their bytes */
-	struct wline	*wl;
-	size_t		 nwl;
-	/* lines where single directives were seen, for duplicates */
-	unsigned	 seen[32];
-};
-
-static int
-perr(struct ctx *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int
-perr(struct ctx *c, const char *fmt, ...)
+int
+ovl_plan__perr(struct ctx *c, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -120,7 +84,7 @@ lex_line(struct ctx *c, const char **pp, const char *end, unsigned *phys)
 		if (*p == '\0') {
 			c->line = *phys;
 			free(offs);
-			return perr(c, "NUL byte in the plan");
+			return ovl_plan__perr(c, "NUL byte in the plan");
 		}
 		if (*p == '\\' && (p + 1 < end && (p[1] == '\n' ||
 		    (p[1] == '\r' && p + 2 < end && p[2] == '\n')))) {
@@ -163,7 +127,7 @@ lex_line(struct ctx *c, const char **pp, const char *end, unsigned *phys)
 		}
 		if (c->text.len > OVL_PLAN_MAX_LINE) {
 			free(offs);
-			return perr(c, "line longer than %u bytes",
+			return ovl_plan__perr(c, "line longer than %u bytes",
 			    OVL_PLAN_MAX_LINE);
 		}
 		if (*p == '"') {
@@ -174,20 +138,20 @@ lex_line(struct ctx *c, const char **pp, const char *end, unsigned *phys)
 				if (p >= end || *p == '\n') {
 					c->line = qline;
 					free(offs);
-					return perr(c, "unterminated quote");
+					return ovl_plan__perr(c, "unterminated quote");
 				}
 				if (*p == '"')
 					break;
 				if (*p == '\0') {
 					free(offs);
-					return perr(c, "NUL byte in the plan");
+					return ovl_plan__perr(c, "NUL byte in the plan");
 				}
 				if (*p == '\\') {
 					p++;
 					if (p >= end || *p == '\n') {
 						c->line = qline;
 						free(offs);
-						return perr(c,
+						return ovl_plan__perr(c,
 						    "unterminated quote");
 					}
 				}
@@ -201,11 +165,11 @@ lex_line(struct ctx *c, const char **pp, const char *end, unsigned *phys)
 			p++;
 			if (p >= end) {
 				free(offs);
-				return perr(c, "backslash at end of file");
+				return ovl_plan__perr(c, "backslash at end of file");
 			}
 			if (*p == '\0') {
 				free(offs);
-				return perr(c, "NUL byte in the plan");
+				return ovl_plan__perr(c, "NUL byte in the plan");
 			}
 			ovl_buf_append(&c->text, p, 1);
 			p++;
@@ -228,31 +192,31 @@ lex_line(struct ctx *c, const char **pp, const char *end, unsigned *phys)
 
 /* ---- values ------------------------------------------------------------ */
 
-static int
-get_size(struct ctx *c, const char *key, const char *v, uint64_t *out)
+int
+ovl_plan__get_size(struct ctx *c, const char *key, const char *v, uint64_t *out)
 {
 	if (ovl_num_size(v, out) != 0)
-		return perr(c, "bad %s '%s': expected a count such as 4096 or 2M",
+		return ovl_plan__perr(c, "bad %s '%s': expected a count such as 4096 or 2M",
 		    key, v);
 	return 0;
 }
 
-static int
-get_u32(struct ctx *c, const char *key, const char *v, uint32_t min,
+int
+ovl_plan__get_u32(struct ctx *c, const char *key, const char *v, uint32_t min,
     uint32_t *out)
 {
 	uint64_t x;
 
 	if (ovl_num_size(v, &x) != 0 || x > UINT32_MAX)
-		return perr(c, "bad %s '%s': expected a whole number", key, v);
+		return ovl_plan__perr(c, "bad %s '%s': expected a whole number", key, v);
 	if (x < min)
-		return perr(c, "bad %s '%s': must be at least %u", key, v, min);
+		return ovl_plan__perr(c, "bad %s '%s': must be at least %u", key, v, min);
 	*out = (uint32_t)x;
 	return 0;
 }
 
-static int
-one_of(const char *v, const char *const *list)
+int
+ovl_plan__one_of(const char *v, const char *const *list)
 {
 	for (; *list != NULL; list++)
 		if (strcmp(v, *list) == 0)
@@ -260,21 +224,21 @@ one_of(const char *v, const char *const *list)
 	return 0;
 }
 
-static int
-get_choice(struct ctx *c, const char *key, const char *v,
+int
+ovl_plan__get_choice(struct ctx *c, const char *key, const char *v,
     const char *const *list, char **out)
 {
 	char msg[256];
 	size_t n = 0;
 	const char *const *l;
 
-	if (!one_of(v, list)) {
+	if (!ovl_plan__one_of(v, list)) {
 		msg[0] = '\0';
 		for (l = list; *l != NULL; l++)
 			n += (size_t)snprintf(msg + n, n < sizeof(msg) ?
 			    sizeof(msg) - n : 0, "%s%s", l == list ? "" : ", ",
 			    *l);
-		return perr(c, "bad %s '%s': expected one of %s", key, v, msg);
+		return ovl_plan__perr(c, "bad %s '%s': expected one of %s", key, v, msg);
 	}
 	if (out != NULL) {
 		free(*out);
@@ -284,11 +248,11 @@ get_choice(struct ctx *c, const char *key, const char *v,
 }
 
 /* Duplicate-directive check for directives that may appear once. */
-static int
-once(struct ctx *c, int slot, const char *what)
+int
+ovl_plan__once(struct ctx *c, int slot, const char *what)
 {
 	if (c->seen[slot] != 0)
-		return perr(c, "duplicate '%s' (first at line %u)", what,
+		return ovl_plan__perr(c, "duplicate '%s' (first at line %u)", what,
 		    c->seen[slot]);
 	c->seen[slot] = c->line;
 	return 0;
@@ -336,8 +300,8 @@ tidy_path(char *path)
 	return out;
 }
 
-static char *
-join_dir(const char *dir, const char *path)
+char *
+ovl_plan__join_dir(const char *dir, const char *path)
 {
 	size_t n;
 	char *r;
@@ -383,15 +347,15 @@ valid_name(const char *s)
 	return i <= OVL_PLAN_MAX_NAME;
 }
 
-static int
-is_kv(const struct word *w)
+int
+ovl_plan__is_kv(const struct word *w)
 {
 	return w->eq >= 0;
 }
 
 /* Split a key=value word in place: returns the value. */
-static char *
-kv(struct word *w)
+char *
+ovl_plan__kv(struct word *w)
 {
 	w->s[w->eq] = '\0';
 	return w->s + w->eq + 1;
@@ -399,41 +363,6 @@ kv(struct word *w)
 
 /* ---- directives -------------------------------------------------------- */
 
-static const char *const formats[] = { "jsonl", "text", "tar", "wds",
-	NULL };
-static const char *const docpers[] = { "line", "file", "blank-line", NULL };
-static const char *const exhausts[] = { "stop", "drop", "repeat", NULL };
-static const char *const onerrors[] = { "fail", "skip", NULL };
-static const char *const balances[] = { "kk", "lpt", "none", NULL };
-static const char *const packs[] = { "bfd", "first-fit", "concat", NULL };
-static const char *const outformats[] = { "megatron", "npy", "jsonl",
-	"frames", NULL };
-
-static int
-set_str(struct ctx *c, char **slot, const char *key, const char *v)
-{
-	if (*slot != NULL)
-		return perr(c, "duplicate %s=", key);
-	if (v[0] == '\0')
-		return perr(c, "empty %s=", key);
-	*slot = ovl_xstrdup(v);
-	return 0;
-}
-
-static int
-set_num(struct ctx *c, uint64_t *slot, int *seen, const char *key,
-    const char *v, uint64_t min)
-{
-	if (*seen)
-		return perr(c, "duplicate %s=", key);
-	*seen = 1;
-	if (get_size(c, key, v, slot) != 0)
-		return -1;
-	if (*slot < min)
-		return perr(c, "bad %s '%s': must be at least %llu", key, v,
-		    (unsigned long long)min);
-	return 0;
-}
 
 static int
 do_source(struct ctx *c)
@@ -441,22 +370,19 @@ do_source(struct ctx *c)
 	struct ovl_plan *p = c->p;
 	struct ovl_plan_source *s;
 	size_t i;
-	int seen[16];
-	uint64_t x;
-	char *k, *v;
 
-	if (c->nw < 2 || is_kv(&c->w[1]))
-		return perr(c, "source: expected a name: source NAME path=...");
+	if (c->nw < 2 || ovl_plan__is_kv(&c->w[1]))
+		return ovl_plan__perr(c, "source: expected a name: source NAME path=...");
 	if (!valid_name(c->w[1].s))
-		return perr(c, "bad source name '%s': letters, digits, _ and - "
+		return ovl_plan__perr(c, "bad source name '%s': letters, digits, _ and - "
 		    "(not first), at most %d bytes", c->w[1].s,
 		    OVL_PLAN_MAX_NAME);
 	for (i = 0; i < p->nsources; i++)
 		if (strcmp(p->sources[i].name, c->w[1].s) == 0)
-			return perr(c, "duplicate source '%s' (first at line %u)",
+			return ovl_plan__perr(c, "duplicate source '%s' (first at line %u)",
 			    c->w[1].s, p->sources[i].line);
 	if (p->nsources == OVL_PLAN_MAX_SOURCES)
-		return perr(c, "more than %d sources", OVL_PLAN_MAX_SOURCES);
+		return ovl_plan__perr(c, "more than %d sources", OVL_PLAN_MAX_SOURCES);
 	p->sources = ovl_xrealloc(p->sources,
 	    (p->nsources + 1) * sizeof(*p->sources));
 	s = &p->sources[p->nsources];
@@ -468,121 +394,16 @@ do_source(struct ctx *c)
 	s->on_exhaust = OVL_EXHAUST_STOP;
 	s->shuffle = -1;	/* not yet decided */
 	p->nsources++;
-	memset(seen, 0, sizeof(seen));
-	for (i = 2; i < c->nw; i++) {
-		if (!is_kv(&c->w[i]))
-			return perr(c, "source '%s': expected key=value, got '%s'",
-			    s->name, c->w[i].s);
-		v = kv(&c->w[i]);
-		k = c->w[i].s;
-		if (strcmp(k, "path") == 0) {
-			if (v[0] == '\0')
-				return perr(c, "empty path=");
-			s->patterns = ovl_xrealloc(s->patterns,
-			    (s->npatterns + 1) * sizeof(char *));
-			s->patterns[s->npatterns++] = ovl_xstrdup(v);
-		} else if (strcmp(k, "format") == 0) {
-			if (s->format != NULL)
-				return perr(c, "duplicate format=");
-			if (get_choice(c, k, v, formats, &s->format) != 0)
-				return -1;
-		} else if (strcmp(k, "field") == 0) {
-			if (set_str(c, &s->field, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "doc-per") == 0) {
-			if (s->doc_per != NULL)
-				return perr(c, "duplicate doc-per=");
-			if (get_choice(c, k, v, docpers, &s->doc_per) != 0)
-				return -1;
-		} else if (strcmp(k, "member-ext") == 0) {
-			if (set_str(c, &s->member_ext, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "tokenizer") == 0) {
-			if (set_str(c, &s->tokenizer, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "eod-token") == 0) {
-			if (set_str(c, &s->eod_token, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "special") == 0) {
-			if (set_str(c, &s->special, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "match") == 0) {
-			if (set_str(c, &s->match, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "drop") == 0) {
-			if (set_str(c, &s->drop, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "throttle") == 0) {
-			if (set_str(c, &s->throttle, k, v) != 0)
-				return -1;
-		} else if (strcmp(k, "on-error") == 0) {
-			if (s->on_error != NULL)
-				return perr(c, "duplicate on-error=");
-			if (get_choice(c, k, v, onerrors, &s->on_error) != 0)
-				return -1;
-		} else if (strcmp(k, "min-tokens") == 0) {
-			if (set_num(c, &s->min_tokens, &seen[0], k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "max-tokens") == 0) {
-			if (set_num(c, &s->max_tokens, &seen[1], k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "chunk-size") == 0) {
-			if (set_num(c, &s->chunk_size, &seen[2], k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "max-doc-bytes") == 0) {
-			if (set_num(c, &s->max_doc_bytes, &seen[3], k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "epochs") == 0) {
-			if (set_num(c, &x, &seen[4], k, v, 1) != 0)
-				return -1;
-			if (x > UINT32_MAX)
-				return perr(c, "bad epochs '%s': too large", v);
-			s->epochs = (uint32_t)x;
-		} else if (strcmp(k, "partitions") == 0) {
-			if (seen[5]++)
-				return perr(c, "duplicate partitions=");
-			if (get_u32(c, k, v, 1, &s->partitions) != 0)
-				return -1;
-			if (s->partitions > 4096)
-				return perr(c, "bad partitions '%s': at most 4096",
-				    v);
-		} else if (strcmp(k, "shadows") == 0) {
-			if (seen[6]++)
-				return perr(c, "duplicate shadows=");
-			if (get_u32(c, k, v, 0, &s->shadows) != 0)
-				return -1;
-			if (s->shadows > 64)
-				return perr(c, "bad shadows '%s': at most 64", v);
-		} else if (strcmp(k, "on-exhaust") == 0) {
-			if (seen[7]++)
-				return perr(c, "duplicate on-exhaust=");
-			if (get_choice(c, k, v, exhausts, NULL) != 0)
-				return -1;
-			s->on_exhaust = strcmp(v, "stop") == 0 ?
-			    OVL_EXHAUST_STOP : strcmp(v, "drop") == 0 ?
-			    OVL_EXHAUST_DROP : OVL_EXHAUST_REPEAT;
-		} else if (strcmp(k, "shuffle-seed") == 0) {
-			if (seen[8]++)
-				return perr(c, "duplicate shuffle-seed=");
-			if (strcmp(v, "none") == 0)
-				s->shuffle = 0;
-			else if (ovl_num_u64(v, &s->shuffle_seed) == 0)
-				s->shuffle = 1;
-			else
-				return perr(c, "bad shuffle-seed '%s': expected "
-				    "a number or none", v);
-		} else
-			return perr(c, "source '%s': unknown option '%s='",
-			    s->name, k);
-	}
+	if (ovl_plan__source_keys(c, s) != 0)
+		return -1;
 	if (s->npatterns == 0)
-		return perr(c, "source '%s' has no path=", s->name);
+		return ovl_plan__perr(c, "source '%s' has no path=", s->name);
 	if (s->on_exhaust == OVL_EXHAUST_REPEAT && s->epochs != 0)
-		return perr(c, "source '%s': epochs= and on-exhaust=repeat "
+		return ovl_plan__perr(c, "source '%s': epochs= and on-exhaust=repeat "
 		    "contradict each other", s->name);
 	if (s->min_tokens != 0 && s->max_tokens != 0 &&
 	    s->min_tokens > s->max_tokens)
-		return perr(c, "source '%s': min-tokens= is above max-tokens=",
+		return ovl_plan__perr(c, "source '%s': min-tokens= is above max-tokens=",
 		    s->name);
 	return 0;
 }
@@ -601,39 +422,39 @@ do_weights(struct ctx *c)
 	memset(l, 0, sizeof(*l));
 	l->line = c->line;
 	for (i = 1; i < c->nw; i++) {
-		if (!is_kv(&c->w[i]))
-			return perr(c, "weights: expected NAME=WEIGHT, got '%s'",
+		if (!ovl_plan__is_kv(&c->w[i]))
+			return ovl_plan__perr(c, "weights: expected NAME=WEIGHT, got '%s'",
 			    c->w[i].s);
-		v = kv(&c->w[i]);
+		v = ovl_plan__kv(&c->w[i]);
 		k = c->w[i].s;
 		if (strcmp(k, "at") == 0) {
 			if (l->has_at)
-				return perr(c, "duplicate at=");
+				return ovl_plan__perr(c, "duplicate at=");
 			l->has_at = 1;
-			if (get_size(c, "at", v, &l->at) != 0)
+			if (ovl_plan__get_size(c, "at", v, &l->at) != 0)
 				return -1;
 			continue;
 		}
 		if (strcmp(k, "ramp") == 0) {
 			if (ramp_seen++)
-				return perr(c, "duplicate ramp=");
+				return ovl_plan__perr(c, "duplicate ramp=");
 			if (strcmp(v, "linear") == 0)
 				l->ramp = 1;
 			else if (strcmp(v, "step") == 0)
 				l->ramp = 0;
 			else
-				return perr(c, "bad ramp '%s': expected linear "
+				return ovl_plan__perr(c, "bad ramp '%s': expected linear "
 				    "or step", v);
 			continue;
 		}
 		for (j = 0; j < l->n; j++)
 			if (strcmp(l->names[j], k) == 0)
-				return perr(c, "weights: '%s' named twice", k);
+				return ovl_plan__perr(c, "weights: '%s' named twice", k);
 		if (ovl_num_double(v, &d) != 0)
-			return perr(c, "bad weight '%s' for '%s': expected a "
+			return ovl_plan__perr(c, "bad weight '%s' for '%s': expected a "
 			    "number", v, k);
 		if (d < 0 || signbit(d))
-			return perr(c, "negative weight %s for '%s'", v, k);
+			return ovl_plan__perr(c, "negative weight %s for '%s'", v, k);
 		l->names = ovl_xrealloc(l->names, (l->n + 1) * sizeof(char *));
 		l->vals = ovl_xrealloc(l->vals, (l->n + 1) * sizeof(double));
 		l->names[l->n] = ovl_xstrdup(k);
@@ -641,7 +462,7 @@ do_weights(struct ctx *c)
 		l->n++;
 	}
 	if (l->n == 0)
-		return perr(c, "weights: no NAME=WEIGHT given");
+		return ovl_plan__perr(c, "weights: no NAME=WEIGHT given");
 	return 0;
 }
 
@@ -656,33 +477,36 @@ do_seq_len(struct ctx *c)
 	char *v;
 
 	for (i = 1; i < c->nw; i++) {
-		if (is_kv(&c->w[i])) {
-			v = kv(&c->w[i]);
+		if (ovl_plan__is_kv(&c->w[i])) {
+			v = ovl_plan__kv(&c->w[i]);
 			if (strcmp(c->w[i].s, "at") != 0)
-				return perr(c, "seq-len: unknown option '%s='",
+				return ovl_plan__perr(c, "seq-len: unknown option '%s='",
 				    c->w[i].s);
 			if (has_at++)
-				return perr(c, "duplicate at=");
-			if (get_size(c, "at", v, &at) != 0)
+				return ovl_plan__perr(c, "duplicate at=");
+			if (ovl_plan__get_size(c, "at", v, &at) != 0)
 				return -1;
 		} else {
 			if (has_len++)
-				return perr(c, "seq-len: more than one length");
-			if (get_u32(c, "seq-len", c->w[i].s, 1, &len) != 0)
+				return ovl_plan__perr(c, "seq-len: more than one length");
+			if (ovl_plan__get_u32(c, "seq-len", c->w[i].s, 1, &len) != 0)
 				return -1;
+			if (len > OVL_PLAN_MAX_SEQ_LEN)
+				return ovl_plan__perr(c, "bad seq-len '%s': at most "
+				    "%u", c->w[i].s, OVL_PLAN_MAX_SEQ_LEN);
 		}
 	}
 	if (!has_len)
-		return perr(c, "seq-len: expected a length: seq-len [at=T] N");
+		return ovl_plan__perr(c, "seq-len: expected a length: seq-len [at=T] N");
 	if (p->nseq == 0 && at != 0)
-		return perr(c, "the first seq-len must start at 0, not at=%llu",
+		return ovl_plan__perr(c, "the first seq-len must start at 0, not at=%llu",
 		    (unsigned long long)at);
 	if (p->nseq > 0 && at <= p->seq_at[p->nseq - 1])
-		return perr(c, "seq-len at=%llu is not after the previous "
+		return ovl_plan__perr(c, "seq-len at=%llu is not after the previous "
 		    "point (at=%llu)", (unsigned long long)at,
 		    (unsigned long long)p->seq_at[p->nseq - 1]);
 	if (p->nseq == OVL_PLAN_MAX_POINTS)
-		return perr(c, "more than %d seq-len points",
+		return ovl_plan__perr(c, "more than %d seq-len points",
 		    OVL_PLAN_MAX_POINTS);
 	p->seq_at = ovl_xrealloc(p->seq_at, (p->nseq + 1) * sizeof(uint64_t));
 	p->seq_len = ovl_xrealloc(p->seq_len, (p->nseq + 1) * sizeof(uint32_t));
@@ -700,21 +524,21 @@ cost_value(struct ctx *c, const char *v)
 	char buf[128], *comma;
 
 	if (p->cost_set != 0)
-		return perr(c, "duplicate cost");
+		return ovl_plan__perr(c, "duplicate cost");
 	if (strcmp(v, "model") == 0) {
 		p->cost_set = 2;
 		return 0;
 	}
 	if (strlen(v) >= sizeof(buf) || (comma = strchr(strcpy(buf, v), ','))
 	    == NULL)
-		return perr(c, "bad cost '%s': expected A,B or model", v);
+		return ovl_plan__perr(c, "bad cost '%s': expected A,B or model", v);
 	*comma = '\0';
 	if (ovl_num_double(buf, &p->cost_a) != 0 ||
 	    ovl_num_double(comma + 1, &p->cost_b) != 0)
-		return perr(c, "bad cost '%s': expected A,B or model", v);
+		return ovl_plan__perr(c, "bad cost '%s': expected A,B or model", v);
 	if (p->cost_a < 0 || p->cost_b < 0 || (p->cost_a == 0 &&
 	    p->cost_b == 0))
-		return perr(c, "bad cost '%s': coefficients must be >= 0, "
+		return ovl_plan__perr(c, "bad cost '%s': coefficients must be >= 0, "
 		    "not both 0", v);
 	p->cost_set = 1;
 	return 0;
@@ -742,11 +566,11 @@ model_key(struct ctx *c, const char *k, const char *v, int *handled)
 		return 0;
 	}
 	if (*slot != 0)
-		return perr(c, "duplicate %s=", k);
-	if (get_size(c, k, v, slot) != 0)
+		return ovl_plan__perr(c, "duplicate %s=", k);
+	if (ovl_plan__get_size(c, k, v, slot) != 0)
 		return -1;
 	if (*slot == 0)
-		return perr(c, "bad %s '%s': must be at least 1", k, v);
+		return ovl_plan__perr(c, "bad %s '%s': must be at least 1", k, v);
 	return 0;
 }
 
@@ -760,19 +584,19 @@ do_balance_cost(struct ctx *c, int is_cost)
 	char *k, *v;
 
 	for (i = 1; i < c->nw; i++) {
-		if (!is_kv(&c->w[i])) {
+		if (!ovl_plan__is_kv(&c->w[i])) {
 			if (have_method++)
-				return perr(c, "%s: unexpected '%s'",
+				return ovl_plan__perr(c, "%s: unexpected '%s'",
 				    is_cost ? "cost" : "balance", c->w[i].s);
 			if (is_cost) {
 				if (cost_value(c, c->w[i].s) != 0)
 					return -1;
-			} else if (get_choice(c, "balance", c->w[i].s,
-			    balances, &p->balance) != 0)
+			} else if (ovl_plan__get_choice(c, "balance", c->w[i].s,
+			    ovl_balance_names, &p->balance) != 0)
 				return -1;
 			continue;
 		}
-		v = kv(&c->w[i]);
+		v = ovl_plan__kv(&c->w[i]);
 		k = c->w[i].s;
 		if (!is_cost && strcmp(k, "cost") == 0) {
 			if (cost_value(c, v) != 0)
@@ -782,272 +606,73 @@ do_balance_cost(struct ctx *c, int is_cost)
 		if (model_key(c, k, v, &handled) != 0)
 			return -1;
 		if (!handled)
-			return perr(c, "%s: unknown option '%s='",
+			return ovl_plan__perr(c, "%s: unknown option '%s='",
 			    is_cost ? "cost" : "balance", k);
 	}
 	if (!have_method)
-		return perr(c, is_cost ? "cost: expected A,B or model" :
+		return ovl_plan__perr(c, is_cost ? "cost: expected A,B or model" :
 		    "balance: expected a method (kk, lpt or none)");
 	return 0;
 }
 
-static int
-do_checkpoint(struct ctx *c)
-{
-	struct ovl_plan *p = c->p;
-	size_t i;
-	int seen_every = 0, seen_base = 0;
-	char *k, *v;
-
-	for (i = 1; i < c->nw; i++) {
-		if (!is_kv(&c->w[i]))
-			return perr(c, "checkpoint: expected key=value, got '%s'",
-			    c->w[i].s);
-		v = kv(&c->w[i]);
-		k = c->w[i].s;
-		if (strcmp(k, "every") == 0) {
-			if (set_num(c, &p->ckpt_every, &seen_every, k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "base") == 0) {
-			if (set_num(c, &p->ckpt_base, &seen_base, k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "dir") == 0) {
-			if (p->ckpt_dir != NULL)
-				return perr(c, "duplicate dir=");
-			if (v[0] == '\0')
-				return perr(c, "empty dir=");
-			p->ckpt_dir = join_dir(p->dir, v);
-		} else
-			return perr(c, "checkpoint: unknown option '%s='", k);
-	}
-	if (!seen_every)
-		return perr(c, "checkpoint: every=K is required");
-	return 0;
-}
-
-static int
-do_stop(struct ctx *c)
-{
-	struct ovl_plan *p = c->p;
-	size_t i;
-	int seen_steps = 0, seen_tokens = 0;
-	char *k, *v;
-
-	for (i = 1; i < c->nw; i++) {
-		if (!is_kv(&c->w[i]))
-			return perr(c, "stop: expected steps=N or tokens=N, "
-			    "got '%s'", c->w[i].s);
-		v = kv(&c->w[i]);
-		k = c->w[i].s;
-		if (strcmp(k, "steps") == 0) {
-			if (set_num(c, &p->stop_steps, &seen_steps, k, v, 1) != 0)
-				return -1;
-		} else if (strcmp(k, "tokens") == 0) {
-			if (set_num(c, &p->stop_tokens, &seen_tokens, k, v, 1) != 0)
-				return -1;
-		} else
-			return perr(c, "stop: unknown option '%s='", k);
-	}
-	if (!seen_steps && !seen_tokens)
-		return perr(c, "stop: expected steps=N or tokens=N");
-	return 0;
-}
-
-static int
-do_output(struct ctx *c)
-{
-	struct ovl_plan *p = c->p;
-	size_t i;
-	char **slot;
-	char *k, *v;
-
-	for (i = 1; i < c->nw; i++) {
-		if (!is_kv(&c->w[i]))
-			return perr(c, "output: expected key=value, got '%s'",
-			    c->w[i].s);
-		v = kv(&c->w[i]);
-		k = c->w[i].s;
-		if (strcmp(k, "format") == 0) {
-			if (p->out_format != NULL)
-				return perr(c, "duplicate format=");
-			if (get_choice(c, k, v, outformats, &p->out_format) != 0)
-				return -1;
-			continue;
-		}
-		if (strcmp(k, "path") == 0)
-			slot = &p->out_path;
-		else if (strcmp(k, "manifest") == 0)
-			slot = &p->out_manifest;
-		else if (strcmp(k, "per-rank") == 0)
-			slot = &p->out_per_rank;
-		else
-			return perr(c, "output: unknown option '%s='", k);
-		if (*slot != NULL)
-			return perr(c, "duplicate %s=", k);
-		if (v[0] == '\0')
-			return perr(c, "empty %s=", k);
-		*slot = join_dir(p->dir, v);
-	}
-	if (p->out_format == NULL)
-		return perr(c, "output: format= is required "
-		    "(megatron, npy, jsonl or frames)");
-	if (p->out_path == NULL && p->out_per_rank == NULL)
-		return perr(c, "output: path= or per-rank= is required");
-	return 0;
-}
-
 /* A directive with exactly one plain argument. */
-static const char *
-single_arg(struct ctx *c, const char *what)
+const char *
+ovl_plan__single_arg(struct ctx *c, const char *what)
 {
-	if (c->nw != 2 || is_kv(&c->w[1])) {
-		perr(c, "%s: expected one value: %s VALUE", what, what);
+	if (c->nw != 2 || ovl_plan__is_kv(&c->w[1])) {
+		ovl_plan__perr(c, "%s: expected one value: %s VALUE", what, what);
 		return NULL;
 	}
 	return c->w[1].s;
 }
 
 enum {
-	S_SEED, S_TOKENIZER, S_EOD, S_RANKS, S_MB, S_STEPTOK, S_BALANCE,
-	S_COST, S_PACK, S_WINDOW, S_UNIFORM, S_IMAGE, S_CKPT, S_STOP,
-	S_OUTPUT, S_MIXBY
+	/* once() slots; plan-keys.c's single-value directives use 16 on */
+	S_BALANCE, S_COST, S_CKPT, S_STOP, S_OUTPUT
 };
 
 static int
 directive(struct ctx *c)
 {
-	struct ovl_plan *p = c->p;
-	const char *d = c->w[0].s, *a;
-	uint64_t x;
+	const char *d = c->w[0].s;
+	int rc;
 
-	if (is_kv(&c->w[0]))
-		return perr(c, "expected a directive, got '%s'", d);
+	if (ovl_plan__is_kv(&c->w[0]))
+		return ovl_plan__perr(c, "expected a directive, got '%s'", d);
 	if (strcmp(d, "source") == 0)
 		return do_source(c);
 	if (strcmp(d, "weights") == 0)
 		return do_weights(c);
 	if (strcmp(d, "seq-len") == 0)
 		return do_seq_len(c);
-	if (strcmp(d, "seed") == 0) {
-		if (once(c, S_SEED, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (ovl_num_u64(a, &p->seed) != 0)
-			return perr(c, "bad seed '%s': expected a number", a);
-		p->has_seed = 1;
-		return 0;
-	}
-	if (strcmp(d, "tokenizer") == 0) {
-		if (once(c, S_TOKENIZER, d) != 0 ||
-		    (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (a[0] == '\0')
-			return perr(c, "empty tokenizer");
-		p->tokenizer = ovl_xstrdup(a);
-		return 0;
-	}
-	if (strcmp(d, "eod-token") == 0) {
-		if (once(c, S_EOD, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (a[0] == '\0')
-			return perr(c, "empty eod-token");
-		p->eod_token = ovl_xstrdup(a);
-		return 0;
-	}
-	if (strcmp(d, "ranks") == 0) {
-		if (once(c, S_RANKS, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (get_u32(c, d, a, 1, &p->ranks) != 0)
-			return -1;
-		return p->ranks > 65536 ? perr(c, "ranks: at most 65536") : 0;
-	}
-	if (strcmp(d, "micro-batches") == 0) {
-		if (once(c, S_MB, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (get_u32(c, d, a, 1, &p->micro_batches) != 0)
-			return -1;
-		return p->micro_batches > 65536 ?
-		    perr(c, "micro-batches: at most 65536") : 0;
-	}
-	if (strcmp(d, "step-tokens") == 0) {
-		if (once(c, S_STEPTOK, d) != 0 ||
-		    (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (get_size(c, d, a, &p->step_tokens) != 0)
-			return -1;
-		return p->step_tokens == 0 ?
-		    perr(c, "step-tokens: must be at least 1") : 0;
-	}
+	if (ovl_plan__simple(c, d, &rc))
+		return rc;
 	if (strcmp(d, "balance") == 0) {
-		if (once(c, S_BALANCE, d) != 0)
+		if (ovl_plan__once(c, S_BALANCE, d) != 0)
 			return -1;
 		return do_balance_cost(c, 0);
 	}
 	if (strcmp(d, "cost") == 0) {
-		if (once(c, S_COST, d) != 0)
+		if (ovl_plan__once(c, S_COST, d) != 0)
 			return -1;
 		return do_balance_cost(c, 1);
 	}
-	if (strcmp(d, "pack") == 0) {
-		if (once(c, S_PACK, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		return get_choice(c, d, a, packs, &p->pack);
-	}
-	if (strcmp(d, "window") == 0) {
-		if (once(c, S_WINDOW, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		return get_u32(c, d, a, 1, &p->window);
-	}
-	if (strcmp(d, "uniform") == 0) {
-		if (once(c, S_UNIFORM, d) != 0 ||
-		    (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (strcmp(a, "yes") == 0)
-			p->uniform = 1;
-		else if (strcmp(a, "no") == 0)
-			p->uniform = 0;
-		else
-			return perr(c, "bad uniform '%s': expected yes or no", a);
-		return 0;
-	}
-	if (strcmp(d, "image-tokens") == 0) {
-		if (once(c, S_IMAGE, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (get_size(c, d, a, &x) != 0)
-			return -1;
-		if (x > UINT32_MAX)
-			return perr(c, "image-tokens: too large");
-		p->image_tokens = x;
-		p->has_image_tokens = 1;
-		return 0;
-	}
-	if (strcmp(d, "mix-by") == 0) {
-		if (once(c, S_MIXBY, d) != 0 || (a = single_arg(c, d)) == NULL)
-			return -1;
-		if (strcmp(a, "tokens") == 0)
-			p->mix_by = OVL_MIXBY_TOKENS;
-		else if (strcmp(a, "docs") == 0)
-			p->mix_by = OVL_MIXBY_DOCS;
-		else
-			return perr(c, "bad mix-by '%s': expected tokens or docs",
-			    a);
-		return 0;
-	}
 	if (strcmp(d, "checkpoint") == 0) {
-		if (once(c, S_CKPT, d) != 0)
+		if (ovl_plan__once(c, S_CKPT, d) != 0)
 			return -1;
-		return do_checkpoint(c);
+		return ovl_plan__checkpoint(c);
 	}
 	if (strcmp(d, "stop") == 0) {
-		if (once(c, S_STOP, d) != 0)
+		if (ovl_plan__once(c, S_STOP, d) != 0)
 			return -1;
-		return do_stop(c);
+		return ovl_plan__stop(c);
 	}
 	if (strcmp(d, "output") == 0) {
-		if (once(c, S_OUTPUT, d) != 0)
+		if (ovl_plan__once(c, S_OUTPUT, d) != 0)
 			return -1;
-		return do_output(c);
+		return ovl_plan__output(c);
 	}
-	return perr(c, "unknown directive '%s'", d);
+	return ovl_plan__perr(c, "unknown directive '%s'", d);
 }
 
 /* ---- the whole plan ------------------------------------------------------ */
@@ -1091,7 +716,7 @@ build_weights(struct ctx *c)
 	}
 	if (c->nwl > OVL_PLAN_MAX_POINTS) {
 		c->line = c->wl[OVL_PLAN_MAX_POINTS].line;
-		return perr(c, "more than %d weights points",
+		return ovl_plan__perr(c, "more than %d weights points",
 		    OVL_PLAN_MAX_POINTS);
 	}
 	p->points = ovl_xcalloc(c->nwl, sizeof(*p->points));
@@ -1106,15 +731,15 @@ build_weights(struct ctx *c)
 		pt->ramp = l->ramp;
 		pt->line = l->line;
 		if (i == 0 && l->at != 0)
-			return perr(c, "the first weights must start at 0, "
+			return ovl_plan__perr(c, "the first weights must start at 0, "
 			    "not at=%llu", (unsigned long long)l->at);
 		if (i == 0 && l->ramp)
-			return perr(c, "ramp=linear needs a previous weights "
+			return ovl_plan__perr(c, "ramp=linear needs a previous weights "
 			    "point");
 		if (i > 0 && !l->has_at)
-			return perr(c, "weights after the first need at=");
+			return ovl_plan__perr(c, "weights after the first need at=");
 		if (i > 0 && l->at <= p->points[i - 1].at)
-			return perr(c, "weights at=%llu is not after the "
+			return ovl_plan__perr(c, "weights at=%llu is not after the "
 			    "previous point (at=%llu)",
 			    (unsigned long long)l->at,
 			    (unsigned long long)p->points[i - 1].at);
@@ -1124,16 +749,16 @@ build_weights(struct ctx *c)
 			idx = ovl_plan_find(p, l->names[j],
 			    strlen(l->names[j]));
 			if (idx < 0)
-				return perr(c, "weights: no source named '%s'",
+				return ovl_plan__perr(c, "weights: no source named '%s'",
 				    l->names[j]);
 			pt->raw[idx] = l->vals[j];
 			if (l->vals[j] > big)
 				big = l->vals[j];
 		}
 		if (!(big > 0))
-			return perr(c, "weights: all weights are zero");
+			return ovl_plan__perr(c, "weights: all weights are zero");
 		if (!isfinite(big))
-			return perr(c, "weights: a weight is not a finite number");
+			return ovl_plan__perr(c, "weights: a weight is not a finite number");
 		for (j = 0; j < n; j++)
 			sum += pt->raw[j];
 		if (isfinite(sum)) {
@@ -1212,22 +837,22 @@ resolve_paths(struct ctx *c, struct ovl_plan_source *s)
 	c->line = s->line;
 	for (i = 0; i < s->npatterns; i++) {
 		if (brace_count(s->patterns[i]) > BRACE_MAX)
-			return perr(c, "source '%s': '%s' has more than %d "
+			return ovl_plan__perr(c, "source '%s': '%s' has more than %d "
 			    "brace alternatives", s->name, s->patterns[i],
 			    BRACE_MAX);
-		pat = join_dir(c->p->dir, s->patterns[i]);
+		pat = ovl_plan__join_dir(c->p->dir, s->patterns[i]);
 		memset(&g, 0, sizeof(g));
 		rc = glob(pat, GLOB_NOSORT | GLOB_BRACE | GLOB_TILDE_CHECK,
 		    NULL, &g);
 		if (rc == GLOB_NOMATCH) {
-			perr(c, "source '%s': no file matches '%s'", s->name,
+			ovl_plan__perr(c, "source '%s': no file matches '%s'", s->name,
 			    pat);
 			free(pat);
 			globfree(&g);
 			return -1;
 		}
 		if (rc != 0) {
-			perr(c, "source '%s': cannot expand '%s'%s", s->name,
+			ovl_plan__perr(c, "source '%s': cannot expand '%s'%s", s->name,
 			    pat, rc == GLOB_ABORTED ? ": read error" : "");
 			free(pat);
 			globfree(&g);
@@ -1271,7 +896,7 @@ resolve_tokenizer(const char *dir, const char *spec)
 	file = ovl_xmalloc(n + 1);
 	memcpy(file, f, n);
 	file[n] = '\0';
-	joined = join_dir(dir, file);
+	joined = ovl_plan__join_dir(dir, file);
 	r = ovl_xmalloc(9 + strlen(joined) + (colon != NULL ? strlen(colon) :
 	    0) + 1);
 	strcpy(r, "tiktoken:");
@@ -1302,7 +927,7 @@ finish(struct ctx *c)
 
 	c->line = 0;
 	if (p->nsources == 0)
-		return perr(c, "no source declared");
+		return ovl_plan__perr(c, "no source declared");
 	if (build_weights(c) != 0)
 		return -1;
 	c->line = 0;
@@ -1318,12 +943,12 @@ finish(struct ctx *c)
 		p->micro_batches = 1;
 	if (p->cost_set == 2 && (p->model_layers == 0 || p->model_hidden == 0)) {
 		c->line = c->seen[S_COST] ? c->seen[S_COST] : c->seen[S_BALANCE];
-		return perr(c, "cost=model needs layers= and hidden=");
+		return ovl_plan__perr(c, "cost=model needs layers= and hidden=");
 	}
 	if (p->cost_set != 2 && (p->model_layers | p->model_hidden |
 	    p->model_heads | p->model_ffn | p->model_vocab) != 0) {
 		c->line = c->seen[S_COST] ? c->seen[S_COST] : c->seen[S_BALANCE];
-		return perr(c, "layers=, hidden=, heads=, ffn= and vocab= "
+		return ovl_plan__perr(c, "layers=, hidden=, heads=, ffn= and vocab= "
 		    "need cost=model");
 	}
 	if (p->tokenizer != NULL) {
@@ -1533,475 +1158,3 @@ ovl_plan_exhaust_name(enum ovl_exhaust e)
 	}
 }
 
-/* ---- schedules ---------------------------------------------------------- */
-
-/*
- * Segment k of the weight function covers [points[k].at, points[k+1].at)
- * (the last one is open-ended); it ramps when points[k+1].ramp.
- */
-static double
-seg_weight(const struct ovl_plan *p, size_t k, size_t i, double t)
-{
-	const struct ovl_plan_point *a = &p->points[k], *b;
-	double f;
-
-	if (k + 1 >= p->npoints || !p->points[k + 1].ramp)
-		return a->w[i];
-	b = &p->points[k + 1];
-	f = (t - (double)a->at) / ((double)b->at - (double)a->at);
-	if (f <= 0)
-		return a->w[i];
-	if (f >= 1)
-		return b->w[i];
-	return a->w[i] + (b->w[i] - a->w[i]) * f;
-}
-
-static size_t
-seg_of(const struct ovl_plan *p, uint64_t T)
-{
-	size_t lo = 0, hi = p->npoints;
-
-	/* the last k with points[k].at <= T */
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (p->points[mid].at <= T)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-void
-ovl_plan_weights_at(const struct ovl_plan *p, uint64_t T, double *w)
-{
-	size_t k = seg_of(p, T), i;
-
-	for (i = 0; i < p->nsources; i++)
-		w[i] = seg_weight(p, k, i, (double)T);
-}
-
-/* The integral over [0,1] of (w0 + dw u) / (s0 + ds u) du, s0, s1 > 0. */
-static double
-ratio_integral(double w0, double w1, double s0, double s1)
-{
-	double dw = w1 - w0, ds = s1 - s0, r, sum, pw, alpha, beta;
-	int n;
-
-	r = ds / s0;
-	if (fabs(r) < 1e-3) {
-		/* series: sum (-r)^n (w0/(n+1) + dw/(n+2)) / s0 */
-		sum = 0;
-		pw = 1;
-		for (n = 0; n < 10; n++) {
-			sum += pw * (w0 / (n + 1) + dw / (n + 2));
-			pw *= -r;
-		}
-		return sum / s0;
-	}
-	alpha = dw / ds;
-	beta = w0 - alpha * s0;
-	return alpha + beta * log(s1 / s0) / ds;
-}
-
-void
-ovl_plan_target_active(const struct ovl_plan *p, uint64_t from, uint64_t to,
-    const unsigned char *active, double *acc)
-{
-	size_t k, i, n = p->nsources;
-	int all = 1;
-	double x0, x1, L, s0, s1, w0, w1, v, smax;
-
-	if (to <= from)
-		return;
-	for (i = 0; i < n; i++)
-		if (active != NULL && !active[i])
-			all = 0;
-	for (k = seg_of(p, from); k < p->npoints; k++) {
-		uint64_t a = p->points[k].at;
-		uint64_t b = k + 1 < p->npoints ? p->points[k + 1].at : UINT64_MAX;
-		uint64_t lo = from > a ? from : a, hi = to < b ? to : b;
-
-		if (lo >= to)
-			break;
-		if (hi <= lo)
-			continue;
-		x0 = (double)lo;
-		x1 = (double)hi;
-		L = (double)(hi - lo);
-		if (all) {
-			for (i = 0; i < n; i++)
-				acc[i] += L * 0.5 * (seg_weight(p, k, i, x0) +
-				    seg_weight(p, k, i, x1));
-			continue;
-		}
-		s0 = s1 = 0;
-		for (i = 0; i < n; i++)
-			if (active[i]) {
-				s0 += seg_weight(p, k, i, x0);
-				s1 += seg_weight(p, k, i, x1);
-			}
-		smax = s0 > s1 ? s0 : s1;
-		if (!(smax > 0))
-			continue;
-		for (i = 0; i < n; i++) {
-			if (!active[i])
-				continue;
-			w0 = seg_weight(p, k, i, x0);
-			w1 = seg_weight(p, k, i, x1);
-			if (s0 <= 1e-12 * smax)
-				v = w1 / s1;	/* w_i is proportional to s */
-			else if (s1 <= 1e-12 * smax)
-				v = w0 / s0;
-			else
-				v = ratio_integral(w0, w1, s0, s1);
-			if (v < 0)
-				v = 0;
-			if (v > 1)
-				v = 1;
-			acc[i] += L * v;
-		}
-	}
-}
-
-void
-ovl_plan_target(const struct ovl_plan *p, uint64_t T, double *target,
-    double *share)
-{
-	size_t i;
-
-	for (i = 0; i < p->nsources; i++)
-		target[i] = 0;
-	ovl_plan_target_active(p, 0, T, NULL, target);
-	if (share != NULL)
-		ovl_plan_weights_at(p, T, share);
-}
-
-void
-ovl_plan_stepcfg(const struct ovl_plan *p, struct ovl_stepcfg *cfg)
-{
-	cfg->nseq = p->ranks * p->micro_batches;
-	cfg->budget = p->step_tokens;
-	cfg->nstages = p->nseq;
-	cfg->at = p->seq_at;
-	cfg->seq_len = p->seq_len;
-	cfg->exact = p->uniform == 1;
-}
-
-/* ---- ovl-source arguments ------------------------------------------------ */
-
-struct argv {
-	char	**v;
-	size_t	  n, cap;
-};
-
-static void
-arg_push(struct argv *a, const char *s)
-{
-	if (a->n + 2 > a->cap) {
-		a->cap = a->cap ? a->cap * 2 : 32;
-		a->v = ovl_xrealloc(a->v, a->cap * sizeof(char *));
-	}
-	a->v[a->n++] = ovl_xstrdup(s);
-	a->v[a->n] = NULL;
-}
-
-static void
-arg_opt(struct argv *a, const char *opt, const char *val)
-{
-	if (val == NULL)
-		return;
-	arg_push(a, opt);
-	arg_push(a, val);
-}
-
-static void
-arg_num(struct argv *a, const char *opt, uint64_t v)
-{
-	char buf[32];
-
-	if (v == 0)
-		return;
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	arg_opt(a, opt, buf);
-}
-
-char **
-ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
-{
-	const struct ovl_plan_source *s = &p->sources[i];
-	struct argv a = { NULL, 0, 0 };
-	char buf[32];
-	size_t k;
-
-	snprintf(buf, sizeof(buf), "%u", s->index);
-	arg_opt(&a, "--id", buf);
-	arg_opt(&a, "--tokenizer", s->tokenizer != NULL ? s->tokenizer :
-	    p->tokenizer);
-	arg_opt(&a, "--eod-token", s->eod_token != NULL ? s->eod_token :
-	    p->eod_token);
-	arg_opt(&a, "--special", s->special);
-	arg_opt(&a, "--format", s->format);
-	arg_opt(&a, "--field", s->field);
-	arg_opt(&a, "--doc-per", s->doc_per);
-	if (s->member_ext != NULL) {
-		/* a comma-separated list: one --member-ext each */
-		char *list = ovl_xstrdup(s->member_ext), *save = NULL, *e;
-
-		for (e = strtok_r(list, ",", &save); e != NULL;
-		    e = strtok_r(NULL, ",", &save))
-			arg_opt(&a, "--member-ext", e);
-		free(list);
-	}
-	arg_num(&a, "--min-tokens", s->min_tokens);
-	arg_num(&a, "--max-tokens", s->max_tokens);
-	arg_opt(&a, "--match", s->match);
-	arg_opt(&a, "--drop", s->drop);
-	arg_num(&a, "--chunk-size", s->chunk_size);
-	arg_num(&a, "--max-doc-bytes", s->max_doc_bytes);
-	arg_opt(&a, "--on-error", s->on_error);
-	arg_opt(&a, "--throttle", s->throttle);
-	if (s->shuffle) {
-		snprintf(buf, sizeof(buf), "%llu",
-		    (unsigned long long)s->shuffle_seed);
-		arg_opt(&a, "--shuffle-seed", buf);
-	}
-	if (s->on_exhaust == OVL_EXHAUST_REPEAT)
-		arg_push(&a, "--repeat");
-	else
-		arg_num(&a, "--epochs", s->epochs);
-	arg_push(&a, s->name);
-	for (k = 0; k < s->npaths; k++)
-		arg_push(&a, s->paths[k]);
-	*argc = a.n;
-	return a.v;
-}
-
-void
-ovl_plan_argv_free(char **argv)
-{
-	size_t i;
-
-	if (argv == NULL)
-		return;
-	for (i = 0; argv[i] != NULL; i++)
-		free(argv[i]);
-	free(argv);
-}
-
-/* ---- printing ------------------------------------------------------------ */
-
-char *
-ovl_plan_quote(const char *s)
-{
-	static const char safe[] = "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:,+@%^=-";
-	size_t n = strlen(s), i, j;
-	char *r;
-
-	if (n > 0 && strspn(s, safe) == n && s[0] != '#' && s[0] != '=')
-		return ovl_xstrdup(s);
-	r = ovl_xmalloc(2 * n + 3);
-	j = 0;
-	r[j++] = '"';
-	for (i = 0; i < n; i++) {
-		if (strchr("\"\\$`", s[i]) != NULL)
-			r[j++] = '\\';
-		r[j++] = s[i];
-	}
-	r[j++] = '"';
-	r[j] = '\0';
-	return r;
-}
-
-/* A resolved file name as a glob pattern matching only itself. */
-static char *
-glob_escape(const char *s)
-{
-	size_t n = strlen(s), i, j = 0;
-	char *r = ovl_xmalloc(2 * n + 1);
-
-	for (i = 0; i < n; i++) {
-		if (strchr("*?[]{}\\", s[i]) != NULL || (i == 0 && s[i] == '~'))
-			r[j++] = '\\';
-		r[j++] = s[i];
-	}
-	r[j] = '\0';
-	return r;
-}
-
-static void
-put_kv(FILE *fp, const char *k, const char *v)
-{
-	char *q;
-
-	if (v == NULL)
-		return;
-	q = ovl_plan_quote(v);
-	fprintf(fp, " %s=%s", k, q);
-	free(q);
-}
-
-static void
-put_kn(FILE *fp, const char *k, uint64_t v)
-{
-	if (v != 0)
-		fprintf(fp, " %s=%llu", k, (unsigned long long)v);
-}
-
-/* The shortest of %.15g, %.16g, %.17g that reads back as d. */
-static void
-put_double(FILE *fp, double d)
-{
-	char buf[64];
-	int prec;
-	double back;
-
-	for (prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, d);
-		back = strtod(buf, NULL);
-		if (back == d)
-			break;
-	}
-	fputs(buf, fp);
-}
-
-static void
-put_word(FILE *fp, const char *s)
-{
-	char *q = ovl_plan_quote(s);
-
-	fprintf(fp, " %s", q);
-	free(q);
-}
-
-int
-ovl_plan_print(const struct ovl_plan *p, FILE *fp)
-{
-	const struct ovl_plan_source *s;
-	const struct ovl_plan_point *pt;
-	size_t i, k;
-	char *e;
-
-	fprintf(fp, "# plan %s: %zu source%s, normalized\n", p->path,
-	    p->nsources, p->nsources == 1 ? "" : "s");
-	if (p->has_seed)
-		fprintf(fp, "seed %llu\n", (unsigned long long)p->seed);
-	if (p->tokenizer != NULL) {
-		fputs("tokenizer", fp);
-		put_word(fp, p->tokenizer);
-		fputc('\n', fp);
-	}
-	if (p->eod_token != NULL) {
-		fputs("eod-token", fp);
-		put_word(fp, p->eod_token);
-		fputc('\n', fp);
-	}
-	fprintf(fp, "mix-by %s\n", p->mix_by == OVL_MIXBY_DOCS ? "docs" :
-	    "tokens");
-	for (i = 0; i < p->nsources; i++) {
-		s = &p->sources[i];
-		fprintf(fp, "source %s", s->name);
-		if (s->npaths > 0) {
-			for (k = 0; k < s->npaths; k++) {
-				e = glob_escape(s->paths[k]);
-				put_kv(fp, "path", e);
-				free(e);
-			}
-		} else
-			for (k = 0; k < s->npatterns; k++)
-				put_kv(fp, "path", s->patterns[k]);
-		put_kv(fp, "format", s->format);
-		put_kv(fp, "field", s->field);
-		put_kv(fp, "doc-per", s->doc_per);
-		put_kv(fp, "member-ext", s->member_ext);
-		put_kv(fp, "tokenizer", s->tokenizer);
-		put_kv(fp, "eod-token", s->eod_token);
-		put_kv(fp, "special", s->special);
-		put_kv(fp, "match", s->match);
-		put_kv(fp, "drop", s->drop);
-		put_kv(fp, "on-error", s->on_error);
-		put_kv(fp, "throttle", s->throttle);
-		put_kn(fp, "min-tokens", s->min_tokens);
-		put_kn(fp, "max-tokens", s->max_tokens);
-		put_kn(fp, "chunk-size", s->chunk_size);
-		put_kn(fp, "max-doc-bytes", s->max_doc_bytes);
-		put_kn(fp, "epochs", s->epochs);
-		if (s->shuffle)
-			fprintf(fp, " shuffle-seed=%llu",
-			    (unsigned long long)s->shuffle_seed);
-		else if (p->has_seed)
-			fputs(" shuffle-seed=none", fp);
-		fprintf(fp, " partitions=%u shadows=%u on-exhaust=%s\n",
-		    s->partitions, s->shadows,
-		    ovl_plan_exhaust_name(s->on_exhaust));
-	}
-	for (k = 0; k < p->npoints; k++) {
-		pt = &p->points[k];
-		fprintf(fp, "weights at=%llu", (unsigned long long)pt->at);
-		if (pt->ramp)
-			fputs(" ramp=linear", fp);
-		for (i = 0; i < p->nsources; i++) {
-			fprintf(fp, " %s=", p->sources[i].name);
-			put_double(fp, pt->w[i]);
-		}
-		fputc('\n', fp);
-	}
-	for (k = 0; k < p->nseq; k++)
-		fprintf(fp, "seq-len at=%llu %u\n",
-		    (unsigned long long)p->seq_at[k], p->seq_len[k]);
-	fprintf(fp, "ranks %u\nmicro-batches %u\n", p->ranks,
-	    p->micro_batches);
-	if (p->step_tokens != 0)
-		fprintf(fp, "step-tokens %llu\n",
-		    (unsigned long long)p->step_tokens);
-	if (p->balance != NULL)
-		fprintf(fp, "balance %s\n", p->balance);
-	if (p->cost_set == 1) {
-		fputs("cost ", fp);
-		put_double(fp, p->cost_a);
-		fputc(',', fp);
-		put_double(fp, p->cost_b);
-		fputc('\n', fp);
-	} else if (p->cost_set == 2) {
-		fputs("cost model", fp);
-		put_kn(fp, "layers", p->model_layers);
-		put_kn(fp, "hidden", p->model_hidden);
-		put_kn(fp, "heads", p->model_heads);
-		put_kn(fp, "ffn", p->model_ffn);
-		put_kn(fp, "vocab", p->model_vocab);
-		fputc('\n', fp);
-	}
-	if (p->pack != NULL)
-		fprintf(fp, "pack %s\n", p->pack);
-	if (p->window != 0)
-		fprintf(fp, "window %u\n", p->window);
-	if (p->uniform >= 0)
-		fprintf(fp, "uniform %s\n", p->uniform ? "yes" : "no");
-	if (p->has_image_tokens)
-		fprintf(fp, "image-tokens %llu\n",
-		    (unsigned long long)p->image_tokens);
-	if (p->ckpt_every != 0) {
-		fprintf(fp, "checkpoint every=%llu",
-		    (unsigned long long)p->ckpt_every);
-		put_kn(fp, "base", p->ckpt_base);
-		put_kv(fp, "dir", p->ckpt_dir);
-		fputc('\n', fp);
-	}
-	if (p->stop_steps != 0 || p->stop_tokens != 0) {
-		fputs("stop", fp);
-		put_kn(fp, "steps", p->stop_steps);
-		put_kn(fp, "tokens", p->stop_tokens);
-		fputc('\n', fp);
-	}
-	if (p->out_format != NULL) {
-		fprintf(fp, "output format=%s", p->out_format);
-		put_kv(fp, "path", p->out_path);
-		put_kv(fp, "manifest", p->out_manifest);
-		put_kv(fp, "per-rank", p->out_per_rank);
-		fputc('\n', fp);
-	}
-	if (fflush(fp) != 0 || ferror(fp))
-		return -1;
-	return 0;
-}

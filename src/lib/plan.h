@@ -27,6 +27,27 @@
 #define OVL_PLAN_MAX_NAME	64	/* bytes in a source name */
 #define OVL_PLAN_MAX_POINTS	4096	/* schedule points per schedule */
 #define OVL_PLAN_MAX_LINE	65536	/* bytes in one logical line */
+/* Bounds the stages would refuse later: the plan refuses them first. */
+#define OVL_PLAN_MAX_RANKS	4096	/* ovl-construct's ranks */
+#define OVL_PLAN_MAX_WINDOW	64	/* ovl-construct's window */
+#define OVL_PLAN_MAX_SEQ_LEN	(1u << 24)	/* OVL_PACK_CAP_MAX */
+#define OVL_PLAN_MAX_PARTITIONS	4096
+#define OVL_PLAN_MAX_SHADOWS	64
+
+/*
+ * The names of the plan's choices, NULL-terminated, each list in the order
+ * of the values the tools use (ovl-source's formats, ovl-ckpt's output
+ * formats, enum ovl_exhaust): tools parse their options with these lists,
+ * so a name is spelled once. Balance and pack names are balance.h's and
+ * pack.h's.
+ */
+extern const char *const ovl_plan_formats[];	/* jsonl text tar wds */
+extern const char *const ovl_plan_docpers[];	/* line blank-line file */
+extern const char *const ovl_plan_onerrors[];	/* fail skip */
+extern const char *const ovl_plan_exhausts[];	/* stop drop repeat */
+extern const char *const ovl_plan_out_formats[]; /* megatron npy jsonl frames */
+/* Index of v in a NULL-terminated list, or -1. */
+int	ovl_plan_choice(const char *const *list, const char *v);
 
 /* What happens when a source runs out (on-exhaust=). */
 enum ovl_exhaust {

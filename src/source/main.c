@@ -128,15 +128,13 @@ opt_throttle(struct src_opts *o, const char *v)
 static int
 parse_format(const char *v)
 {
-	if (strcmp(v, "jsonl") == 0)
-		return FMT_JSONL;
-	if (strcmp(v, "text") == 0)
-		return FMT_TEXT;
-	if (strcmp(v, "tar") == 0)
-		return FMT_TAR;
-	if (strcmp(v, "wds") == 0)
-		return FMT_WDS;
-	ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, wds)", v);
+	/* the plan's names, in FMT_* order after FMT_AUTO */
+	int i = ovl_plan_choice(ovl_plan_formats, v);
+
+	if (i < 0)
+		ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, "
+		    "wds)", v);
+	return FMT_JSONL + i;
 }
 
 static void
@@ -171,13 +169,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 				    "(fast, jansson)", optarg);
 			break;
 		case O_DOCPER:
-			if (strcmp(optarg, "line") == 0)
-				o->per = PER_LINE;
-			else if (strcmp(optarg, "blank-line") == 0)
-				o->per = PER_BLANK;
-			else if (strcmp(optarg, "file") == 0)
-				o->per = PER_FILE;
-			else
+			/* the plan's names, in PER_* order */
+			if ((o->per = ovl_plan_choice(ovl_plan_docpers,
+			    optarg)) < 0)
 				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
 				    "(line, blank-line, file)", optarg);
 			break;
@@ -235,11 +229,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			o->resume = 1;
 			break;
 		case O_ONERR:
-			if (strcmp(optarg, "skip") == 0)
-				o->skip = 1;
-			else if (strcmp(optarg, "fail") == 0)
-				o->skip = 0;
-			else
+			/* the plan's names: fail, skip */
+			if ((o->skip = ovl_plan_choice(ovl_plan_onerrors,
+			    optarg)) < 0)
 				ovl_cli_usagex(&cli, "unknown --on-error '%s' "
 				    "(fail, skip)", optarg);
 			break;

@@ -47,9 +47,11 @@
 #include "jsonl.h"
 #include "lines.h"
 #include "num.h"
+#include "plan.h"
 #include "tok.h"
 #include "wds.h"
 
+/* FMT_JSONL.. and PER_* follow ovl_plan_formats and ovl_plan_docpers */
 enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS };
 enum per { PER_LINE, PER_BLANK, PER_FILE };
 enum { PARSER_FAST, PARSER_JANSSON };
