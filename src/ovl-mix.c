@@ -47,6 +47,7 @@ static const struct ovl_cli cli = {
 	"  --resume FILE         continue from a mix STATE text\n"
 	"  --reopen              wait for a new writer when an input fails\n"
 	"  --stats FILE          per-input statistics as JSON, rewritten every second\n"
+	"  --stats-format F    json (default) or kv: flat \"key value\" lines\n"
 	"  --json                JSON lines for people instead of frames\n"
 	"  --check               validate the plan and print it normalized\n"
 	"  --list-sources        name, partitions, shadows, on-exhaust per source (NUL-separated)\n"
@@ -60,7 +61,7 @@ static const struct ovl_cli cli = {
 
 enum {
 	O_BY = 256, O_EVERY, O_RESUME, O_REOPEN, O_STATS, O_JSON, O_CHECK,
-	O_LIST, O_ARGS, O_GET
+	O_LIST, O_ARGS, O_GET, O_STATS_FMT
 };
 
 static const struct option longopts[] = {
@@ -70,6 +71,7 @@ static const struct option longopts[] = {
 	{ "resume", required_argument, NULL, O_RESUME },
 	{ "reopen", no_argument, NULL, O_REOPEN },
 	{ "stats", required_argument, NULL, O_STATS },
+	{ "stats-format", required_argument, NULL, O_STATS_FMT },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "check", no_argument, NULL, O_CHECK },
 	{ "list-sources", no_argument, NULL, O_LIST },
@@ -90,6 +92,7 @@ struct mix_opts {
 	const char	 *resume;
 	int		  reopen;
 	const char	 *stats;
+	int		  stats_kv;	/* --stats-format kv */
 	int		  json;
 	char		**inputs;
 	int		  ninputs;
@@ -965,6 +968,57 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 
 /* ---- statistics ------------------------------------------------------- */
 
+/*
+ * The statistics as flat "key value" lines, for a shell's `read`: the
+ * figures a supervisor needs, already computed (integers, or text only
+ * shown). Keys: final, elapsed_ms, pos, tokens, step, checkpoint, by,
+ * sources (count), then per source NAME: source.NAME.state, .tokens, .docs,
+ * .tok_per_s, .share_pct and .target_pct (one decimal, for people),
+ * .blocked_ms, .cursor, .partitions, and per partition P:
+ * source.NAME.input.P.reopens, .blocked_ms, .ended. ovl-mix(1) lists them.
+ */
+static void
+stats_kv(struct mixer *m, FILE *fp, int final, double T)
+{
+	static const char *const st[] = { "active", "dropped", "exhausted" };
+	char c[OVL_CURSOR_STRLEN];
+	double t = since(&m->t0), blocked;
+	size_t i, j;
+
+	fprintf(fp, "final %d\nelapsed_ms %" PRIu64 "\npos %" PRIu64
+	    "\ntokens %" PRIu64 "\nstep %" PRIu64 "\ncheckpoint %" PRIu64
+	    "\nby %s\nsources %zu\n", final, (uint64_t)(t * 1000), m->pos,
+	    m->tokens, m->cut.step, m->last_n, m->by == OVL_MIXBY_DOCS ?
+	    "docs" : "tokens", m->nsrc);
+	for (i = 0; i < m->nsrc; i++) {
+		const struct source *s = &m->src[i];
+		const char *n = s->ps->name;
+
+		for (blocked = 0, j = 0; j < s->nparts; j++)
+			blocked += s->in[j]->blocked;
+		fprintf(fp, "source.%s.state %s\nsource.%s.tokens %" PRIu64
+		    "\nsource.%s.docs %" PRIu64 "\nsource.%s.tok_per_s %" PRIu64
+		    "\nsource.%s.share_pct %.1f\nsource.%s.target_pct %.1f\n"
+		    "source.%s.blocked_ms %" PRIu64 "\nsource.%s.cursor %s\n"
+		    "source.%s.partitions %u\n", n, st[s->state], n, s->tokens,
+		    n, s->docs, n, t > 0 ? (uint64_t)((double)s->tokens / t) : 0,
+		    n, T > 0 ? 100.0 * (double)consumed(m, s) / T : 0.0, n,
+		    100.0 * (T > 0 ? m->target[i] / T : m->w8[i]), n,
+		    (uint64_t)(blocked * 1000), n, ovl_cursor_format(&s->cur, c),
+		    n, s->nparts);
+		for (j = 0; j < s->nparts; j++) {
+			const struct input *in = s->in[j];
+
+			fprintf(fp, "source.%s.input.%u.reopens %" PRIu64 "\n"
+			    "source.%s.input.%u.blocked_ms %" PRIu64 "\n"
+			    "source.%s.input.%u.ended %d\n", n, in->part,
+			    in->reopens, n, in->part,
+			    (uint64_t)(in->blocked * 1000), n, in->part,
+			    in->ended);
+		}
+	}
+}
+
 static void
 write_stats(struct mixer *m, int final)
 {
@@ -982,6 +1036,10 @@ write_stats(struct mixer *m, int final)
 	fp = open_memstream(&text, &len);
 	if (fp == NULL)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");
+	if (m->o->stats_kv) {
+		stats_kv(m, fp, final, T);
+		goto done;
+	}
 	fprintf(fp, "{\"final\":%s,\"elapsed_s\":%.3f,\"pos\":%" PRIu64
 	    ",\"tokens\":%" PRIu64 ",\"step\":%" PRIu64 ",\"checkpoint\":%"
 	    PRIu64 ",\"by\":\"%s\",\"sources\":[", final ? "true" : "false",
@@ -1025,6 +1083,7 @@ write_stats(struct mixer *m, int final)
 		fputs("]}", fp);
 	}
 	fputs("]}\n", fp);
+done:
 	if (fclose(fp) != 0)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");
 	if (ovl_atomic_write(m->o->stats, text, len) != 0)
@@ -1354,6 +1413,13 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 			break;
 		case O_REOPEN:
 			o->reopen = 1;
+			break;
+		case O_STATS_FMT:
+			if (strcmp(optarg, "kv") == 0)
+				o->stats_kv = 1;
+			else if (strcmp(optarg, "json") != 0)
+				ovl_cli_usagex(&cli, "unknown --stats-format '%s' "
+				    "(json, kv)", optarg);
 			break;
 		case O_STATS:
 			o->stats = optarg;

@@ -91,7 +91,9 @@ check_same() {	# the output equals the uninterrupted run's, and verifies
 	[ "$landed" -ge 10 ]
 }
 
-@test "a shadow takes over a dead source: no restart, same output" {
+# shadow_takeover: kill the book source's live process once its standby
+# is up; its shadow must take over without a restart
+shadow_takeover() {
 	"$OVL_RUN" -v --restart 0 -d run p.plan 3>&- 2> err &
 	pid=$!
 	for _ in $(seq 100); do
@@ -110,4 +112,23 @@ check_same() {	# the output equals the uninterrupted run's, and verifies
 	grep -q 'source:book:0/1: shadow took over' err
 	! grep -q 'restarting' err
 	check_same
+}
+
+@test "a shadow takes over a dead source: no restart, same output" {
+	shadow_takeover
+}
+
+@test "the takeover needs neither jq nor awk: a PATH without them" {
+	# every command of /usr/bin and /bin but jq and the awks
+	mkdir -p nobin
+	for f in /usr/bin/* /bin/*; do
+		case ${f##*/} in
+		jq | awk | gawk | mawk | nawk | original-awk) continue ;;
+		esac
+		[ -e "nobin/${f##*/}" ] || ln -s "$f" "nobin/${f##*/}"
+	done
+	PATH=$BATS_TEST_TMPDIR/nobin
+	! command -v jq && ! command -v awk
+	shadow_takeover
+	grep -q 'tok/s' err
 }
