@@ -1,0 +1,498 @@
+/*
+ * ovl-mix: the mixed stream (META, DOC, BARRIER and STATE), statistics
+ * and resuming from a STATE. See mix.h.
+ */
+#include "mix.h"
+
+/* ---- output -------------------------------------------------------------- */
+
+void
+write_meta(struct mixer *m)
+{
+	struct ovl_buf b = { NULL, 0, 0 };
+	char line[256];
+	size_t i;
+	int n;
+
+	n = snprintf(line, sizeof(line), "tokenizer %s\nvocab %" PRIu64
+	    "\neod %" PRIu64 "\n", m->tokenizer, m->vocab, m->eod);
+	ovl_buf_append(&b, line, (size_t)n);
+	for (i = 0; i < m->nsrc; i++) {
+		n = snprintf(line, sizeof(line), "source %zu %s\n", i,
+		    m->src[i].ps->name);
+		ovl_buf_append(&b, line, (size_t)n);
+	}
+	for (i = 0; i < m->nsrc; i++)
+		ovl_buf_append(&b, m->src[i].meta.p, m->src[i].meta.len);
+	n = snprintf(line, sizeof(line), "mix-by %s\ncheckpoint-every %" PRIu64
+	    "\nranks %u\nmicro-batches %u\n",
+	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens", m->every,
+	    m->plan->ranks, m->plan->micro_batches);
+	ovl_buf_append(&b, line, (size_t)n);
+	if (m->o->json) {
+		fputs("{\"kind\":\"meta\",\"text\":", stdout);
+		ovl_json_string(stdout, (const char *)b.p, b.len);
+		fputs("}\n", stdout);
+	} else {
+		uint8_t *p = ovl_writer_begin(m->w,
+		    ovl_meta_payload_len((uint32_t)b.len));
+		ovl_meta_encode(p, (const char *)b.p, (uint32_t)b.len);
+		ovl_writer_finish(m->w, OVL_META, 0);
+	}
+	ovl_buf_free(&b);
+}
+
+/* The mixer's state before the document it is about to select. */
+static void
+state_text(struct mixer *m, uint64_t n, struct ovl_buf *b)
+{
+	char line[512], c[OVL_CURSOR_STRLEN];
+	size_t i;
+	int k;
+	static const char *const names[] = { "active", "dropped", "exhausted" };
+
+	b->len = 0;
+#define PUT(...) do {							\
+	k = snprintf(line, sizeof(line), __VA_ARGS__);			\
+	ovl_buf_append(b, line, (size_t)k);				\
+} while (0)
+	PUT("version 1\n");
+	PUT("checkpoint %" PRIu64 "\n", n);
+	PUT("sources %zu\n", m->nsrc);
+	PUT("mix-by %s\n", m->by == OVL_MIXBY_DOCS ? "docs" : "tokens");
+	PUT("pos %" PRIu64 "\n", m->pos);
+	PUT("tokens %" PRIu64 "\n", m->tokens);
+	PUT("step %" PRIu64 "\n", m->cut.step);
+	PUT("step.start %" PRIu64 "\n", m->cut.start);
+	PUT("step.used %" PRIu64 "\n", m->cut.used);
+	if (m->any_drop)
+		PUT("drop.at %" PRIu64 "\n", m->drop_at);
+	for (i = 0; i < m->nsrc; i++) {
+		const struct source *s = &m->src[i];
+		const char *nm = s->ps->name;
+
+		PUT("source.%s.cursor %s\n", nm, ovl_cursor_format(&s->cur, c));
+		PUT("source.%s.partitions %u\n", nm, s->nparts);
+		PUT("source.%s.tokens %" PRIu64 "\n", nm, s->tokens);
+		PUT("source.%s.docs %" PRIu64 "\n", nm, s->docs);
+		PUT("source.%s.nchunks %u\n", nm, s->nchunks);
+		PUT("source.%s.state %s\n", nm, names[s->state]);
+		if (m->any_drop)
+			PUT("source.%s.base %a\n", nm, s->base);
+	}
+#undef PUT
+}
+
+static void
+emit_barrier(struct mixer *m, const struct barrier_at *ba, struct ovl_buf *st)
+{
+	struct ovl_barrier b;
+	struct ovl_state s;
+	uint8_t *p;
+
+	state_text(m, ba->n, st);
+	b.n = ba->n;
+	b.step = ba->step;
+	b.mix_pos = m->pos;
+	b.tokens = ba->tokens;
+	b.offset = ba->offset;
+	if (m->o->json) {
+		printf("{\"kind\":\"state\",\"stage\":\"mix\",\"n\":%" PRIu64
+		    ",\"text\":", ba->n);
+		ovl_json_string(stdout, (const char *)st->p, st->len);
+		printf("}\n{\"kind\":\"barrier\",\"n\":%" PRIu64 ",\"step\":%"
+		    PRIu64 ",\"pos\":%" PRIu64 ",\"tokens\":%" PRIu64
+		    ",\"offset\":%" PRIu32 "}\n", b.n, b.step, b.mix_pos,
+		    b.tokens, b.offset);
+	} else {
+		s.stage = OVL_STAGE_MIX;
+		s.n = ba->n;
+		s.text = (const char *)st->p;
+		s.text_len = (uint32_t)st->len;
+		p = ovl_writer_begin(m->w, ovl_state_payload_len(s.text_len));
+		ovl_state_encode(p, &s);
+		ovl_writer_finish(m->w, OVL_STATE, 0);
+		p = ovl_writer_begin(m->w, OVL_BARRIER_LEN);
+		ovl_barrier_encode(p, &b);
+		ovl_writer_finish(m->w, OVL_BARRIER, 0);
+	}
+	m->last_n = ba->n;
+}
+
+static void
+emit_json_doc(struct mixer *m, const struct ovl_doc *d, uint32_t sid)
+{
+	struct ovl_cursor c;
+	char cb[OVL_CURSOR_STRLEN];
+
+	ovl_doc_cursor(d, &c);
+	fputs("{\"kind\":\"doc\",\"source\":", stdout);
+	ovl_json_string(stdout, m->src[sid].ps->name,
+	    strlen(m->src[sid].ps->name));
+	printf(",\"id\":%" PRIu32 ",\"mix_pos\":%" PRIu64 ",\"mix_tokens\":%"
+	    PRIu64 ",\"pos\":[%" PRIu32 ",%" PRIu32 ",%" PRIu64 "],\"cursor\":"
+	    "\"%s\",\"nimages\":%" PRIu32 ",\"ntokens\":%" PRIu32
+	    ",\"tokens\":", sid, m->pos, m->tokens, d->epoch, d->chunk,
+	    d->record, ovl_cursor_format(&c, cb), d->nimages, d->ntokens);
+	ovl_json_u32s(stdout, d->tokens, d->ntokens);
+	if (d->flags & OVL_DOC_TEXT) {
+		fputs(",\"text\":", stdout);
+		ovl_json_string(stdout, d->text, d->text_len);
+	}
+	fputs("}\n", stdout);
+	if (ferror(stdout)) {
+		if (errno == EPIPE)
+			ovl_io_die_epipe();
+		ovl_err(OVL_EXIT_DATA, "write error on standard output");
+	}
+}
+
+/*
+ * Emit the document pending on in (source k) at the next mixed position,
+ * preceded by the checkpoints the step cutter opens inside it. Returns 0
+ * when the plan's stop steps= falls before it (nothing emitted), 2 when
+ * it falls inside it (emitted, the stream ends after it), 1 otherwise.
+ */
+int
+emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
+    struct ovl_buf *st)
+{
+	struct source *s = &m->src[k];
+	struct ovl_stepcut c2 = m->cut;
+	uint64_t left = d->ntokens, off = 0, stop = m->plan->stop_steps;
+	uint32_t plen;
+	size_t nb = 0, i;
+	int opened, stopped = 0;
+
+	while (left > 0) {
+		plen = ovl_stepcut_next(&c2, left, &opened);
+		if (opened && stop != 0 && c2.step >= stop && !stopped) {
+			if (off == 0)
+				return 0;
+			stopped = 1;
+		}
+		if (opened && !stopped && m->every != 0 &&
+		    c2.step % m->every == 0 && c2.step / m->every > m->last_n) {
+			if (nb == m->capbars) {
+				m->capbars = m->capbars ? m->capbars * 2 : 8;
+				m->bars = ovl_xrealloc(m->bars,
+				    m->capbars * sizeof(*m->bars));
+			}
+			m->bars[nb].n = c2.step / m->every;
+			m->bars[nb].step = c2.step;
+			m->bars[nb].tokens = m->tokens + off;
+			m->bars[nb].offset = (uint32_t)off;
+			nb++;
+		}
+		left -= plen;
+		off += plen;
+	}
+	for (i = 0; i < nb; i++)
+		emit_barrier(m, &m->bars[i], st);
+	if (m->o->json)
+		emit_json_doc(m, d, (uint32_t)k);
+	else {
+		/* rewritten in the reader's buffer, then passed through */
+		doc_rewrite(&in->pend, (uint32_t)k, m->pos, m->tokens);
+		ovl_writer_copy(m->w, &in->pend);
+	}
+	in->has_pend = 0;
+	m->cut = c2;
+	m->pos++;
+	m->tokens += d->ntokens;
+	s->tokens += d->ntokens;
+	s->docs++;
+	s->empty_run = 0;
+	ovl_doc_cursor(d, &s->cur);
+	in->tokens += d->ntokens;
+	in->docs++;
+	return stopped ? 2 : 1;
+}
+
+/* ---- statistics ------------------------------------------------------- */
+
+/*
+ * The statistics as flat "key value" lines, for a shell's `read`: the
+ * figures a supervisor needs, already computed (integers, or text only
+ * shown). Keys: final, elapsed_ms, pos, tokens, step, checkpoint, by,
+ * sources (count), then per source NAME: source.NAME.state, .tokens, .docs,
+ * .tok_per_s, .share_pct and .target_pct (one decimal, for people),
+ * .blocked_ms, .cursor, .partitions, and per partition P:
+ * source.NAME.input.P.reopens, .blocked_ms, .ended. ovl-mix(1) lists them.
+ */
+static void
+stats_kv(struct mixer *m, FILE *fp, int final, double T)
+{
+	static const char *const st[] = { "active", "dropped", "exhausted" };
+	char c[OVL_CURSOR_STRLEN];
+	double t = since(&m->t0), blocked;
+	size_t i, j;
+
+	fprintf(fp, "final %d\nelapsed_ms %" PRIu64 "\npos %" PRIu64
+	    "\ntokens %" PRIu64 "\nstep %" PRIu64 "\ncheckpoint %" PRIu64
+	    "\nby %s\nsources %zu\n", final, (uint64_t)(t * 1000), m->pos,
+	    m->tokens, m->cut.step, m->last_n, m->by == OVL_MIXBY_DOCS ?
+	    "docs" : "tokens", m->nsrc);
+	for (i = 0; i < m->nsrc; i++) {
+		const struct source *s = &m->src[i];
+		const char *n = s->ps->name;
+
+		for (blocked = 0, j = 0; j < s->nparts; j++)
+			blocked += s->in[j]->blocked;
+		fprintf(fp, "source.%s.state %s\nsource.%s.tokens %" PRIu64
+		    "\nsource.%s.docs %" PRIu64 "\nsource.%s.tok_per_s %" PRIu64
+		    "\nsource.%s.share_pct %.1f\nsource.%s.target_pct %.1f\n"
+		    "source.%s.blocked_ms %" PRIu64 "\nsource.%s.cursor %s\n"
+		    "source.%s.partitions %u\n", n, st[s->state], n, s->tokens,
+		    n, s->docs, n, t > 0 ? (uint64_t)((double)s->tokens / t) : 0,
+		    n, T > 0 ? 100.0 * (double)consumed(m, s) / T : 0.0, n,
+		    100.0 * (T > 0 ? m->target[i] / T : m->w8[i]), n,
+		    (uint64_t)(blocked * 1000), n, ovl_cursor_format(&s->cur, c),
+		    n, s->nparts);
+		for (j = 0; j < s->nparts; j++) {
+			const struct input *in = s->in[j];
+
+			fprintf(fp, "source.%s.input.%u.reopens %" PRIu64 "\n"
+			    "source.%s.input.%u.blocked_ms %" PRIu64 "\n"
+			    "source.%s.input.%u.ended %d\n", n, in->part,
+			    in->reopens, n, in->part,
+			    (uint64_t)(in->blocked * 1000), n, in->part,
+			    in->ended);
+		}
+	}
+}
+
+void
+write_stats(struct mixer *m, int final)
+{
+	char *text = NULL;
+	size_t len = 0, i, j;
+	FILE *fp;
+	double T;
+
+	clock_gettime(CLOCK_MONOTONIC, &m->last_stats);
+	if (m->o->stats == NULL)
+		return;
+	targets(m);
+	ovl_plan_weights_at(m->plan, count_of(m), m->w8);
+	T = (double)count_of(m);
+	fp = open_memstream(&text, &len);
+	if (fp == NULL)
+		ovl_err(OVL_EXIT_DATA, "open_memstream");
+	if (m->o->stats_kv) {
+		stats_kv(m, fp, final, T);
+		goto done;
+	}
+	fprintf(fp, "{\"final\":%s,\"elapsed_s\":%.3f,\"pos\":%" PRIu64
+	    ",\"tokens\":%" PRIu64 ",\"step\":%" PRIu64 ",\"checkpoint\":%"
+	    PRIu64 ",\"by\":\"%s\",\"sources\":[", final ? "true" : "false",
+	    since(&m->t0), m->pos, m->tokens, m->cut.step, m->last_n,
+	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens");
+	for (i = 0; i < m->nsrc; i++) {
+		const struct source *s = &m->src[i];
+		static const char *const st[] = { "active", "dropped",
+		    "exhausted" };
+		double blocked = 0;
+
+		for (j = 0; j < s->nparts; j++)
+			blocked += s->in[j]->blocked;
+		fprintf(fp, "%s{\"name\":", i ? "," : "");
+		ovl_json_string(fp, s->ps->name, strlen(s->ps->name));
+		fprintf(fp, ",\"state\":\"%s\",\"tokens\":%" PRIu64 ",\"docs\":%"
+		    PRIu64 ",\"share\":%.6f,\"target_share\":%.6f,\"target\":"
+		    "%.1f,\"weight\":%.6f,\"blocked_s\":%.3f,\"cursor\":\"",
+		    st[s->state], s->tokens, s->docs,
+		    T > 0 ? (double)consumed(m, s) / T : 0.0,
+		    T > 0 ? m->target[i] / T : m->w8[i], m->target[i],
+		    m->w8[i], blocked);
+		{
+			char c[OVL_CURSOR_STRLEN];
+			fprintf(fp, "%s\",\"inputs\":[", ovl_cursor_format(
+			    &s->cur, c));
+		}
+		for (j = 0; j < s->nparts; j++) {
+			const struct input *in = s->in[j];
+
+			fprintf(fp, "%s{\"partition\":%u,\"path\":", j ? "," : "",
+			    in->part);
+			ovl_json_string(fp, in->path != NULL ? in->path : "-",
+			    strlen(in->path != NULL ? in->path : "-"));
+			fprintf(fp, ",\"tokens\":%" PRIu64 ",\"docs\":%" PRIu64
+			    ",\"blocked_s\":%.3f,\"duplicates\":%" PRIu64
+			    ",\"reopens\":%" PRIu64 ",\"ended\":%s}", in->tokens,
+			    in->docs, in->blocked, in->dups, in->reopens,
+			    in->ended ? "true" : "false");
+		}
+		fputs("]}", fp);
+	}
+	fputs("]}\n", fp);
+done:
+	if (fclose(fp) != 0)
+		ovl_err(OVL_EXIT_DATA, "open_memstream");
+	if (ovl_atomic_write(m->o->stats, text, len) != 0)
+		ovl_warn("cannot write '%s'", m->o->stats);
+	free(text);
+}
+
+void
+report(struct mixer *m)
+{
+	size_t i;
+	double T = (double)count_of(m);
+
+	if (ovl_verbose < 1)
+		return;
+	targets(m);
+	for (i = 0; i < m->nin; i++) {
+		const struct input *in = &m->in[i];
+		ovl_info(1, "input %s: %" PRIu64 " docs, %" PRIu64 " tokens, "
+		    "blocked %.3f s, %" PRIu64 " duplicates dropped, %" PRIu64
+		    " reopens", in->label, in->docs, in->tokens, in->blocked,
+		    in->dups, in->reopens);
+	}
+	for (i = 0; i < m->nsrc; i++) {
+		const struct source *s = &m->src[i];
+		ovl_info(1, "source %s: %" PRIu64 " docs, %" PRIu64 " tokens, "
+		    "share %.4f, target %.4f", s->ps->name, s->docs, s->tokens,
+		    T > 0 ? (double)consumed(m, s) / T : 0.0,
+		    T > 0 ? m->target[i] / T : 0.0);
+	}
+	ovl_info(1, "%" PRIu64 " documents, %" PRIu64 " tokens, %" PRIu64
+	    " steps begun, last checkpoint %" PRIu64 "; %s", m->pos, m->tokens,
+	    m->cut.step, m->last_n, m->end_reason);
+}
+
+/* ---- resume ---------------------------------------------------------- */
+
+void
+resume_from(struct mixer *m, const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *line = NULL, *sp, *key, *val, *dot;
+	size_t cap = 0, lineno = 0;
+	ssize_t n;
+	uint64_t x, step = 0, start = 0, used = 0, nsrc = 0;
+	int seen_cursor[OVL_PLAN_MAX_SOURCES];
+	size_t i;
+	int k;
+
+	if (fp == NULL)
+		ovl_err(OVL_EXIT_USAGE, "cannot open '%s'", path);
+	memset(seen_cursor, 0, sizeof(seen_cursor));
+	while ((n = getline(&line, &cap, fp)) > 0) {
+		lineno++;
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n == 0)
+			continue;
+		sp = strchr(line, ' ');
+		if (sp == NULL)
+			ovl_errx(OVL_EXIT_USAGE, "%s:%zu: expected 'key value'",
+			    path, lineno);
+		*sp = '\0';
+		key = line;
+		val = sp + 1;
+#define NUM(dst) do {							\
+	if (ovl_num_u64(val, &x) != 0)					\
+		ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad value '%s' for %s",	\
+		    path, lineno, val, key);					\
+	dst = x;							\
+} while (0)
+		if (strcmp(key, "version") == 0) {
+			if (strcmp(val, "1") != 0)
+				ovl_errx(OVL_EXIT_USAGE, "%s:%zu: unknown state "
+				    "version %s", path, lineno, val);
+		} else if (strcmp(key, "checkpoint") == 0)
+			NUM(m->last_n);
+		else if (strcmp(key, "sources") == 0)
+			NUM(nsrc);
+		else if (strcmp(key, "mix-by") == 0) {
+			if (strcmp(val, m->by == OVL_MIXBY_DOCS ? "docs" :
+			    "tokens") != 0)
+				ovl_errx(OVL_EXIT_USAGE, "%s:%zu: the state "
+				    "mixes by %s, the plan by %s", path, lineno,
+				    val, m->by == OVL_MIXBY_DOCS ? "docs" :
+				    "tokens");
+		} else if (strcmp(key, "pos") == 0)
+			NUM(m->pos);
+		else if (strcmp(key, "tokens") == 0)
+			NUM(m->tokens);
+		else if (strcmp(key, "step") == 0)
+			NUM(step);
+		else if (strcmp(key, "step.start") == 0)
+			NUM(start);
+		else if (strcmp(key, "step.used") == 0)
+			NUM(used);
+		else if (strcmp(key, "drop.at") == 0) {
+			NUM(m->drop_at);
+			m->any_drop = 1;
+		} else if (strncmp(key, "source.", 7) == 0 &&
+		    (dot = strrchr(key + 7, '.')) != NULL) {
+			struct source *s;
+			const char *field = dot + 1;
+
+			k = ovl_plan_find(m->plan, key + 7,
+			    (size_t)(dot - (key + 7)));
+			if (k < 0)
+				ovl_errx(OVL_EXIT_USAGE, "%s:%zu: the plan has "
+				    "no source '%.*s'", path, lineno,
+				    (int)(dot - (key + 7)), key + 7);
+			s = &m->src[k];
+			if (strcmp(field, "cursor") == 0) {
+				if (ovl_cursor_parse(val, &s->cur) != 0)
+					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
+					    "cursor '%s'", path, lineno, val);
+				seen_cursor[k] = 1;
+			} else if (strcmp(field, "tokens") == 0)
+				NUM(s->tokens);
+			else if (strcmp(field, "docs") == 0)
+				NUM(s->docs);
+			else if (strcmp(field, "nchunks") == 0) {
+				NUM(x);
+				s->nchunks = (uint32_t)x;
+			} else if (strcmp(field, "partitions") == 0)
+				;	/* the inputs given now decide */
+			else if (strcmp(field, "state") == 0) {
+				if (strcmp(val, "active") == 0)
+					s->state = ST_ACTIVE;
+				else if (strcmp(val, "dropped") == 0)
+					s->state = ST_DROPPED;
+				else if (strcmp(val, "exhausted") == 0)
+					s->state = ST_EXHAUSTED;
+				else
+					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
+					    "state '%s'", path, lineno, val);
+			} else if (strcmp(field, "base") == 0) {
+				char *end;
+				errno = 0;
+				s->base = strtod(val, &end);
+				if (*end != '\0' || errno != 0)
+					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
+					    "base '%s'", path, lineno, val);
+			} else
+				ovl_errx(OVL_EXIT_USAGE, "%s:%zu: unknown key "
+				    "'%s'", path, lineno, key);
+		} else
+			ovl_errx(OVL_EXIT_USAGE, "%s:%zu: unknown key '%s'", path,
+			    lineno, key);
+#undef NUM
+	}
+	if (ferror(fp))
+		ovl_err(OVL_EXIT_USAGE, "cannot read '%s'", path);
+	free(line);
+	fclose(fp);
+	if (nsrc != m->nsrc)
+		ovl_errx(OVL_EXIT_USAGE, "%s: the state has %" PRIu64 " sources, "
+		    "the plan %zu", path, nsrc, m->nsrc);
+	for (i = 0; i < m->nsrc; i++) {
+		if (!seen_cursor[i])
+			ovl_errx(OVL_EXIT_USAGE, "%s: no cursor for source '%s'",
+			    path, m->src[i].ps->name);
+		m->active[i] = m->src[i].state == ST_ACTIVE;
+	}
+	ovl_stepcut_restore(&m->cut, &m->cfg, step, start, used);
+	ovl_info(1, "resuming at mixed position %" PRIu64 ", %" PRIu64
+	    " tokens, step %" PRIu64 ", after checkpoint %" PRIu64, m->pos,
+	    m->tokens, step, m->last_n);
+}
+
