@@ -3,39 +3,9 @@
 
 load test_helper
 
-# framedump FILE: one line per frame: KIND and its fields (python3, struct only).
+# framedump FILE: one line per frame: KIND and its fields (ovl-test-tool dump)
 framedump() {
-	python3 - "$1" <<'EOF'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-assert b[:8] == b"\x89OVL\r\n\x1a\n", "bad magic"
-off = 16
-names = {1: "META", 2: "DOC", 3: "CHUNK_END", 7: "END"}
-while off < len(b):
-    ln, kind = struct.unpack_from("<IB", b, off)
-    p = b[off + 12: off + 12 + ln]
-    k = names.get(kind, str(kind))
-    if kind == 1:
-        tl = struct.unpack_from("<I", p, 0)[0]
-        print("META " + p[8:8 + tl].decode().replace("\n", "|"))
-    elif kind == 2:
-        (src, flags, ep, ch, nch, nim, rec, noff, nrec, _mp, _mt, ntok, tlen,
-         soff) = struct.unpack_from("<6I3Q2Q2IQ", p, 0)
-        toks = struct.unpack_from("<%dI" % ntok, p, 80)
-        text = p[80 + 4 * ntok: 80 + 4 * ntok + tlen].decode()
-        print("DOC src=%d flags=%d pos=%d:%d:%d nchunks=%d nimages=%d "
-              "cursor=%d:%d:%d:%d start=%d ntok=%d eod=%d text=%r sum=%d" %
-              (src, flags, ep, ch, rec, nch, nim, ep, ch, noff, nrec, soff,
-               ntok, toks[-1], text, sum(toks)))
-    elif kind == 3:
-        print("CHUNK_END src=%d epoch=%d chunk=%d nchunks=%d docs=%d bytes=%d"
-              % struct.unpack_from("<4I2Q", p, 0))
-    elif kind == 7:
-        print("END frames=%d" % struct.unpack_from("<Q", p, 0))
-    else:
-        print(k)
-    off += 12 + ln
-EOF
+	"$OVL_TEST_TOOL" dump "$1"
 }
 
 @test "help goes to stdout with status 0; the usage line equals the man page SYNOPSIS" {

@@ -115,34 +115,16 @@ assert e0 != sorted(e0) or e1 != sorted(e1)
 @test "a partition that owns no chunk writes META and END at once, even with --repeat" {
 	"$OVL_SOURCE" --repeat --partition 3/4 lines "$SAMPLES/lines.txt.gz" "$SAMPLES/lines.txt.gz" \
 	    > "$BATS_TEST_TMPDIR/f"
-	run -0 python3 -c '
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-off, kinds = 16, []
-while off < len(b):
-    ln, kind = struct.unpack_from("<IB", b, off)
-    kinds.append(kind)
-    off += 12 + ln
-print(kinds)' "$BATS_TEST_TMPDIR/f"
-	[ "$output" = "[1, 7]" ]
+	run -0 bash -c '"$1" dump "$2" | cut -d" " -f1 | tr "\n" " "' _ "$OVL_TEST_TOOL" "$BATS_TEST_TMPDIR/f"
+	[ "$output" = "META END " ]
 }
 
 @test "every owned chunk ends with CHUNK_END, even when all its documents are filtered" {
 	"$OVL_SOURCE" --partition 1/2 --min-tokens 999999 --doc-per file books "$SAMPLES"/books/*.txt \
 	    > "$BATS_TEST_TMPDIR/f"
-	run -0 python3 -c '
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-off, out = 16, []
-while off < len(b):
-    ln, kind = struct.unpack_from("<IB", b, off)
-    if kind == 3:
-        out.append(struct.unpack_from("<4I2Q", b, off + 12)[2])
-    elif kind == 2:
-        out.append("DOC")
-    off += 12 + ln
-print(out)' "$BATS_TEST_TMPDIR/f"
-	[ "$output" = "[1, 3, 5, 7]" ]
+	# the chunks of the CHUNK_ENDs, and no DOC
+	run -0 bash -c '"$1" dump "$2" | sed -n "s/^CHUNK_END .* chunk=\([0-9]*\) .*/\1/p; s/^DOC .*/DOC/p" | tr "\n" " "' _ "$OVL_TEST_TOOL" "$BATS_TEST_TMPDIR/f"
+	[ "$output" = "1 3 5 7 " ]
 }
 
 @test "resume with a different partition count: the merged continuation equals the uncut run" {

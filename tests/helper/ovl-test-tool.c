@@ -4,6 +4,21 @@
  *
  *   ovl-test-tool frames FILE
  *	one line per frame: index, byte offset, kind name, payload length
+ *   ovl-test-tool dump FILE|-
+ *	one line per frame, decoded (the tests' frame reader; FILE - is
+ *	standard input). The stream header is checked; the frames are not
+ *	(a test may hand it a damaged stream). Lines:
+ *	  META <text, newlines as |>
+ *	  DOC src= flags= pos=E:C:REC nchunks= nimages= cursor=E:C:OFF:REC
+ *	      start= ntok= eod=<last token> text='<escaped>' sum=<of tokens>
+ *	      mix=POS:TOKENS hash=<XXH64 of the payload, hex>
+ *	  CHUNK_END src= epoch= chunk= nchunks= docs= bytes=
+ *	  SEQ step= rank= mb= ntok= npieces= seq_len= flags= real= sum=
+ *	      hash=
+ *	  BARRIER n= step= mix_pos= tokens= offset=
+ *	  STATE stage= n= <text, newlines as |>
+ *	  END frames=N
+ *	  KIND<k> len=N (a kind this tool does not know)
  *   ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET U32
  *	set the little-endian u32 at PAYLOAD-OFFSET of frame INDEX (0 is the
  *	first frame after the stream header) and seal the frame again, so its
@@ -22,12 +37,13 @@
 
 #include "crc32c.h"
 #include "frame.h"
+#include "hash64.h"
 #include "num.h"
 
 static uint8_t *
 slurp(const char *path, size_t *n)
 {
-	FILE *fp = fopen(path, "rb");
+	FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	uint8_t *b = NULL;
 	size_t cap = 0, len = 0, r;
 
@@ -82,6 +98,133 @@ print_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 	(void)arg;
 	printf("%" PRIu64 " %zu %s %" PRIu32 "\n", i, off, ovl_kind_name(f->kind),
 	    f->len);
+	return 0;
+}
+
+/* Text with newlines as |. */
+static void
+put_lines(const char *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		putchar(t[i] == '\n' ? '|' : t[i]);
+}
+
+/* 'text' with \\, \', \n, \r, \t and other control bytes escaped. */
+static void
+put_quoted(const char *t, size_t n)
+{
+	size_t i;
+	unsigned char c;
+
+	putchar('\'');
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)t[i];
+		if (c == '\\' || c == '\'')
+			printf("\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\r')
+			fputs("\\r", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('\'');
+}
+
+static int
+dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
+    void *arg)
+{
+	const char *text;
+	uint32_t tl, k;
+	uint64_t sum = 0;
+	struct ovl_doc d;
+	struct ovl_chunk_end ce;
+	struct ovl_seq q;
+	struct ovl_barrier b;
+	struct ovl_state st;
+	uint64_t n;
+
+	(void)p;
+	(void)i;
+	(void)arg;
+	switch (f->kind) {
+	case OVL_META:
+		if (ovl_meta_decode(f, &text, &tl) != OVL_F_OK)
+			break;
+		fputs("META ", stdout);
+		put_lines(text, tl);
+		putchar('\n');
+		return 0;
+	case OVL_DOC:
+		if (ovl_doc_decode(f, &d) != OVL_F_OK)
+			break;
+		for (k = 0; k < d.ntokens; k++)
+			sum += d.tokens[k];
+		printf("DOC src=%" PRIu32 " flags=%" PRIu32 " pos=%" PRIu32 ":%"
+		    PRIu32 ":%" PRIu64 " nchunks=%" PRIu32 " nimages=%" PRIu32
+		    " cursor=%" PRIu32 ":%" PRIu32 ":%" PRIu64 ":%" PRIu64
+		    " start=%" PRIu64 " ntok=%" PRIu32 " eod=%" PRId64 " text=",
+		    d.source, d.flags, d.epoch, d.chunk, d.record, d.nchunks,
+		    d.nimages, d.epoch, d.chunk, d.next_off, d.next_rec,
+		    d.start_off, d.ntokens, d.ntokens > 0 ?
+		    (int64_t)d.tokens[d.ntokens - 1] : (int64_t)-1);
+		put_quoted(d.text, d.text_len);
+		printf(" sum=%" PRIu64 " mix=%" PRIu64 ":%" PRIu64 " hash=%016"
+		    PRIx64 "\n", sum, d.mix_pos, d.mix_tokens,
+		    ovl_hash64(f->payload, f->len, 0));
+		return 0;
+	case OVL_CHUNK_END:
+		if (ovl_chunk_end_decode(f, &ce) != OVL_F_OK)
+			break;
+		printf("CHUNK_END src=%" PRIu32 " epoch=%" PRIu32 " chunk=%" PRIu32
+		    " nchunks=%" PRIu32 " docs=%" PRIu64 " bytes=%" PRIu64 "\n",
+		    ce.source, ce.epoch, ce.chunk, ce.nchunks, ce.ndocs,
+		    ce.nbytes);
+		return 0;
+	case OVL_SEQ:
+		if (ovl_seq_decode(f, &q) != OVL_F_OK)
+			break;
+		for (k = 0; k < q.ntokens; k++)
+			sum += q.tokens[k];
+		printf("SEQ step=%" PRIu64 " rank=%" PRIu32 " mb=%" PRIu32
+		    " ntok=%" PRIu32 " npieces=%" PRIu32 " seq_len=%" PRIu32
+		    " flags=%" PRIu32 " real=%" PRIu32 " sum=%" PRIu64 " hash=%016"
+		    PRIx64 "\n", q.step, q.rank, q.mb, q.ntokens, q.npieces,
+		    q.seq_len, q.flags, q.cu_seqlens[q.npieces], sum,
+		    ovl_hash64(f->payload, f->len, 0));
+		return 0;
+	case OVL_BARRIER:
+		if (ovl_barrier_decode(f, &b) != OVL_F_OK)
+			break;
+		printf("BARRIER n=%" PRIu64 " step=%" PRIu64 " mix_pos=%" PRIu64
+		    " tokens=%" PRIu64 " offset=%" PRIu32 "\n", b.n, b.step,
+		    b.mix_pos, b.tokens, b.offset);
+		return 0;
+	case OVL_STATE:
+		if (ovl_state_decode(f, &st) != OVL_F_OK)
+			break;
+		printf("STATE stage=%" PRIu32 " n=%" PRIu64 " ", st.stage, st.n);
+		put_lines(st.text, st.text_len);
+		putchar('\n');
+		return 0;
+	case OVL_END:
+		if (ovl_end_decode(f, &n) != OVL_F_OK)
+			break;
+		printf("END frames=%" PRIu64 "\n", n);
+		return 0;
+	default:
+		printf("KIND%u len=%" PRIu32 "\n", f->kind, f->len);
+		return 0;
+	}
+	printf("%s malformed len=%" PRIu32 " at=%zu\n", ovl_kind_name(f->kind),
+	    f->len, off);
 	return 0;
 }
 
@@ -143,12 +286,23 @@ main(int argc, char **argv)
 		k.kind = 1;
 		argv[4] = (char *)"0";
 	}
-	if (argc == 3 && strcmp(argv[1], "frames") == 0) {
+	if (argc == 3 && (strcmp(argv[1], "frames") == 0 ||
+	    strcmp(argv[1], "dump") == 0)) {
 		int rc;
 
 		b = slurp(argv[2], &n);
-		rc = walk(b, n, print_frame, NULL);
+		if (n < OVL_STREAM_HDR_LEN ||
+		    ovl_stream_hdr_check(b, n, NULL) != OVL_F_OK) {
+			fprintf(stderr, "ovl-test-tool: '%s': not an overlord "
+			    "stream\n", argv[2]);
+			free(b);
+			return 1;
+		}
+		rc = walk(b, n, argv[1][0] == 'f' ? print_frame : dump_frame,
+		    NULL);
 		free(b);
+		if (fflush(stdout) != 0)
+			return 1;
 		return rc;
 	}
 	if (argc != 6 || strcmp(argv[1], "poke") != 0 ||
@@ -157,6 +311,7 @@ main(int argc, char **argv)
 	    ovl_num_u64(argv[5], &k.val) != 0 || k.val > UINT32_MAX ||
 	    (k.kind && k.val > 255)) {
 		fprintf(stderr, "usage: ovl-test-tool frames FILE\n"
+		    "       ovl-test-tool dump FILE|-\n"
 		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
 		    "       ovl-test-tool minor FILE N\n");
 		return 2;
