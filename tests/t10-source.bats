@@ -8,15 +8,6 @@ framedump() {
 	"$OVL_TEST_TOOL" dump "$1"
 }
 
-@test "help goes to stdout with status 0; the usage line equals the man page SYNOPSIS" {
-	run -0 "$OVL_SOURCE" --help
-	[ "${lines[0]}" = "usage: ovl-source [options] NAME PATH..." ]
-	run -0 bash -c 'mandoc -Tascii -O width=200 "$1" | sed "s/.\x08//g"' _ "$OVL_SRCDIR/man/ovl-source.1"
-	syn=$(printf '%s\n' "$output" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
-	    sed '1d;$d' | sed 's/^ *//; s/ *$//' | sed '/^$/d')
-	[ "$syn" = "ovl-source [options] NAME PATH..." ]
-}
-
 @test "version, usage errors exit 2 with the synopsis on stderr" {
 	run -0 "$OVL_SOURCE" --version
 	[[ "$output" =~ ^ovl-source\ [0-9]+\.[0-9]+\.[0-9]+$ ]]

@@ -27,15 +27,6 @@ setup() {
 	run -2 "$OVL_CONSTRUCT" a.plan b.plan
 }
 
-@test "the usage line equals the man page SYNOPSIS" {
-	run -0 "$OVL_CONSTRUCT" --help
-	[ "${lines[0]}" = "usage: ovl-construct [options] [PLAN]" ]
-	run -0 bash -c 'mandoc -Tascii -O width=200 "$1" | sed "s/.\x08//g"' _ "$OVL_SRCDIR/man/ovl-construct.1"
-	syn=$(printf '%s\n' "$output" | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
-	    sed '1d;$d' | sed 's/^ *//; s/ *$//' | sed '/^$/d')
-	[ "$syn" = "ovl-construct [options] [PLAN]" ]
-}
-
 @test "every token once, pieces as cut, sequences consistent: each balance and pack" {
 	for m in "--balance kk --pack bfd" "--balance lpt --pack first-fit" \
 	    "--balance none --pack concat" "--balance kk --pack concat"; do

@@ -98,15 +98,6 @@ resume() {
 	[[ "${lines[0]}" == "ovl-ckpt: unknown option '-x' for show" ]]
 }
 
-@test "ovl-ckpt: the synopsis equals the man page SYNOPSIS" {
-	"$OVL_CKPT" --help | sed -n '/^usage: /,/^[^ u]/p' | sed '$d' |
-	    sed 's/^usage: //; s/^ *//' > help.txt
-	mandoc -Tutf8 -O width=200 "$OVL_SRCDIR/man/ovl-ckpt.1" | col -b |
-	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' |
-	    sed 's/^ *//' | awk 'NF' | sed 's/  */ /g' > man.txt
-	run -0 diff help.txt man.txt
-}
-
 @test "frames on stdout equal --format frames, and the reader sees every step" {
 	"$OVL_CKPT" --dir a < full.frames > std.frames
 	"$OVL_CKPT" --dir b --format frames -o file.frames < full.frames

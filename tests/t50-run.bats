@@ -53,14 +53,6 @@ no_leftovers() {	# no process still has the run directory in its arguments
 	run -2 "$OVL_RUN" --frobnicate plan
 }
 
-@test "ovl-run synopsis matches the man page" {
-	want=$("$OVL_RUN" --help | head -n 1 | sed 's/^usage: //')
-	got=$(mandoc -Tutf8 -O width=200 "$OVL_SRCDIR/man/ovl-run.1" | col -bx |
-		sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' | tr -s ' \n' '  ' |
-		sed 's/^ *//; s/ *$//')
-	[ "$want" = "$got" ]
-}
-
 @test "ovl-run: a bad plan is exit 2 with file:line" {
 	printf 'source web path=%s/web/web-0.jsonl\nfrobnicate 1\n' "$SAMPLES" > bad.plan
 	run -2 "$OVL_RUN" bad.plan
@@ -200,6 +192,22 @@ EOF2
 	[[ "$output" != *"command not found"* ]]
 	cmp out/small.jsonl ref.jsonl
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+}
+
+@test "ovl-run(1) EXAMPLES, taken from the page, as one session: pack, resume, autoscale" {
+	[ "$(man_examples ovl-run.1 "$BATS_TEST_TMPDIR")" -eq 3 ]
+	cat ex.1.sh ex.2.sh ex.3.sh > ex.sh
+	ln -s "$SAMPLES" samples
+	mkdir bin
+	for t in source mix construct ckpt run; do
+		ln -s "$OVL_BUILDDIR/ovl-$t" "bin/ovl-$t"
+	done
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH" run -0 bash -e ex.sh
+	[[ "$output" == *"is the end of the run: nothing to resume"* ]]
+	run -0 "$OVL_CKPT" verify ck out/packed.bin
+	# autoscaling never changes a byte
+	cmp out/packed.bin out2/packed.bin
+	cmp out/packed.idx out2/packed.idx
 }
 
 # wait_gone PATTERN: until no process matches (at most 30 s); fails after

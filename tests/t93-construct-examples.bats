@@ -1,25 +1,16 @@
 #!/usr/bin/env bats
-# The EXAMPLES of ovl-construct(1), run against samples/.
+# The EXAMPLES of ovl-construct(1), taken from the page and run as written
+# against samples/ (run_examples, test_helper.bash).
 
 load test_helper
 
-setup() {
-	cd "$OVL_SRCDIR"
-	T="$BATS_TEST_TMPDIR"
-	PATH="$OVL_BUILDDIR:$PATH"
-}
-
-@test "example: pack a sample source with per-step figures" {
-	ovl-source web samples/web/web-0.jsonl |
-	    ovl-construct --ranks 4 --micro-batches 2 --seq-len 512 \
-	    --stats "$T/steps.jsonl" > "$T/seqs.frames"
-	[ -s "$T/seqs.frames" ]
-	run -0 python3 -c 'import json,sys; [json.loads(l)["max_cost"] for l in open(sys.argv[1])]' "$T/steps.jsonl"
-}
-
-@test "example: JSON lines, fixed shapes, LPT" {
-	ovl-source web samples/web/web-0.jsonl |
-	    ovl-construct --ranks 2 --seq-len 1024 --uniform --balance lpt --json > "$T/out.json"
+@test "ovl-construct(1) EXAMPLES: per-step figures, fixed shapes with LPT, a model cost and a window" {
+	run_examples ovl-construct.1 3
+	# 1: frames and one line of figures per step
+	[ -s "$EX/w.1/seqs.frames" ]
+	run -0 python3 -c 'import json,sys; [json.loads(l)["max_cost"] for l in open(sys.argv[1])]' "$EX/w.1/steps.jsonl"
+	[ -z "$(cat "$EX/err.1")" ]
+	# 2: JSON lines, every sequence exactly 1024 tokens
 	run -0 python3 -c '
 import json, sys
 n = 0
@@ -29,12 +20,8 @@ for l in open(sys.argv[1]):
         assert o["ntokens"] == 1024
         n += 1
 assert n > 0
-' "$T/out.json"
-}
-
-@test "example: a 7B-like cost and a window of 4 steps" {
-	ovl-source web samples/web/web-0.jsonl |
-	    ovl-construct --ranks 8 --seq-len 256 --cost model:32:4096 \
-	    --window 4 -v > "$T/seqs.frames" 2> "$T/err"
-	grep -q "step 0:" "$T/err"
+' "$EX/out.2"
+	# 3: -v says each step on standard error
+	[ -s "$EX/w.3/seqs.frames" ]
+	grep -q "step 0:" "$EX/err.3"
 }

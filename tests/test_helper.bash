@@ -30,8 +30,78 @@ ovl_python_numpy() {
 	return 1
 }
 
-# assert_status_ok: every tool's exit must not be a sanitizer report (86/87)
-# or a death by signal other than the one a test expects.
-ovl_no_crash() {
-	[ "$1" -ne 86 ] && [ "$1" -ne 87 ] && { [ "$1" -lt 128 ] || [ "$1" -eq 141 ]; }
+# man_synopsis PAGE: the SYNOPSIS of man/PAGE as rendered, one line per
+# form, spaces squeezed
+man_synopsis() {
+	mandoc -T utf8 -O width=200 "$OVL_SRCDIR/man/$1" | col -b |
+	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' |
+	    sed 's/^ *//; s/ *$//; /^$/d; s/  */ /g'
+}
+
+# help_synopsis TOOL: the usage lines of TOOL --help, without "usage:"
+help_synopsis() {
+	"$1" --help | sed -n '/^usage: /,/^[^ ]/p' | sed -n '/^usage: \|^ /p' |
+	    sed 's/^usage: //; s/^ *//; s/  */ /g'
+}
+
+# man_examples PAGE DIR: every example of the EXAMPLES section of man/PAGE
+# (a .Bd -literal block, or a one-line .Dl) into DIR/ex.N.sh, mdoc escapes
+# \e and \& undone; prints N.
+# The examples are run as written, never copied into a test.
+man_examples() {
+	local line n=0 inex=0 inblock=0 out=
+	while IFS= read -r line; do
+		case $line in
+		.Sh\ *)
+			[ "$line" = ".Sh EXAMPLES" ] && inex=1 || inex=0
+			continue ;;
+		esac
+		[ "$inex" -eq 1 ] || continue
+		if [ "$inblock" -eq 0 ] && [[ $line == .Dl\ * ]]; then
+			n=$((n + 1))
+			line=${line#.Dl }
+			line=${line//\\e/\\}
+			printf '%s\n' "${line//\\&/}" > "$2/ex.$n.sh"
+		elif [ "$inblock" -eq 0 ] && [[ $line == .Bd\ -literal* ]]; then
+			n=$((n + 1))
+			out=$2/ex.$n.sh
+			: > "$out"
+			inblock=1
+		elif [ "$inblock" -eq 1 ] && [ "$line" = .Ed ]; then
+			inblock=0
+		elif [ "$inblock" -eq 1 ]; then
+			line=${line//\\e/\\}
+			line=${line//\\&/}
+			printf '%s\n' "$line" >> "$out"
+		fi
+	done < "$OVL_SRCDIR/man/$1"
+	echo "$n"
+}
+
+# run_examples PAGE MIN: run every example of man/PAGE (man_examples) as
+# written, each with bash -e in a fresh directory $EX/w.N that holds a
+# samples link, the tools first on PATH; stdout to $EX/out.N, stderr to
+# $EX/err.N. At least MIN examples; each must succeed and print or write
+# something. $EX is $BATS_TEST_TMPDIR/ex. Tests then check what each says.
+run_examples() {
+	local n i
+	EX=$BATS_TEST_TMPDIR/ex
+	mkdir -p "$EX/bin"
+	for i in source mix construct ckpt run; do
+		ln -sf "$OVL_BUILDDIR/ovl-$i" "$EX/bin/ovl-$i"
+	done
+	n=$(man_examples "$1" "$EX")
+	[ "$n" -ge "$2" ] || { echo "only $n examples in $1"; return 1; }
+	for ((i = 1; i <= n; i++)); do
+		mkdir -p "$EX/w.$i"
+		ln -sfn "$SAMPLES" "$EX/w.$i/samples"
+		(cd "$EX/w.$i" && PATH="$EX/bin:$PATH" bash -e "$EX/ex.$i.sh" \
+		    > "$EX/out.$i" 2> "$EX/err.$i" 3>&-) ||
+		    { echo "example $i of $1 failed:"; cat "$EX/ex.$i.sh" "$EX/err.$i"; return 1; }
+		if [ ! -s "$EX/out.$i" ] &&
+		    [ -z "$(find "$EX/w.$i/" -type f -size +0 | head -n 1)" ]; then
+			echo "example $i of $1 produced nothing:"; cat "$EX/ex.$i.sh"
+			return 1
+		fi
+	done
 }
