@@ -138,27 +138,33 @@ PLAN
 	[[ "$output" == *"path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl "* ]]
 }
 
+# plan_refused LINE2 MESSAGE: a plan of one source and LINE2 (or, with
+# LINE2 beginning " ", the source line extended by it) fails --check with
+# MESSAGE at its line
+plan_refused() {
+	local src="source w path=$SAMPLES/web/web-0.jsonl" at=2
+	if [[ $1 == " "* ]]; then
+		printf '%s%s\n' "$src" "$1" > bad.plan
+		at=1
+	else
+		printf '%s\n%s\n' "$src" "$1" > bad.plan
+	fi
+	run -2 "$OVL_MIX" --check bad.plan
+	[ "$output" = "ovl-mix: bad.plan:$at: $2" ]
+}
+
 @test "every bound a stage holds is in the plan: ovl-mix --check refuses what ovl-construct or ovl-source would" {
 	cd "$BATS_TEST_TMPDIR"
-	src="source w path=$SAMPLES/web/web-0.jsonl"
-	check_bad() {	# check_bad LINE MESSAGE: the plan with LINE is refused
-		printf '%s\n%s\n' "$src" "$1" > bad.plan
-		run -2 "$OVL_MIX" --check bad.plan
-		[ "$output" = "ovl-mix: bad.plan:2: $2" ]
-	}
-	check_bad "seq-len 20000000" "bad seq-len '20000000': at most 16777216"
-	check_bad "ranks 5000" "bad ranks '5000': at most 4096"
-	check_bad "window 65" "bad window '65': at most 64"
-	check_bad "micro-batches 0" "bad micro-batches '0': must be at least 1"
-	check_bad "image-tokens 5G" "bad image-tokens '5G': at most 4294967295"
-	printf '%s max-doc-bytes=1G\n' "$src" > bad.plan
-	run -2 "$OVL_MIX" --check bad.plan
-	[ "$output" = "ovl-mix: bad.plan:1: bad max-doc-bytes '1G': at most 134217728" ]
-	printf '%s partitions=4097\n' "$src" > bad.plan
-	run -2 "$OVL_MIX" --check bad.plan
-	[ "$output" = "ovl-mix: bad.plan:1: bad partitions '4097': at most 4096" ]
+	plan_refused "seq-len 20000000" "bad seq-len '20000000': at most 16777216"
+	plan_refused "ranks 5000" "bad ranks '5000': at most 4096"
+	plan_refused "window 65" "bad window '65': at most 64"
+	plan_refused "micro-batches 0" "bad micro-batches '0': must be at least 1"
+	plan_refused "image-tokens 5G" "bad image-tokens '5G': at most 4294967295"
+	plan_refused " max-doc-bytes=1G" "bad max-doc-bytes '1G': at most 134217728"
+	plan_refused " partitions=4097" "bad partitions '4097': at most 4096"
 	# at the bounds, every stage takes the plan
-	printf '%s\nseq-len 16777216\nranks 4096\nwindow 64\n' "$src" > edge.plan
+	printf 'source w path=%s\nseq-len 16777216\nranks 4096\nwindow 64\n' \
+	    "$SAMPLES/web/web-0.jsonl" > edge.plan
 	run -0 "$OVL_MIX" --check edge.plan
 	"$OVL_SOURCE" w "$SAMPLES/web/web-0.jsonl" > s.fr
 	"$OVL_MIX" edge.plan w=s.fr > m.fr
@@ -173,12 +179,8 @@ PLAN
 		run -0 "$OVL_MIX" --check p.plan
 		run -0 "$OVL_CONSTRUCT" --pack "$v" --help
 	done
-	printf 'source w path=%s\npack best\n' "$SAMPLES/web/web-0.jsonl" > p.plan
-	run -2 "$OVL_MIX" --check p.plan
-	[ "$output" = "ovl-mix: p.plan:2: bad pack 'best': expected one of bfd, first-fit, concat" ]
-	printf 'source w path=%s\nbalance greedy\n' "$SAMPLES/web/web-0.jsonl" > p.plan
-	run -2 "$OVL_MIX" --check p.plan
-	[ "$output" = "ovl-mix: p.plan:2: bad balance 'greedy': expected one of none, lpt, kk" ]
+	plan_refused "pack best" "bad pack 'best': expected one of bfd, first-fit, concat"
+	plan_refused "balance greedy" "bad balance 'greedy': expected one of none, lpt, kk"
 	for v in megatron npy jsonl frames; do
 		printf 'source w path=%s\noutput format=%s path=o/x\n' "$SAMPLES/web/web-0.jsonl" "$v" > p.plan
 		run -0 "$OVL_MIX" --check p.plan

@@ -5,12 +5,7 @@
 load test_helper
 
 setup() {
-	GEN="$OVL_BUILDDIR/scripts/ovl-gendocs"
-	CHECK="$OVL_SRCDIR/tests/construct-check.py"
-	T="$BATS_TEST_TMPDIR"
-	C="--ranks 4 --micro-batches 2 --seq-len 256"
-	GENARGS="--docs 160 --median 100 --tail 6 --tail-min 300 --tail-max 2000 --seed 3"
-	"$GEN" $GENARGS > "$T/in.f"
+	construct_setup 160 3
 }
 
 @test "help, version, usage errors" {

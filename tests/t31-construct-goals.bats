@@ -8,12 +8,7 @@
 load test_helper
 
 setup() {
-	GEN="$OVL_BUILDDIR/scripts/ovl-gendocs"
-	CHECK="$OVL_SRCDIR/tests/construct-check.py"
-	T="$BATS_TEST_TMPDIR"
-	C="--ranks 4 --micro-batches 2 --seq-len 256"
-	GENARGS="--docs 300 --median 100 --tail 6 --tail-min 300 --tail-max 2000 --seed 5"
-	"$GEN" $GENARGS > "$T/in.f"
+	construct_setup 300 5
 }
 
 @test "uniform: exact steps, padding only in the last step, every method" {

@@ -23,14 +23,6 @@ reference() {
 	(cd ref && "$OVL_CKPT" --dir ck "${OPTS[@]}" < ../full.frames)
 }
 
-same_as_reference() {
-	local f
-	for f in ref/out/*; do
-		cmp "$f" "out/${f##*/}" || return 1
-	done
-	[ "$(ls ref/out | wc -l)" -eq "$(ls out | wc -l)" ]
-}
-
 # Resume after an interrupted run: restore, then the stream from the
 # checkpoint (what a restarted pipeline sends), or from scratch.
 resume() {

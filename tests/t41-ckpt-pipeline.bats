@@ -27,14 +27,6 @@ reference() {
 	REF_LOG=$(stat -c %s ref/ck/ckpt.log)
 }
 
-same_as_reference() {
-	local f
-	for f in ref/out/*; do
-		cmp "$f" "out/${f##*/}" || return 1
-	done
-	[ "$(ls ref/out | wc -l)" -eq "$(ls out | wc -l)" ]
-}
-
 # One trial: start, kill ROLE with SIG once the log has AT bytes (progress,
 # not time: the stages run ahead of each other by their pipe buffers), kill
 # the rest, restore, run to the end, compare.

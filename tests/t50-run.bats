@@ -149,8 +149,9 @@ EOF
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
 
-@test "ovl-run --autoscale adds partitions to a slow source, output unchanged" {
-	cat > p.plan <<EOF2
+# slow_web_plan FILE: a throttled web source (the mixer waits on it) and books
+slow_web_plan() {
+	cat > "$1" <<EOF2
 source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst format=jsonl on-exhaust=drop throttle=60K
 source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
 weights web=3 book=1
@@ -159,6 +160,10 @@ ranks 2
 checkpoint every=1 dir=ckpt
 output format=jsonl path=out/small
 EOF2
+}
+
+@test "ovl-run --autoscale adds partitions to a slow source, output unchanged" {
+	slow_web_plan p.plan
 	reference p.plan ref
 	run -0 "$OVL_RUN" -d run --autoscale --scale-interval 1 --status-interval 0.5 \
 	    --max-partitions 4 p.plan
@@ -168,23 +173,9 @@ EOF2
 }
 
 @test "ovl-run needs neither jq nor awk: autoscaling and status lines with a PATH without them" {
-	cat > p.plan <<EOF2
-source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst format=jsonl on-exhaust=drop throttle=60K
-source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
-weights web=3 book=1
-seq-len 256
-ranks 2
-checkpoint every=1 dir=ckpt
-output format=jsonl path=out/small
-EOF2
+	slow_web_plan p.plan
 	reference p.plan ref
-	mkdir -p nobin
-	for f in /usr/bin/* /bin/*; do
-		case ${f##*/} in
-		jq | awk | gawk | mawk | nawk | original-awk) continue ;;
-		esac
-		[ -e "nobin/${f##*/}" ] || ln -s "$f" "nobin/${f##*/}"
-	done
+	path_without nobin jq awk gawk mawk nawk original-awk
 	PATH=$BATS_TEST_TMPDIR/nobin run -0 "$OVL_RUN" -v -d run --autoscale \
 	    --scale-interval 1 --status-interval 0.5 --max-partitions 4 p.plan
 	[[ "$output" == *"autoscale: web 1 -> 2 partitions (the mixer waited "*"% of the last "*" s on it)"* ]]

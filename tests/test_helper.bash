@@ -105,3 +105,39 @@ run_examples() {
 		fi
 	done
 }
+
+# path_without DIR CMD...: make DIR a PATH directory that has every command
+# of /usr/bin and /bin but the ones named (links); prints nothing
+path_without() {
+	local dir=$1 f c skip
+	shift
+	mkdir -p "$dir"
+	for f in /usr/bin/* /bin/*; do
+		skip=0
+		for c in "$@"; do
+			[ "${f##*/}" = "$c" ] && skip=1
+		done
+		[ "$skip" -eq 1 ] || [ -e "$dir/${f##*/}" ] || ln -s "$f" "$dir/${f##*/}"
+	done
+}
+
+# same_as_reference: every file of ref/out is in out/ with the same bytes,
+# and out/ holds nothing else (the ckpt tests' uninterrupted run in ref/)
+same_as_reference() {
+	local f
+	for f in ref/out/*; do
+		cmp "$f" "out/${f##*/}" || return 1
+	done
+	[ "$(ls ref/out | wc -l)" -eq "$(ls out | wc -l)" ]
+}
+
+# construct_setup DOCS SEED: the construct tests' generated input $T/in.f
+# (ovl-gendocs: DOCS documents, long-tailed), their checker and options
+construct_setup() {
+	GEN="$OVL_BUILDDIR/scripts/ovl-gendocs"
+	CHECK="$OVL_SRCDIR/tests/construct-check.py"
+	T="$BATS_TEST_TMPDIR"
+	C="--ranks 4 --micro-batches 2 --seq-len 256"
+	GENARGS="--docs $1 --median 100 --tail 6 --tail-min 300 --tail-max 2000 --seed $2"
+	"$GEN" $GENARGS > "$T/in.f"
+}

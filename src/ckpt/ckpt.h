@@ -173,6 +173,10 @@ int	 skips_parse(const char *v, struct skip *s, size_t *n);
  */
 int	 ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc,
 	    char **argv, const char *shortopts, const struct option *longopts);
+/* The long options of a subcommand that has only the shared ones. */
+extern const struct option ckpt_no_longopts[];
+/* The checkpoint number of --at (show, verify, restore); exits 2 if bad. */
+uint64_t ckpt_opt_at(const struct ovl_cli *cli, const char *arg);
 
 /* ---- outputs.c ---- */
 void	 out_flush(struct out *o);

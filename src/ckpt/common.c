@@ -309,3 +309,18 @@ ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc, char **argv,
 			return c;
 	}
 }
+
+uint64_t
+ckpt_opt_at(const struct ovl_cli *cli, const char *arg)
+{
+	uint64_t at;
+
+	if (ovl_num_u64(arg, &at) != 0)
+		ovl_cli_usagex(cli, "bad --at '%s'", arg);
+	return at;
+}
+
+const struct option ckpt_no_longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ NULL, 0, NULL, 0 }
+};

@@ -50,9 +50,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 	    "a:s:", restore_longopts)) != -1) {
 		switch (c) {
 		case 'a':
-			if (ovl_num_u64(optarg, &o->at) != 0)
-				ovl_cli_usagex(&restore_cli, "bad --at '%s'",
-				    optarg);
+			o->at = ckpt_opt_at(&restore_cli, optarg);
 			o->at_set = 1;
 			break;
 		case 's':

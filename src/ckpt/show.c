@@ -30,11 +30,6 @@ static const struct ovl_cli diff_cli = {
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
-static const struct option diff_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ NULL, 0, NULL, 0 }
-};
-
 /* ---- reading checkpoints: show, diff, compact, restore, verify ---- */
 
 static const char *
@@ -130,9 +125,7 @@ cmd_show(int argc, char **argv)
 	    show_longopts)) != -1) {
 		switch (c) {
 		case 'a':
-			if (ovl_num_u64(optarg, &at) != 0)
-				ovl_cli_usagex(&show_cli, "bad --at '%s'",
-				    optarg);
+			at = ckpt_opt_at(&show_cli, optarg);
 			at_set = 1;
 			break;
 		case 'j':
@@ -218,7 +211,7 @@ cmd_diff(int argc, char **argv)
 	const char *va, *vb;
 
 	while (ckpt_getopt(&diff_cli, "diff", argc, argv, "",
-	    diff_longopts) != -1)
+	    ckpt_no_longopts) != -1)
 		;
 	argc -= optind;
 	argv += optind;

@@ -24,11 +24,6 @@ static const struct ovl_cli compact_cli = {
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
-static const struct option compact_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ NULL, 0, NULL, 0 }
-};
-
 int
 out_lookup(const struct ovl_ckstate *st, const char *name, struct outrec *r)
 {
@@ -170,8 +165,7 @@ cmd_verify(int argc, char **argv)
 
 	while ((a = ckpt_getopt(&verify_cli, "verify", argc, argv, "a:",
 	    verify_longopts)) != -1) {
-		if (ovl_num_u64(optarg, &at) != 0)
-			ovl_cli_usagex(&verify_cli, "bad --at '%s'", optarg);
+		at = ckpt_opt_at(&verify_cli, optarg);
 		at_set = 1;
 	}
 	argc -= optind;
@@ -246,7 +240,7 @@ cmd_compact(int argc, char **argv)
 	size_t i, j;
 
 	while (ckpt_getopt(&compact_cli, "compact", argc, argv, "",
-	    compact_longopts) != -1)
+	    ckpt_no_longopts) != -1)
 		;
 	argc -= optind;
 	argv += optind;

@@ -57,21 +57,30 @@ ovl_balance__cmp_double_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-double
-ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
-    double *scratch)
+/* The costs into scratch, costliest first; their total. */
+static double
+sorted_costs(const double *cost, size_t n, double *scratch)
 {
-	double total = 0, lb;
+	double total = 0;
 	size_t i;
 
-	if (n == 0 || ranks == 0)
-		return 0;
 	for (i = 0; i < n; i++) {
 		total += cost[i];
 		scratch[i] = cost[i];
 	}
 	qsort(scratch, n, sizeof(*scratch), ovl_balance__cmp_double_desc);
-	lb = total / ranks;
+	return total;
+}
+
+double
+ovl_balance_lower_bound(const double *cost, size_t n, uint32_t ranks,
+    double *scratch)
+{
+	double lb;
+
+	if (n == 0 || ranks == 0)
+		return 0;
+	lb = sorted_costs(cost, n, scratch) / ranks;
 	if (scratch[0] > lb)
 		lb = scratch[0];
 	if (n > ranks && scratch[ranks - 1] + scratch[ranks] > lb)
@@ -103,16 +112,11 @@ double
 ovl_balance_tight_bound(const double *cost, size_t n, uint32_t ranks,
     double *scratch)
 {
-	double total = 0;
-	size_t i;
+	double total;
 
 	if (n == 0 || ranks == 0)
 		return 0;
-	for (i = 0; i < n; i++) {
-		total += cost[i];
-		scratch[i] = cost[i];
-	}
-	qsort(scratch, n, sizeof(*scratch), ovl_balance__cmp_double_desc);
+	total = sorted_costs(cost, n, scratch);
 	return ovl_balance_bound_sorted(scratch, n, ranks, total);
 }
 

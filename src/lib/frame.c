@@ -452,25 +452,48 @@ ovl_barrier_decode(const struct ovl_frame *f, struct ovl_barrier *b)
 
 /* ---- STATE, META ---- */
 
+/*
+ * STATE and META carry text after a fixed part (fixed bytes), padded to 4
+ * with zeros: the payload length for text_len bytes, or 0 when too long.
+ */
+static uint32_t
+text_payload_len(uint32_t fixed, uint32_t text_len)
+{
+	if (text_len > OVL_FRAME_LIMIT - fixed - 3)
+		return 0;
+	return ovl_align4((uint64_t)fixed + text_len);
+}
+
+/* The text after the fixed part, and the zero padding after it. */
+static void
+text_put(uint8_t *p, uint32_t fixed, const void *text, uint32_t text_len)
+{
+	uint32_t len = text_payload_len(fixed, text_len);
+
+	memcpy(p + fixed, text, text_len);
+	memset(p + fixed + text_len, 0, len - fixed - text_len);
+}
+
+/* A text of n bytes fits the payload of f exactly (with its padding). */
+static int
+text_fits(const struct ovl_frame *f, uint32_t fixed, uint32_t n)
+{
+	return n <= f->len - fixed && text_payload_len(fixed, n) == f->len;
+}
+
 uint32_t
 ovl_state_payload_len(uint32_t text_len)
 {
-	if (text_len > OVL_FRAME_LIMIT - OVL_STATE_FIXED - 3)
-		return 0;
-	return ovl_align4((uint64_t)OVL_STATE_FIXED + text_len);
+	return text_payload_len(OVL_STATE_FIXED, text_len);
 }
 
 void
 ovl_state_encode(uint8_t *p, const struct ovl_state *s)
 {
-	uint32_t len = ovl_state_payload_len(s->text_len);
-
 	ovl_put32(p + 0, s->stage);
 	ovl_put32(p + 4, s->text_len);
 	ovl_put64(p + 8, s->n);
-	memcpy(p + OVL_STATE_FIXED, s->text, s->text_len);
-	memset(p + OVL_STATE_FIXED + s->text_len, 0,
-	    len - OVL_STATE_FIXED - s->text_len);
+	text_put(p, OVL_STATE_FIXED, s->text, s->text_len);
 }
 
 int
@@ -483,8 +506,7 @@ ovl_state_decode(const struct ovl_frame *f, struct ovl_state *s)
 	s->stage = ovl_le32(p + 0);
 	s->text_len = ovl_le32(p + 4);
 	s->n = ovl_le64(p + 8);
-	if (s->text_len > f->len - OVL_STATE_FIXED ||
-	    ovl_state_payload_len(s->text_len) != f->len)
+	if (!text_fits(f, OVL_STATE_FIXED, s->text_len))
 		return OVL_F_EPAYLOAD;
 	s->text = (const char *)(p + OVL_STATE_FIXED);
 	return OVL_F_OK;
@@ -493,21 +515,15 @@ ovl_state_decode(const struct ovl_frame *f, struct ovl_state *s)
 uint32_t
 ovl_meta_payload_len(uint32_t text_len)
 {
-	if (text_len > OVL_FRAME_LIMIT - OVL_META_FIXED - 3)
-		return 0;
-	return ovl_align4((uint64_t)OVL_META_FIXED + text_len);
+	return text_payload_len(OVL_META_FIXED, text_len);
 }
 
 void
 ovl_meta_encode(uint8_t *p, const char *text, uint32_t text_len)
 {
-	uint32_t len = ovl_meta_payload_len(text_len);
-
 	ovl_put32(p + 0, text_len);
 	ovl_put32(p + 4, 0);
-	memcpy(p + OVL_META_FIXED, text, text_len);
-	memset(p + OVL_META_FIXED + text_len, 0,
-	    len - OVL_META_FIXED - text_len);
+	text_put(p, OVL_META_FIXED, text, text_len);
 }
 
 int
@@ -519,7 +535,7 @@ ovl_meta_decode(const struct ovl_frame *f, const char **text, uint32_t *text_len
 	if (f->kind != OVL_META || f->len < OVL_META_FIXED)
 		return OVL_F_EPAYLOAD;
 	n = ovl_le32(p);
-	if (n > f->len - OVL_META_FIXED || ovl_meta_payload_len(n) != f->len)
+	if (!text_fits(f, OVL_META_FIXED, n))
 		return OVL_F_EPAYLOAD;
 	*text = (const char *)(p + OVL_META_FIXED);
 	*text_len = n;

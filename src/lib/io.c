@@ -87,13 +87,30 @@ ovl_io_die_epipe(void)
 }
 
 void
-ovl_io_close_stdout(void)
+ovl_io_check_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	if (ferror(stdout)) {
 		if (errno == EPIPE)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on standard output");
 	}
+}
+
+double
+ovl_io_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	    (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+void
+ovl_io_close_stdout(void)
+{
+	(void)fflush(stdout);	/* a failure sets the error flag */
+	ovl_io_check_stdout();
 	if (fclose(stdout) != 0) {
 		if (errno == EPIPE)
 			ovl_io_die_epipe();

@@ -5,6 +5,7 @@
 #define OVL_IO_H
 
 #include <stddef.h>
+#include <time.h>
 #include <sys/types.h>
 
 /* Pipe buffer size asked for with F_SETPIPE_SZ (DESIGN: 1 MiB). */
@@ -39,5 +40,12 @@ void	ovl_io_refuse_tty(int fd);
 void	ovl_io_die_epipe(void) __attribute__((noreturn));
 /* Flush and close stdout, checking both; exits 1 with a message on error. */
 void	ovl_io_close_stdout(void);
+/*
+ * After writing to standard output with stdio: a write error exits 1 with
+ * a message, a closed pipe dies by SIGPIPE (ovl_io_die_epipe). No flush.
+ */
+void	ovl_io_check_stdout(void);
+/* Seconds elapsed since t0, a CLOCK_MONOTONIC reading. */
+double	ovl_io_since(const struct timespec *t0);
 
 #endif

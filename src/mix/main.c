@@ -60,7 +60,7 @@ cmd_check(const struct mix_opts *o)
 	struct ovl_plan *p = load_plan(o->plan, 0);
 
 	if (ovl_plan_print(p, stdout) != 0)
-		check_stdout();
+		ovl_io_check_stdout();
 	ovl_plan_free(p);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
@@ -88,7 +88,8 @@ cmd_list(const struct mix_opts *o)
 		put0(buf);
 		put0(ovl_plan_exhaust_name(p->sources[i].on_exhaust));
 	}
-	check_stdout();
+	(void)fflush(stdout);
+	ovl_io_check_stdout();
 	ovl_plan_free(p);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
@@ -110,7 +111,8 @@ cmd_args(const struct mix_opts *o)
 	argv = ovl_plan_source_argv(p, (size_t)i, &argc);
 	for (k = 0; k < argc; k++)
 		put0(argv[k]);
-	check_stdout();
+	(void)fflush(stdout);
+	ovl_io_check_stdout();
 	ovl_plan_argv_free(argv);
 	ovl_plan_free(p);
 	ovl_io_close_stdout();
@@ -165,7 +167,8 @@ cmd_get(const struct mix_opts *o)
 		put0(buf);
 	} else if (!isnum && str != NULL)
 		put0(str);
-	check_stdout();
+	(void)fflush(stdout);
+	ovl_io_check_stdout();
 	ovl_plan_free(p);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
@@ -293,7 +296,7 @@ run(struct mixer *m)
 			break;
 		}
 		if ((++ndocs & 1023) == 0 && m->o->stats != NULL &&
-		    since(&m->last_stats) >= 1.0)
+		    ovl_io_since(&m->last_stats) >= 1.0)
 			write_stats(m, 0);
 	}
 	ovl_buf_free(&st);
@@ -433,7 +436,8 @@ main(int argc, char **argv)
 	if (o.json) {
 		printf("{\"kind\":\"end\",\"docs\":%" PRIu64 ",\"tokens\":%" PRIu64
 		    "}\n", m.pos, m.tokens);
-		check_stdout();
+		(void)fflush(stdout);
+		ovl_io_check_stdout();
 	} else
 		ovl_writer_end(m.w);
 	write_stats(&m, 1);

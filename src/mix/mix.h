@@ -137,9 +137,7 @@ struct mixer {
 
 
 /* ---- read.c ---- */
-double	since(const struct timespec *t);
 struct ovl_plan *load_plan(const char *path, int flags);
-void	check_stdout(void);
 void	doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
 	    uint64_t tokens);
 void	open_input(struct input *in);

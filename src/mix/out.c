@@ -140,11 +140,7 @@ emit_json_doc(struct mixer *m, const struct ovl_doc *d, uint32_t sid)
 		ovl_json_string(stdout, d->text, d->text_len);
 	}
 	fputs("}\n", stdout);
-	if (ferror(stdout)) {
-		if (errno == EPIPE)
-			ovl_io_die_epipe();
-		ovl_err(OVL_EXIT_DATA, "write error on standard output");
-	}
+	ovl_io_check_stdout();
 }
 
 /*
@@ -225,7 +221,7 @@ stats_kv(struct mixer *m, FILE *fp, int final, double T)
 {
 	static const char *const st[] = { "active", "dropped", "exhausted" };
 	char c[OVL_CURSOR_STRLEN];
-	double t = since(&m->t0), blocked;
+	double t = ovl_io_since(&m->t0), blocked;
 	size_t i, j;
 
 	fprintf(fp, "final %d\nelapsed_ms %" PRIu64 "\npos %" PRIu64
@@ -286,7 +282,7 @@ write_stats(struct mixer *m, int final)
 	fprintf(fp, "{\"final\":%s,\"elapsed_s\":%.3f,\"pos\":%" PRIu64
 	    ",\"tokens\":%" PRIu64 ",\"step\":%" PRIu64 ",\"checkpoint\":%"
 	    PRIu64 ",\"by\":\"%s\",\"sources\":[", final ? "true" : "false",
-	    since(&m->t0), m->pos, m->tokens, m->cut.step, m->last_n,
+	    ovl_io_since(&m->t0), m->pos, m->tokens, m->cut.step, m->last_n,
 	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens");
 	for (i = 0; i < m->nsrc; i++) {
 		const struct source *s = &m->src[i];

@@ -15,16 +15,6 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double
-since(const struct timespec *t)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)(ts.tv_sec - t->tv_sec) +
-	    (double)(ts.tv_nsec - t->tv_nsec) / 1e9;
-}
-
 struct ovl_plan *
 load_plan(const char *path, int flags)
 {
@@ -34,16 +24,6 @@ load_plan(const char *path, int flags)
 	if (p == NULL)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
 	return p;
-}
-
-void
-check_stdout(void)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno == EPIPE)
-			ovl_io_die_epipe();
-		ovl_err(OVL_EXIT_DATA, "write error on standard output");
-	}
 }
 
 /* Set the mixed fields of the DOC frame f in place and fix its CRC. */
@@ -278,7 +258,7 @@ wait_for(struct mixer *m, struct input *need)
 			if (m->pfd[i].revents != 0 && m->pin[i] != need)
 				(void)try_read(m, m->pin[i]);
 		}
-		if (m->o->stats != NULL && since(&m->last_stats) >= 1.0)
+		if (m->o->stats != NULL && ovl_io_since(&m->last_stats) >= 1.0)
 			write_stats(m, 0);
 	}
 }

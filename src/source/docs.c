@@ -51,16 +51,6 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 	s->skipped[reason]++;
 }
 
-double
-elapsed(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) +
-	    (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 static void
 flush_out(struct src *s)
 {
@@ -82,7 +72,7 @@ throttle(struct src *s, uint64_t bytes)
 	s->thr_docs++;
 	due = (s->o->throttle_docs ? (double)s->thr_docs :
 	    (double)s->thr_bytes) / s->o->throttle;
-	now = elapsed(&s->t0);
+	now = ovl_io_since(&s->t0);
 	if (due > now + 0.0005) {
 		struct timespec ts;
 		double d = due - now;
@@ -165,11 +155,7 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
 		ovl_json_string(stdout, text, len);
 	}
 	fputs("}\n", stdout);
-	if (ferror(stdout)) {
-		if (errno == EPIPE)
-			ovl_io_die_epipe();
-		ovl_err(OVL_EXIT_DATA, "write error on standard output");
-	}
+	ovl_io_check_stdout();
 }
 
 /*

@@ -349,7 +349,7 @@ static void
 report(struct src *s)
 {
 	const struct src_opts *o = s->o;
-	double t = elapsed(&s->t0);
+	double t = ovl_io_since(&s->t0);
 	uint64_t nskip = 0;
 	int i;
 

@@ -243,7 +243,7 @@ static void
 chunk_end(struct src *s, uint64_t bytes)
 {
 	const struct src_opts *o = s->o;
-	double t = elapsed(&s->cx.t0);
+	double t = ovl_io_since(&s->cx.t0);
 
 	s->bytes += bytes;
 	ovl_info(1, "%s: chunk %" PRIu32 ":%" PRIu32 " '%s': %" PRIu64

@@ -155,7 +155,6 @@ struct src {
 /* Report a bad record: exit 1, or count it under --on-error=skip. */
 void	bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 	    __attribute__((format(printf, 4, 5)));
-double	elapsed(const struct timespec *t0);
 /* Filter, tokenize and write one record as a document. */
 void	record(struct src *s, const struct rec *r, const char *text,
 	    size_t len);

@@ -31,18 +31,26 @@ test_vectors(void)
 	CHECK(ovl_crc32c(0, "", 0) == 0);
 }
 
+/* n random bytes from r (the caller frees them) */
+static unsigned char *
+random_bytes(struct ovl_rng *r, uint64_t seed, size_t n)
+{
+	unsigned char *b = malloc(n);
+	size_t i;
+
+	ovl_rng_seed(r, seed);
+	for (i = 0; i < n; i++)
+		b[i] = (unsigned char)ovl_rng_next(r);
+	return b;
+}
+
 static void
 test_random(void)
 {
 	enum { N = 40000 };
-	unsigned char *b = malloc(N);
 	struct ovl_rng r;
-	size_t i;
+	unsigned char *b = random_bytes(&r, 7, N);
 	int t, bad = 0;
-
-	ovl_rng_seed(&r, 7);
-	for (i = 0; i < N; i++)
-		b[i] = (unsigned char)ovl_rng_next(&r);
 	for (t = 0; t < 2000; t++) {
 		size_t off = ovl_rng_below(&r, 64);
 		size_t n = ovl_rng_below(&r, t < 1000 ? 3000 : N - 64);
@@ -64,14 +72,9 @@ static void
 test_combine(void)
 {
 	enum { N = 20000 };
-	unsigned char *b = malloc(N);
 	struct ovl_rng r;
-	size_t i;
+	unsigned char *b = random_bytes(&r, 11, N);
 	int t, bad = 0;
-
-	ovl_rng_seed(&r, 11);
-	for (i = 0; i < N; i++)
-		b[i] = (unsigned char)ovl_rng_next(&r);
 	for (t = 0; t < 3000; t++) {
 		size_t n = ovl_rng_below(&r, N), cut = n > 0 ?
 		    ovl_rng_below(&r, n + 1) : 0;
@@ -126,14 +129,10 @@ static void
 test_patch(void)
 {
 	enum { N = 5000 };
-	unsigned char *b = malloc(N), delta[100];
 	struct ovl_rng r;
+	unsigned char *b = random_bytes(&r, 13, N), delta[100];
 	size_t i;
 	int t, bad = 0;
-
-	ovl_rng_seed(&r, 13);
-	for (i = 0; i < N; i++)
-		b[i] = (unsigned char)ovl_rng_next(&r);
 	for (t = 0; t < 1000; t++) {
 		size_t n = 1 + ovl_rng_below(&r, sizeof(delta));
 		size_t at = ovl_rng_below(&r, N - n);
