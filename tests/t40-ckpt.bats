@@ -72,7 +72,9 @@ resume() {
 		[ "${#lines[@]}" -eq 2 ]
 	done
 	# the sink takes none of the subcommands' options
-	for opt in --list --print0 --verify-all --adopt "--at 3" "--wait 1"; do
+	# (--wait would be taken as the sink's --wait-readers: getopt
+	# accepts an unambiguous prefix)
+	for opt in --list --print0 --verify-all --adopt "--at 3"; do
 		# shellcheck disable=SC2086
 		run -2 "$OVL_CKPT" --dir ck $opt
 		[[ "${lines[0]}" == "ovl-ckpt: unknown option '${opt% *}'" ]]

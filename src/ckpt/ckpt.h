@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +65,7 @@ struct ckpt_opts {
 	int		 rank_set;
 	uint32_t	 rank;
 	uint32_t	 plan_ranks;
+	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
 };
 
 /* One output file or stream. */
@@ -188,7 +191,23 @@ struct out *rank_out(struct ckpt_run *R, uint32_t r);
 void	 meta_parse(struct ckpt_run *R, const char *text, uint32_t len);
 void	 open_outputs(struct ckpt_run *R);
 
+/*
+ * A FIFO output: open it when its reader has, waiting up to --wait-readers
+ * seconds (exit 1 after that, naming the output); a SIGTERM meanwhile
+ * stops the sink at its last checkpoint.
+ */
+int	 fifo_open(struct ckpt_run *R, struct out *o);
+/*
+ * Before the end of the run is committed: wait until the reader of a FIFO
+ * output has taken every byte. A reader that went away, or that read
+ * nothing for --wait-readers seconds, is an error naming the output (the
+ * END record is not written: the run can be resumed).
+ */
+void	 fifo_drain(struct ckpt_run *R, struct out *o);
+
 /* ---- sink.c ---- */
+/* A SIGTERM asked the sink to stop. */
+int	 ckpt_stopping(void);
 /* The sink: read frames on standard input until END; the exit status. */
 int	 run(struct ckpt_opts *o);
 /* The Megatron index from the sizes file: written whole, atomically. */

@@ -24,6 +24,7 @@ static const struct ovl_cli cli = {
 	"  -s, --skip-steps A-B    drop the sequences of steps A..B\n"
 	"  -R, --rank R            only the sequences of rank R\n"
 	"  -j, --json              standard output as JSON lines (for people)\n"
+	"  -W, --wait-readers S    a FIFO output waits S s for its reader (60)\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 	"Subcommands, each with its own options (ovl-ckpt SUBCOMMAND --help):\n"
 	"  show      a checkpoint's state: the last one, or --at N\n"
@@ -52,6 +53,7 @@ static const struct option longopts[] = {
 	{ "manifest", required_argument, NULL, 'm' },
 	{ "resume", required_argument, NULL, 'r' },
 	{ "base-every", required_argument, NULL, 'b' },
+	{ "wait-readers", required_argument, NULL, 'W' },
 	{ "skip-steps", required_argument, NULL, 's' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "rank", required_argument, NULL, 'R' },
@@ -99,7 +101,7 @@ main(int argc, char **argv)
 	struct ckpt_opts o;
 	uint64_t v;
 	size_t k;
-	int c, format_set = 0;
+	int c, format_set = 0, wait_set = 0;
 
 	ovl_cli_init(&cli);
 	memset(&o, 0, sizeof(o));
@@ -110,7 +112,7 @@ main(int argc, char **argv)
 			argv[1] = argv[0];
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
-	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:",
+	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:",
 	    longopts)) != -1) {
 		switch (c) {
 		case 'd':
@@ -155,6 +157,12 @@ main(int argc, char **argv)
 		case 'j':
 			o.json = 1;
 			break;
+		case 'W':
+			if (ovl_num_u64_max(optarg, 86400, &o.wait_readers) != 0)
+				ovl_cli_usagex(&cli, "bad --wait-readers '%s' "
+				    "(seconds)", optarg);
+			wait_set = 1;
+			break;
 		case 'R':
 			if (ovl_num_u64_max(optarg, MAX_RANKS - 1, &v) != 0)
 				ovl_cli_usagex(&cli, "bad --rank '%s'", optarg);
@@ -184,6 +192,8 @@ main(int argc, char **argv)
 		    "%%d", o.per_rank);
 	if (o.base_every == 0)
 		o.base_every = 16;
+	if (!wait_set)
+		o.wait_readers = 60;
 	c = run(&o);
 	ovl_plan_free(the_plan);
 	return c;

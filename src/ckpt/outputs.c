@@ -13,6 +13,10 @@ out_flush(struct out *o)
 	if (o->buf.len == 0)
 		return;
 	if (ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
+		/* a named stream's reader leaving loses data: an error */
+		if (errno == EPIPE && o->path != NULL)
+			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
+			    "away", o->name, o->path);
 		if (errno == EPIPE)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'",
@@ -130,10 +134,17 @@ out_open(struct ckpt_run *R, struct out *o)
 		o->fd = STDOUT_FILENO;
 		o->regular = 0;	/* standard output always starts a new stream */
 	} else {
-		/* Not O_TRUNC: the lock comes first (another run may own it). */
-		o->fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-		if (o->fd < 0 && errno == ENXIO)	/* FIFO without reader yet */
-			o->fd = open(o->path, O_WRONLY | O_CLOEXEC);
+		struct stat fst;
+
+		/*
+		 * A FIFO is opened for writing only, once its reader has
+		 * opened it: never read-write, which would let the bytes sit
+		 * in a pipe nobody reads and vanish at exit.
+		 */
+		if (stat(o->path, &fst) == 0 && S_ISFIFO(fst.st_mode))
+			o->fd = fifo_open(R, o);
+		else	/* not O_TRUNC: the lock first (another run may own it) */
+			o->fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (o->fd < 0)
 			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->path);
 		o->regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -386,3 +397,68 @@ open_outputs(struct ckpt_run *R)
 	}
 }
 
+
+int
+fifo_open(struct ckpt_run *R, struct out *o)
+{
+	struct timespec t0, nap = { 0, 20 * 1000 * 1000 };
+	int fd, fl, said = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		fd = open(o->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != ENXIO)	/* ENXIO: no reader yet */
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->path);
+		if (ckpt_stopping()) {
+			ovl_info(0, "stopped while %s waited for the reader of "
+			    "'%s'; resume with 'ovl-ckpt restore %s'", o->name,
+			    o->path, R->dir);
+			exit(EXIT_STOPPED);
+		}
+		if (!said) {
+			ovl_info(1, "%s: waiting for a reader of '%s'", o->name,
+			    o->path);
+			said = 1;
+		}
+		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
+			ovl_errx(OVL_EXIT_DATA, "%s: no reader opened '%s' "
+			    "within %" PRIu64 " s (--wait-readers)", o->name,
+			    o->path, R->o->wait_readers);
+		nanosleep(&nap, NULL);
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot set up '%s'", o->path);
+	return fd;
+}
+
+void
+fifo_drain(struct ckpt_run *R, struct out *o)
+{
+	struct pollfd p = { o->fd, POLLOUT, 0 };
+	struct timespec t0;
+	int n, last = -1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
+			return;
+		if (n != last) {	/* the reader is reading */
+			last = n;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		}
+		p.revents = 0;
+		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLERR | POLLHUP)))
+			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
+			    "away with %d bytes unread", o->name, o->path, n);
+		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
+			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
+			    "nothing for %" PRIu64 " s (--wait-readers); %d "
+			    "bytes unread", o->name, o->path,
+			    R->o->wait_readers, n);
+	}
+}

@@ -7,6 +7,12 @@
 
 static volatile sig_atomic_t stop_requested;
 
+int
+ckpt_stopping(void)
+{
+	return stop_requested;
+}
+
 
 static void
 on_term(int sig)
@@ -421,6 +427,10 @@ on_end(struct ckpt_run *R)
 	b.n = R->have_last ? R->last_n + 1 : 1;
 	for (i = 0; i < R->nouts; i++)
 		out_commit(R->outs[i]);
+	/* every byte reached its reader before the run is called done */
+	for (i = 0; i < R->nouts; i++)
+		if (!R->outs[i]->regular && R->outs[i]->path != NULL)
+			fifo_drain(R, R->outs[i]);
 	finish_idx(R);
 	build_state(R, &b);
 	append_record(R, b.n, OVL_CKPTREC_END);
@@ -610,6 +620,8 @@ run(struct ckpt_opts *o)
 	sa.sa_handler = on_term;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
+	/* a reader that goes away is a write error (EPIPE), said by name */
+	signal(SIGPIPE, SIG_IGN);
 
 	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
 	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",

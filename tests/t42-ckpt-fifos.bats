@@ -1,0 +1,76 @@
+#!/usr/bin/env bats
+# Per-rank streams on FIFOs: a rank's stream never loses data and never
+# hangs silently. The writer waits for its reader (--wait-readers), a late
+# reader gets every byte, a reader that goes away is an error naming the
+# rank, and the run is not called done before every byte was read.
+
+load test_helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source web path=%s\nranks 2\nseq-len 256\n' "$SAMPLES/web/web-0.jsonl" > p.plan
+	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl" > s.fr
+	"$OVL_MIX" p.plan web=s.fr > m.fr
+	"$OVL_CONSTRUCT" p.plan < m.fr > c.fr
+	mkdir ref f
+	"$OVL_CKPT" --dir ref/ck -p ref/rank%d p.plan < c.fr
+	mkfifo f/rank0 f/rank1
+}
+
+# wait_for_line FILE TEXT: until FILE holds a line with TEXT (30 s at most)
+wait_for_line() {
+	local _
+	for _ in $(seq 600); do
+		grep -qF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "no '$2' in $1:"; cat "$1"
+	return 1
+}
+
+@test "late readers get every byte: the writer waits for each rank's reader" {
+	"$OVL_CKPT" -v --dir ck -p f/rank%d p.plan < c.fr 2> err 3>&- &
+	pid=$!
+	wait_for_line err "rank0: waiting for a reader of '$PWD/f/rank0'"
+	cat f/rank0 > got0 3>&- &
+	r0=$!
+	wait_for_line err "rank1: waiting for a reader of '$PWD/f/rank1'"
+	cat f/rank1 > got1
+	wait "$r0"
+	wait "$pid"
+	cmp got0 ref/rank0
+	cmp got1 ref/rank1
+	"$OVL_TEST_TOOL" dump got1 | tail -n 1 | grep -q '^END '
+}
+
+@test "no reader within --wait-readers: exit 1 naming the rank, no END recorded" {
+	run -1 --separate-stderr "$OVL_CKPT" --wait-readers 1 --dir ck -p f/rank%d p.plan < c.fr
+	[ "$stderr" = "ovl-ckpt: rank0: no reader opened '$PWD/f/rank0' within 1 s (--wait-readers)" ]
+	mapfile -d '' st < <("$OVL_CKPT" show --print0 ck)
+	[ "${st[1]}" -eq 0 ] || [ "${st[9]}" = 0 ]
+	run -2 "$OVL_CKPT" --wait-readers soon --dir ck2 -p f/rank%d p.plan
+}
+
+@test "a reader that goes away mid-stream is an error naming its rank, within seconds, and the run resumes" {
+	# rank 0's reader takes 100 bytes and leaves; rank 1's reads all
+	(head -c 100 f/rank0 > /dev/null) 3>&- &
+	cat f/rank1 > got1 3>&- &
+	run -1 --separate-stderr timeout 60 "$OVL_CKPT" --dir ck -p f/rank%d p.plan < c.fr
+	[[ "$stderr" == "ovl-ckpt: rank0: the reader of '$PWD/f/rank0' went away"* ]]
+	wait
+	# the end of the run was not recorded: it can be restored and resumed
+	mapfile -d '' st < <("$OVL_CKPT" show --print0 ck)
+	[ "${st[0]}" = checkpoints ]
+	[ "${st[1]}" -eq 0 ] || [ "${st[9]}" = 0 ]
+}
+
+@test "SIGTERM while waiting for a reader stops cleanly (143)" {
+	"$OVL_CKPT" -v --dir ck -p f/rank%d p.plan < c.fr 2> err 3>&- &
+	pid=$!
+	wait_for_line err "rank0: waiting for a reader"
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 143 ]
+	grep -qF "stopped while rank0 waited for the reader of '$PWD/f/rank0'" err
+}
