@@ -168,16 +168,16 @@ int	 skipped(const struct ckpt_run *R, uint64_t step);
 void	 skips_format(const struct skip *s, size_t n, struct ovl_buf *b);
 int	 skips_parse(const char *v, struct skip *s, size_t *n);
 /*
- * getopt_long over shortopts/longopts (without the shared options, which
- * it adds and handles through ovl_cli_common). An unknown option, or one
- * of another subcommand (sub names this one; NULL for the sink), and a
+ * getopt_long over ovl-ckpt's one table of options, taking only those of
+ * this (sub)command: its short options (getopt syntax, without the shared
+ * ones, which it adds and handles through ovl_cli_common) and the values
+ * of its long-only options (longonly, e.g. "0A"). An unknown option, one
+ * of another (sub)command (sub names this one; NULL for the sink), and a
  * missing argument are usage errors: a message, the usage lines, exit 2.
  * Returns the next option's value, or -1 after the last.
  */
 int	 ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc,
-	    char **argv, const char *shortopts, const struct option *longopts);
-/* The long options of a subcommand that has only the shared ones. */
-extern const struct option ckpt_no_longopts[];
+	    char **argv, const char *shortopts, const char *longonly);
 /* The checkpoint number of --at (show, verify, restore); exits 2 if bad. */
 uint64_t ckpt_opt_at(const struct ovl_cli *cli, const char *arg);
 

@@ -282,27 +282,59 @@ skips_parse(const char *v, struct skip *s, size_t *n)
 }
 
 
+/*
+ * Every option of ovl-ckpt, the sink's and the subcommands': one table.
+ * Each (sub)command says which it takes (ckpt_getopt); the long-only ones
+ * have values that are not letters of any short option.
+ */
+static const struct option longopts[] = {
+	OVL_CLI_LONGOPTS,
+	{ "dir", required_argument, NULL, 'd' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "per-rank", required_argument, NULL, 'p' },
+	{ "manifest", required_argument, NULL, 'm' },
+	{ "resume", required_argument, NULL, 'r' },
+	{ "base-every", required_argument, NULL, 'b' },
+	{ "wait-readers", required_argument, NULL, 'W' },
+	{ "skip-steps", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "rank", required_argument, NULL, 'R' },
+	{ "at", required_argument, NULL, 'a' },
+	{ "list", no_argument, NULL, 'l' },
+	{ "print0", no_argument, NULL, '0' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "verify-all", no_argument, NULL, 'A' },
+	{ "adopt", no_argument, NULL, 'O' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int
 ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc, char **argv,
-    const char *shortopts, const struct option *longopts)
+    const char *shortopts, const char *longonly)
 {
-	char opts[128];
+	char opts[128], name[64];
 	const char *arg;
-	int c;
+	int c, idx;
 
 	snprintf(opts, sizeof(opts), ":%s%s", OVL_CLI_SHORTOPTS, shortopts);
 	opterr = 0;
 	for (;;) {
-		c = getopt_long(argc, argv, opts, longopts, NULL);
+		idx = -1;
+		c = getopt_long(argc, argv, opts, longopts, &idx);
 		arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-		if (c == '?') {
-			if (optopt != 0 && strncmp(arg, "--", 2) != 0)
-				ovl_cli_usagex(cli, "unknown option '-%c'%s%s",
-				    optopt, sub != NULL ? " for " : "",
-				    sub != NULL ? sub : "");
+		if (idx >= 0) {	/* a long option: its name, not its value */
+			snprintf(name, sizeof(name), "--%s", longopts[idx].name);
+			arg = name;
+		}
+		if (c == '?' && optopt != 0 && strncmp(arg, "--", 2) != 0)
+			ovl_cli_usagex(cli, "unknown option '-%c'%s%s", optopt,
+			    sub != NULL ? " for " : "", sub != NULL ? sub : "");
+		/* unknown, or another (sub)command's */
+		if (c == '?' || (c > 0 && strchr(OVL_CLI_SHORTOPTS, c) == NULL &&
+		    strchr(shortopts, c) == NULL && strchr(longonly, c) == NULL))
 			ovl_cli_usagex(cli, "unknown option '%s'%s%s", arg,
 			    sub != NULL ? " for " : "", sub != NULL ? sub : "");
-		}
 		if (c == ':')
 			ovl_cli_usagex(cli, "option '%s' needs a value", arg);
 		if (c == -1 || !ovl_cli_common(cli, c))
@@ -319,8 +351,3 @@ ckpt_opt_at(const struct ovl_cli *cli, const char *arg)
 		ovl_cli_usagex(cli, "bad --at '%s'", arg);
 	return at;
 }
-
-const struct option ckpt_no_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ NULL, 0, NULL, 0 }
-};

@@ -44,22 +44,6 @@ static const struct {
 	{ "restore", cmd_restore },
 	{ "verify", cmd_verify },
 };
-static const struct option longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ "dir", required_argument, NULL, 'd' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "per-rank", required_argument, NULL, 'p' },
-	{ "manifest", required_argument, NULL, 'm' },
-	{ "resume", required_argument, NULL, 'r' },
-	{ "base-every", required_argument, NULL, 'b' },
-	{ "wait-readers", required_argument, NULL, 'W' },
-	{ "skip-steps", required_argument, NULL, 's' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "rank", required_argument, NULL, 'R' },
-	{ NULL, 0, NULL, 0 }
-};
-
 static struct ovl_plan *the_plan;	/* options point into it until exit */
 
 static void
@@ -113,7 +97,7 @@ main(int argc, char **argv)
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
 	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:",
-	    longopts)) != -1) {
+	    "")) != -1) {
 		switch (c) {
 		case 'd':
 			o.dir = optarg;

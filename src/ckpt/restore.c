@@ -18,17 +18,6 @@ static const struct ovl_cli restore_cli = {
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
-static const struct option restore_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ "at", required_argument, NULL, 'a' },
-	{ "skip-steps", required_argument, NULL, 's' },
-	{ "print0", no_argument, NULL, '0' },
-	{ "wait", required_argument, NULL, 'w' },
-	{ "verify-all", no_argument, NULL, 'A' },
-	{ "adopt", no_argument, NULL, 'O' },
-	{ NULL, 0, NULL, 0 }
-};
-
 struct restore_opts {
 	int		 at_set;
 	uint64_t	 at;
@@ -47,7 +36,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 
 	memset(o, 0, sizeof(*o));
 	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
-	    "a:s:", restore_longopts)) != -1) {
+	    "a:s:", "0wAO")) != -1) {
 		switch (c) {
 		case 'a':
 			o->at = ckpt_opt_at(&restore_cli, optarg);

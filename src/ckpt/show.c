@@ -14,15 +14,6 @@ static const struct ovl_cli show_cli = {
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
-static const struct option show_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ "at", required_argument, NULL, 'a' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "list", no_argument, NULL, 'l' },
-	{ "print0", no_argument, NULL, '0' },
-	{ NULL, 0, NULL, 0 }
-};
-
 static const struct ovl_cli diff_cli = {
 	"ovl-ckpt",
 	"ovl-ckpt diff CKPTDIR N M",
@@ -122,7 +113,7 @@ cmd_show(int argc, char **argv)
 	int s, c, at_set = 0, json = 0, list = 0, print0 = 0;
 
 	while ((c = ckpt_getopt(&show_cli, "show", argc, argv, "a:jl",
-	    show_longopts)) != -1) {
+	    "0")) != -1) {
 		switch (c) {
 		case 'a':
 			at = ckpt_opt_at(&show_cli, optarg);
@@ -210,8 +201,7 @@ cmd_diff(int argc, char **argv)
 	int s, head;
 	const char *va, *vb;
 
-	while (ckpt_getopt(&diff_cli, "diff", argc, argv, "",
-	    ckpt_no_longopts) != -1)
+	while (ckpt_getopt(&diff_cli, "diff", argc, argv, "", "") != -1)
 		;
 	argc -= optind;
 	argv += optind;

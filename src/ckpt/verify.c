@@ -11,12 +11,6 @@ static const struct ovl_cli verify_cli = {
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
-static const struct option verify_longopts[] = {
-	OVL_CLI_LONGOPTS,
-	{ "at", required_argument, NULL, 'a' },
-	{ NULL, 0, NULL, 0 }
-};
-
 static const struct ovl_cli compact_cli = {
 	"ovl-ckpt",
 	"ovl-ckpt compact CKPTDIR",
@@ -164,7 +158,7 @@ cmd_verify(int argc, char **argv)
 	int a, bad = 0, at_set = 0;
 
 	while ((a = ckpt_getopt(&verify_cli, "verify", argc, argv, "a:",
-	    verify_longopts)) != -1) {
+	    "")) != -1) {
 		at = ckpt_opt_at(&verify_cli, optarg);
 		at_set = 1;
 	}
@@ -239,8 +233,7 @@ cmd_compact(int argc, char **argv)
 	uint64_t whole, len;
 	size_t i, j;
 
-	while (ckpt_getopt(&compact_cli, "compact", argc, argv, "",
-	    ckpt_no_longopts) != -1)
+	while (ckpt_getopt(&compact_cli, "compact", argc, argv, "", "") != -1)
 		;
 	argc -= optind;
 	argv += optind;
