@@ -96,7 +96,13 @@ for l in open(sys.argv[1]):
     assert s["tokens"] <= s["budget"], s
 seqs = [json.loads(l) for l in open(sys.argv[2])]
 assert seqs[0]["kind"] == "meta" and "seq-len 256" in seqs[0]["text"]
+# after every step, one step line per rank (4), with its sequence count
+ends = [o for o in seqs if o["kind"] == "step"]
+assert ends and len(ends) % 4 == 0
 for o in seqs[1:]:
+    if o["kind"] == "step":
+        assert sorted(o) == ["kind", "rank", "seqs", "step"], o
+        continue
     for k in ("step", "rank", "mb", "tokens", "cu_seqlens", "positions", "docs"):
         assert k in o, k
     assert o["cu_seqlens"][-1] == sum(d[3] for d in o["docs"])

@@ -396,10 +396,10 @@ print("ok")' "$OVL_SRCDIR/samples"
 	[ "$stderr" = "ovl-ckpt: 'standard input': SEQ for rank 1000 of a 2-rank run at byte offset $off3" ]
 	[ ! -e out1/rank1000 ]
 	# a later SEQ set back to step 0
-	last=$(grep -c SEQ frames.txt)
-	offl=$(sed -n "${last}p" frames.txt | cut -d' ' -f2)
+	line=$(grep ' SEQ ' frames.txt | tail -n 1)
+	offl=$(echo "$line" | cut -d' ' -f2)
 	cp c.fr step.fr
-	"$OVL_TEST_TOOL" poke step.fr $((last - 1)) 0 0
+	"$OVL_TEST_TOOL" poke step.fr "${line%% *}" 0 0
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck2 --format jsonl -o out2/x p.plan < step.fr
 	[[ "$stderr" == "ovl-ckpt: 'standard input': SEQ for step 0 after step "*" (steps out of order) at byte offset $offl" ]]
 	# a META whose text length no longer fits its payload

@@ -74,3 +74,54 @@ wait_for_line() {
 	[ "$st" -eq 143 ]
 	grep -qF "stopped while rank0 waited for the reader of '$PWD/f/rank0'" err
 }
+
+# check_steps FILE RANK: the rank's stream ends every step with one STEP
+# frame for it that counts its SEQs of that step; prints the steps seen
+check_steps() {
+	"$OVL_TEST_TOOL" dump "$1" | (
+		n=0 step=-1 out=
+		while read -r kind a b c _; do
+			case $kind in
+			SEQ)
+				s=${a#step=}
+				[ "${b#rank=}" = "$2" ] || { echo "SEQ of rank ${b#rank=}"; exit 1; }
+				[ "$s" -ge "$step" ] || { echo "step $s after $step"; exit 1; }
+				if [ "$s" -ne "$step" ]; then
+					[ "$n" -eq 0 ] || { echo "step $step not ended"; exit 1; }
+				fi
+				step=$s n=$((n + 1)) ;;
+			STEP)
+				[ "${b#rank=}" = "$2" ] || { echo "STEP of rank ${b#rank=}"; exit 1; }
+				[ "${c#seqs=}" -eq "$n" ] || { echo "step ${a#step=}: $n SEQs, STEP says ${c#seqs=}"; exit 1; }
+				out+="${a#step=} "
+				step=${a#step=} n=0 ;;
+			esac
+		done
+		[ "$n" -eq 0 ] || { echo "the last step has no STEP"; exit 1; }
+		echo "$out"
+	)
+}
+
+@test "every rank's stream ends every step with a STEP frame, an empty step too" {
+	# per-rank files of the two-rank run: every step ends in both
+	s0=$(check_steps ref/rank0 0)
+	s1=$(check_steps ref/rank1 1)
+	[ -n "$s0" ] && [ "$s0" = "$s1" ]
+	# three short documents over four ranks: rank 2 gets nothing, and
+	# still learns that step 0 is over
+	"$OVL_BUILDDIR/scripts/ovl-gendocs" --docs 3 --median 100 --seed 1 |
+	    "$OVL_CONSTRUCT" --ranks 4 --seq-len 256 > few.fr
+	"$OVL_CKPT" --dir ck -p few/rank%d < few.fr
+	for r in 0 1 2 3; do
+		[ "$(check_steps "few/rank$r" "$r")" = "0 " ]
+	done
+	"$OVL_TEST_TOOL" dump few/rank2 | grep -qx 'STEP step=0 rank=2 seqs=0'
+	! "$OVL_TEST_TOOL" dump few/rank2 | grep -q '^SEQ'
+	# a STEP for a rank the run does not have is refused like a SEQ
+	"$OVL_TEST_TOOL" frames few.fr > frames.txt
+	line=$(grep ' STEP ' frames.txt | head -n 1)
+	cp few.fr bad.fr
+	"$OVL_TEST_TOOL" poke bad.fr "${line%% *}" 8 9
+	run -3 --separate-stderr "$OVL_CKPT" --dir ck2 -p bad/rank%d < bad.fr
+	[[ "$stderr" == *"STEP for rank 9 of a 4-rank run at byte offset $(echo "$line" | cut -d' ' -f2)" ]]
+}

@@ -520,6 +520,35 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 	open_outputs(R);
 }
 
+/*
+ * A rank's step is complete: the STEP frame goes to that rank's stream and
+ * to the frame streams, and streams are flushed (a trainer gets the step
+ * now, an empty one too).
+ */
+static void
+on_step(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	struct ovl_step st;
+	struct out *targets[3];
+	size_t i, n = 0;
+
+	(void)ovl_step_decode(f, &st);	/* the reader checked it */
+	if (R->o->rank_set && st.rank != R->o->rank)
+		return;
+	if (R->std != NULL && !R->o->json)
+		targets[n++] = R->std;
+	if (R->frames != NULL)
+		targets[n++] = R->frames;
+	if (R->o->per_rank != NULL)
+		targets[n++] = rank_out(R, st.rank);
+	for (i = 0; i < n; i++) {
+		out_put(targets[i], f->payload - OVL_FRAME_HDR_LEN, f->size);
+		targets[i]->nframes++;
+		if (!targets[i]->regular)
+			out_flush(targets[i]);
+	}
+}
+
 static void
 on_state(struct ckpt_run *R, const struct ovl_frame *f)
 {
@@ -625,7 +654,8 @@ run(struct ckpt_opts *o)
 
 	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
 	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",
-	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE,
+	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE |
+	    1u << OVL_STEP,
 	    .what = "a stream of sequences", .checks = OVL_EXPECT_SEQ,
 	    .ranks = o->plan_ranks });
 	R.rd = rd;
@@ -651,6 +681,9 @@ run(struct ckpt_opts *o)
 			break;
 		case OVL_STATE:
 			on_state(&R, &f);
+			break;
+		case OVL_STEP:
+			on_step(&R, &f);
 			break;
 		case OVL_BARRIER:
 			(void)ovl_barrier_decode(&f, &R.bar);	/* the reader checked it */

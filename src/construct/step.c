@@ -31,6 +31,26 @@ write_state_json(const struct ovl_state *st)
 	printf("}\n");
 }
 
+/*
+ * Rank rank has its nseq sequences of step step: a STEP frame, so the
+ * rank's reader knows the step is complete, even when it got none.
+ */
+static void
+emit_step_end(struct construct *c, uint64_t step, uint32_t rank,
+    uint32_t nseq)
+{
+	struct ovl_step st = { step, rank, nseq };
+	uint8_t p[OVL_STEP_LEN];
+
+	if (c->o->json) {
+		printf("{\"kind\":\"step\",\"step\":%" PRIu64 ",\"rank\":%"
+		    PRIu32 ",\"seqs\":%" PRIu32 "}\n", step, rank, nseq);
+		return;
+	}
+	ovl_step_encode(p, &st);
+	ovl_writer_frame(c->wr, OVL_STEP, 0, p, sizeof(p));
+}
+
 /* One sequence: pieces idx[a..b) of the step in order. */
 static void
 emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
@@ -486,6 +506,7 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 				    z - a);
 				a = z;
 			}
+			emit_step_end(c, s->step, r, nmb[r]);
 		}
 	}
 	c->steps++;

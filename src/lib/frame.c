@@ -41,7 +41,7 @@ const char *
 ovl_kind_name(unsigned kind)
 {
 	static const char *names[] = { NULL, "META", "DOC", "CHUNK_END", "SEQ",
-	    "BARRIER", "STATE", "END" };
+	    "BARRIER", "STATE", "END", "STEP" };
 
 	if (kind >= 1 && kind < sizeof(names) / sizeof(names[0]))
 		return names[kind];
@@ -583,4 +583,25 @@ ovl_meta_value(const char *text, size_t len, const char *key, char *out,
 		p = nl + 1;
 	}
 	return 0;
+}
+
+void
+ovl_step_encode(uint8_t *p, const struct ovl_step *s)
+{
+	ovl_put64(p, s->step);
+	ovl_put32(p + 8, s->rank);
+	ovl_put32(p + 12, s->seqs);
+}
+
+int
+ovl_step_decode(const struct ovl_frame *f, struct ovl_step *s)
+{
+	const uint8_t *p = f->payload;
+
+	if (f->kind != OVL_STEP || f->len != OVL_STEP_LEN)
+		return OVL_F_EPAYLOAD;
+	s->step = ovl_le64(p);
+	s->rank = ovl_le32(p + 8);
+	s->seqs = ovl_le32(p + 12);
+	return OVL_F_OK;
 }

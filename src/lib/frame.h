@@ -27,7 +27,7 @@
 #define OVL_STREAM_HDR_LEN	16
 #define OVL_FRAME_HDR_LEN	12
 #define OVL_VERSION_MAJOR	1
-#define OVL_VERSION_MINOR	0
+#define OVL_VERSION_MINOR	1	/* 1: STEP frames */
 /* The largest payload the format allows, and the default reader limit. */
 #define OVL_FRAME_LIMIT		(1u << 30)
 #define OVL_FRAME_MAX_DEFAULT	(256u << 20)
@@ -39,7 +39,8 @@ enum ovl_kind {
 	OVL_SEQ = 4,		/* one packed sequence for a rank */
 	OVL_BARRIER = 5,	/* checkpoint n: a step boundary */
 	OVL_STATE = 6,		/* a stage's state for checkpoint n */
-	OVL_END = 7		/* clean end of stream */
+	OVL_END = 7,		/* clean end of stream */
+	OVL_STEP = 8		/* a rank's step is complete (minor 1) */
 };
 
 /* Return codes of the parsing functions. */
@@ -275,6 +276,23 @@ int	ovl_meta_value(const char *text, size_t len, const char *key, char *out,
 /* ---- END ---------------------------------------------------------- */
 
 #define OVL_END_LEN 16u
+
+/* ---- STEP (minor 1) ------------------------------------------------ */
+
+/*
+ * Rank rank has all its sequences of step step (seqs of them, 0 for a
+ * rank that got none): ovl-construct writes one per rank after every
+ * step, so a rank's reader knows a step is complete without reading the
+ * next one, and an empty step still arrives.
+ */
+#define OVL_STEP_LEN 16u
+struct ovl_step {
+	uint64_t	step;
+	uint32_t	rank;
+	uint32_t	seqs;
+};
+void	ovl_step_encode(uint8_t *payload, const struct ovl_step *s);
+int	ovl_step_decode(const struct ovl_frame *f, struct ovl_step *s);
 void	ovl_end_encode(uint8_t *payload, uint64_t nframes);
 int	ovl_end_decode(const struct ovl_frame *f, uint64_t *nframes);
 

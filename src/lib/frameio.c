@@ -248,6 +248,22 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 			    s.step, r->next_step);
 		r->next_step = s.step;
 		break;
+	case OVL_STEP: {
+		struct ovl_step st;
+
+		if (!(r->ex.checks & OVL_EXPECT_SEQ))
+			break;
+		if (ovl_step_decode(f, &st) != OVL_F_OK)
+			return bad(r, OVL_F_EPAYLOAD, "malformed STEP");
+		if (r->ranks > 0 && st.rank >= r->ranks)
+			return bad(r, OVL_F_EGRAMMAR, "STEP for rank %" PRIu32
+			    " of a %" PRIu32 "-rank run", st.rank, r->ranks);
+		if (st.step < r->next_step)
+			return bad(r, OVL_F_EGRAMMAR, "STEP %" PRIu64 " after "
+			    "step %" PRIu64 " (steps out of order)", st.step,
+			    r->next_step);
+		break;
+	}
 	case OVL_DOC:
 		if (!(r->ex.checks & OVL_EXPECT_DOC))
 			break;
@@ -422,7 +438,7 @@ ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
 		if (f->kind == OVL_META || f->kind == OVL_DOC ||
 		    f->kind == OVL_CHUNK_END || f->kind == OVL_SEQ ||
 		    f->kind == OVL_BARRIER || f->kind == OVL_STATE ||
-		    f->kind == OVL_END)
+		    f->kind == OVL_END || f->kind == OVL_STEP)
 			break;
 		if (r->minor <= OVL_VERSION_MINOR)
 			return bad(r, OVL_F_EGRAMMAR, "unknown frame kind %u "

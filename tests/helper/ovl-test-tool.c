@@ -17,6 +17,7 @@
  *	      hash=
  *	  BARRIER n= step= mix_pos= tokens= offset=
  *	  STATE stage= n= <text, newlines as |>
+ *	  STEP step= rank= seqs=
  *	  END frames=N
  *	  KIND<k> len=N (a kind this tool does not know)
  *   ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET U32
@@ -214,6 +215,15 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		put_lines(st.text, st.text_len);
 		putchar('\n');
 		return 0;
+	case OVL_STEP: {
+		struct ovl_step sp;
+
+		if (ovl_step_decode(f, &sp) != OVL_F_OK)
+			break;
+		printf("STEP step=%" PRIu64 " rank=%" PRIu32 " seqs=%" PRIu32 "\n",
+		    sp.step, sp.rank, sp.seqs);
+		return 0;
+	}
 	case OVL_END:
 		if (ovl_end_decode(f, &n) != OVL_F_OK)
 			break;
