@@ -125,3 +125,18 @@ check_steps() {
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck2 -p bad/rank%d < bad.fr
 	[[ "$stderr" == *"STEP for rank 9 of a 4-rank run at byte offset $(echo "$line" | cut -d' ' -f2)" ]]
 }
+
+@test "checkpoint boundaries are marked in every rank's stream, at the same place in each" {
+	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
+	    "$SAMPLES/web/web-0.jsonl" > cp.plan
+	"$OVL_MIX" cp.plan web=s.fr | "$OVL_CONSTRUCT" cp.plan > cc.fr
+	"$OVL_CKPT" --dir ck -p cr/rank%d cp.plan < cc.fr
+	"$OVL_TEST_TOOL" dump cc.fr | grep '^BARRIER' > want
+	[ "$(wc -l < want)" -gt 1 ]
+	for r in 0 1; do
+		"$OVL_TEST_TOOL" dump "cr/rank$r" | grep '^BARRIER' | cmp - want
+		# each BARRIER comes right after a STEP: at a step boundary
+		! "$OVL_TEST_TOOL" dump "cr/rank$r" | grep -B1 '^BARRIER' | grep -q '^SEQ'
+	done
+	run -0 "$OVL_CKPT" verify ck cr/rank0 cr/rank1
+}

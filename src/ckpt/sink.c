@@ -521,6 +521,24 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 }
 
 /*
+ * Checkpoint boundaries in every rank's stream: the BARRIER frame goes to
+ * each rank stream opened so far, before the commit, so it is part of the
+ * committed bytes (a resumed run continues after it).
+ */
+static void
+mark_barrier(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	size_t r;
+
+	for (r = 0; r < R->nrank; r++) {
+		if (R->rank[r] == NULL)
+			continue;
+		out_put(R->rank[r], f->payload - OVL_FRAME_HDR_LEN, f->size);
+		R->rank[r]->nframes++;
+	}
+}
+
+/*
  * A rank's step is complete: the STEP frame goes to that rank's stream and
  * to the frame streams, and streams are flushed (a trainer gets the step
  * now, an empty one too).
@@ -687,6 +705,7 @@ run(struct ckpt_opts *o)
 			break;
 		case OVL_BARRIER:
 			(void)ovl_barrier_decode(&f, &R.bar);	/* the reader checked it */
+			mark_barrier(&R, &f);
 			commit(&R, &R.bar);
 			if (stop_requested)
 				finish_stop(&R);
