@@ -201,6 +201,20 @@ EOF2
 	cmp out/packed.idx out2/packed.idx
 }
 
+@test "a second run into a checkpoint directory that holds a run is refused at once, pointing to --resume" {
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q p.plan
+	cp out/small.jsonl first.jsonl
+	run -2 --separate-stderr "$OVL_RUN" -q p.plan
+	[[ "$stderr" == "ovl-run: 'ckpt' already holds "*" checkpoints (the last is "*"): --resume continues that run; another -c directory starts a new one" ]]
+	[[ "$stderr" != *"root cause"* ]]
+	# nothing was touched
+	cmp out/small.jsonl first.jsonl
+	run -0 "$OVL_RUN" -q --resume p.plan
+	run -0 "$OVL_RUN" -q -c ckpt2 -o out2/small p.plan
+	cmp out/small.jsonl out2/small.jsonl
+}
+
 # wait_gone PATTERN: until no process matches (at most 30 s); fails after
 wait_gone() {
 	local _
