@@ -90,6 +90,20 @@ struct out {
 
 struct skip { uint64_t a, b; };
 
+/*
+ * Where a source's chunks come from (its META: source.NAME.chunk.K and
+ * source.NAME.shuffle), so the manifest names each piece's file.
+ */
+struct srcfiles {
+	char		**path;		/* per chunk, NULL when not told */
+	uint64_t	*off, *len;	/* byte range (len UINT64_MAX: whole file) */
+	uint32_t	 nchunks;
+	int		 shuffle;
+	uint64_t	 seed;
+	uint32_t	*perm;		/* the canonical order of epoch perm_epoch */
+	int64_t		 perm_epoch;
+};
+
 struct ckpt_run {
 	struct ckpt_opts *o;
 	char		*dir;
@@ -116,6 +130,7 @@ struct ckpt_run {
 	int		 have_vocab;
 	uint32_t	 meta_ranks;
 	char		**srcname;
+	struct srcfiles	*srcfiles;	/* per source id, nsrc of them */
 	size_t		 nsrc;
 	int		 tok16;		/* tokens stored as 16 bits */
 	struct ovl_buf	 mixst, cst;
@@ -189,6 +204,11 @@ const char *type_name(const struct out *o);
 void	 out_commit(struct out *o);
 struct out *rank_out(struct ckpt_run *R, uint32_t r);
 void	 meta_parse(struct ckpt_run *R, const char *text, uint32_t len);
+/* The file (and byte range) of canonical chunk chunk of epoch epoch of
+ * source src, or NULL when the stream did not say. */
+const char *src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch,
+	    uint32_t chunk, uint64_t *off, uint64_t *len);
+void	 srcfiles_free(struct ckpt_run *R);
 void	 open_outputs(struct ckpt_run *R);
 
 /*

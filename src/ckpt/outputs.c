@@ -4,6 +4,7 @@
  */
 #include "ckpt.h"
 #include "committer.h"
+#include "chunk.h"
 
 /* ---- outputs ---- */
 
@@ -248,6 +249,8 @@ rank_out(struct ckpt_run *R, uint32_t r)
 
 /* ---- META ---- */
 
+static void meta_files(struct ckpt_run *R, const char *text, uint32_t len);
+
 void
 meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 {
@@ -279,6 +282,12 @@ meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 					memset(R->srcname + R->nsrc, 0,
 					    ((size_t)id + 1 - R->nsrc) *
 					    sizeof(char *));
+					R->srcfiles = ovl_xrealloc(R->srcfiles,
+					    ((size_t)id + 1) *
+					    sizeof(*R->srcfiles));
+					memset(R->srcfiles + R->nsrc, 0,
+					    ((size_t)id + 1 - R->nsrc) *
+					    sizeof(*R->srcfiles));
 					R->nsrc = (size_t)id + 1;
 				}
 				free(R->srcname[id]);
@@ -287,6 +296,7 @@ meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 		}
 		p = nl + 1;
 	}
+	meta_files(R, text, len);
 }
 
 void
@@ -461,4 +471,114 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 			    "bytes unread", o->name, o->path,
 			    R->o->wait_readers, n);
 	}
+}
+
+/* The source id of NAME (len bytes), or -1. */
+static long
+src_id(const struct ckpt_run *R, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < R->nsrc; i++)
+		if (R->srcname[i] != NULL && strlen(R->srcname[i]) == len &&
+		    memcmp(R->srcname[i], name, len) == 0)
+			return (long)i;
+	return -1;
+}
+
+/*
+ * The chunk lines of the META, after the source names are known:
+ * "source.NAME.chunk.K OFF LEN|- PATH" and "source.NAME.shuffle SEED".
+ */
+static void
+meta_files(struct ckpt_run *R, const char *text, uint32_t len)
+{
+	const char *p = text, *end = text + len, *nl, *dot, *k;
+	char line[8192], path[8192];
+	unsigned long long off, n;
+	char lenw[32];
+	struct srcfiles *f;
+	unsigned ci;
+	long id;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if ((size_t)(nl - p) >= sizeof(line) || nl - p < 8 ||
+		    memcmp(p, "source.", 7) != 0)
+			continue;
+		memcpy(line, p, (size_t)(nl - p));
+		line[nl - p] = '\0';
+		k = line + 7;
+		if ((dot = strchr(k, '.')) == NULL ||
+		    (id = src_id(R, k, (size_t)(dot - k))) < 0)
+			continue;
+		f = &R->srcfiles[id];
+		if (sscanf(dot, ".shuffle %llu", &off) == 1) {
+			f->shuffle = 1;
+			f->seed = off;
+			continue;
+		}
+		if (sscanf(dot, ".chunk.%u %llu %31s %8191[^\n]", &ci, &off,
+		    lenw, path) != 4 || ci >= (1u << 24))
+			continue;
+		if (ci >= f->nchunks) {
+			f->path = ovl_xrealloc(f->path, ((size_t)ci + 1) *
+			    sizeof(*f->path));
+			f->off = ovl_xrealloc(f->off, ((size_t)ci + 1) *
+			    sizeof(*f->off));
+			f->len = ovl_xrealloc(f->len, ((size_t)ci + 1) *
+			    sizeof(*f->len));
+			memset(f->path + f->nchunks, 0, ((size_t)ci + 1 -
+			    f->nchunks) * sizeof(*f->path));
+			f->nchunks = ci + 1;
+		}
+		free(f->path[ci]);
+		f->path[ci] = ovl_xstrdup(path);
+		f->off[ci] = off;
+		f->len[ci] = strcmp(lenw, "-") == 0 ||
+		    sscanf(lenw, "%llu", &n) != 1 ? UINT64_MAX : n;
+	}
+}
+
+const char *
+src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch, uint32_t chunk,
+    uint64_t *off, uint64_t *len)
+{
+	struct srcfiles *f;
+	uint32_t i;
+
+	if (src >= R->nsrc || (f = &R->srcfiles[src])->nchunks == 0 ||
+	    chunk >= f->nchunks)
+		return NULL;
+	if (f->perm == NULL) {
+		f->perm = ovl_xcalloc(f->nchunks, sizeof(*f->perm));
+		f->perm_epoch = -1;
+	}
+	if (f->perm_epoch != (int64_t)epoch) {
+		ovl_chunks_perm(f->nchunks, f->shuffle, f->seed, epoch, f->perm);
+		f->perm_epoch = epoch;
+	}
+	i = f->perm[chunk];
+	*off = f->off[i];
+	*len = f->len[i];
+	return f->path[i];
+}
+
+void
+srcfiles_free(struct ckpt_run *R)
+{
+	size_t s;
+	uint32_t i;
+
+	for (s = 0; s < R->nsrc; s++) {
+		for (i = 0; i < R->srcfiles[s].nchunks; i++)
+			free(R->srcfiles[s].path[i]);
+		free(R->srcfiles[s].path);
+		free(R->srcfiles[s].off);
+		free(R->srcfiles[s].len);
+		free(R->srcfiles[s].perm);
+	}
+	free(R->srcfiles);
 }

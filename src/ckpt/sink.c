@@ -86,7 +86,8 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 	struct ovl_buf *b = &R->scratch;
 	struct ovl_piece pc;
 	char t[256];
-	const char *name;
+	const char *name, *file;
+	uint64_t foff, flen;
 	uint32_t i;
 
 	b->len = 0;
@@ -106,9 +107,21 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 		}
 		snprintf(t, sizeof(t), ",\"epoch\":%" PRIu32 ",\"chunk\":%"
 		    PRIu32 ",\"record\":%" PRIu64 ",\"mix_pos\":%" PRIu64
-		    ",\"offset\":%" PRIu32 ",\"length\":%" PRIu32 "}", pc.epoch,
+		    ",\"offset\":%" PRIu32 ",\"length\":%" PRIu32, pc.epoch,
 		    pc.chunk, pc.record, pc.mix_pos, pc.offset, pc.length);
 		ovl_buf_append(b, t, strlen(t));
+		/* the file the piece's chunk is (and its byte range, if cut) */
+		file = src_file(R, pc.source, pc.epoch, pc.chunk, &foff, &flen);
+		if (file != NULL) {
+			ovl_buf_append(b, ",\"file\":", 8);
+			ovl_json_string_buf(b, file, strlen(file));
+			if (flen != UINT64_MAX) {
+				snprintf(t, sizeof(t), ",\"file_range\":[%" PRIu64
+				    ",%" PRIu64 "]", foff, flen);
+				ovl_buf_append(b, t, strlen(t));
+			}
+		}
+		ovl_buf_append(b, "}", 1);
 	}
 	ovl_buf_append(b, "]}\n", 3);
 	out_put(R->man, b->p, b->len);
@@ -625,6 +638,7 @@ run_free(struct ckpt_run *R)
 	}
 	free(R->outs);
 	free(R->rank);
+	srcfiles_free(R);
 	for (i = 0; i < R->nsrc; i++)
 		free(R->srcname[i]);
 	free(R->srcname);

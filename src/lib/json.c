@@ -2,15 +2,17 @@
 
 #include <string.h>
 
+#include "buf.h"
 #include "tok.h"
 
 void
-ovl_json_string(FILE *fp, const char *s, size_t n)
+ovl_json_string_buf(struct ovl_buf *b, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	char esc[8];
 	size_t ok;
 
-	putc('"', fp);
+	ovl_buf_append(b, "\"", 1);
 	while (p < end) {
 		const unsigned char *run = p;
 
@@ -18,7 +20,7 @@ ovl_json_string(FILE *fp, const char *s, size_t n)
 		    *p != '\\')
 			p++;
 		if (p > run)
-			fwrite(run, 1, (size_t)(p - run), fp);
+			ovl_buf_append(b, run, (size_t)(p - run));
 		if (p == end)
 			break;
 		if (*p >= 0x80) {
@@ -28,37 +30,48 @@ ovl_json_string(FILE *fp, const char *s, size_t n)
 				len = (size_t)(end - p);
 			ok = ovl_utf8_valid((const char *)p, len);
 			if (ok == len && len >= 2) {
-				fwrite(p, 1, len, fp);
+				ovl_buf_append(b, p, len);
 				p += len;
 			} else {
-				fputs("\\ufffd", fp);
+				ovl_buf_append(b, "\\ufffd", 6);
 				p++;
 			}
 			continue;
 		}
 		switch (*p) {
 		case '"':
-			fputs("\\\"", fp);
+			ovl_buf_append(b, "\\\"", 2);
 			break;
 		case '\\':
-			fputs("\\\\", fp);
+			ovl_buf_append(b, "\\\\", 2);
 			break;
 		case '\n':
-			fputs("\\n", fp);
+			ovl_buf_append(b, "\\n", 2);
 			break;
 		case '\t':
-			fputs("\\t", fp);
+			ovl_buf_append(b, "\\t", 2);
 			break;
 		case '\r':
-			fputs("\\r", fp);
+			ovl_buf_append(b, "\\r", 2);
 			break;
 		default:
-			fprintf(fp, "\\u%04x", *p);
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			ovl_buf_append(b, esc, 6);
 			break;
 		}
 		p++;
 	}
-	putc('"', fp);
+	ovl_buf_append(b, "\"", 1);
+}
+
+void
+ovl_json_string(FILE *fp, const char *s, size_t n)
+{
+	static struct ovl_buf b;	/* reused: no allocation once grown */
+
+	b.len = 0;
+	ovl_json_string_buf(&b, s, n);
+	fwrite(b.p, 1, b.len, fp);
 }
 
 void

@@ -15,6 +15,9 @@
  * escaped, valid UTF-8 copied, each invalid byte written as \ufffd.
  */
 void	ovl_json_string(FILE *fp, const char *s, size_t n);
+struct ovl_buf;
+/* The same, appended to b. */
+void	ovl_json_string_buf(struct ovl_buf *b, const char *s, size_t n);
 /* Write [a0,a1,...] in decimal. */
 void	ovl_json_u32s(FILE *fp, const uint32_t *a, size_t n);
 

@@ -150,6 +150,8 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
 	    s->cx.k, r->index, ovl_cursor_format(&cur, cbuf), r->start_off,
 	    r->nimages, ntok);
 	ovl_json_u32s(stdout, toks, ntok);
+	fputs(",\"file\":", stdout);
+	ovl_json_string(stdout, s->cx.path, strlen(s->cx.path));
 	if (s->o->text) {
 		fputs(",\"text\":", stdout);
 		ovl_json_string(stdout, text, len);

@@ -293,6 +293,7 @@ write_meta(struct src *s)
 	const struct src_opts *o = s->o;
 	char *text = NULL;
 	size_t len = 0;
+	uint32_t k;
 	FILE *fp;
 
 	if (o->json)
@@ -304,6 +305,25 @@ write_meta(struct src *s)
 	    "source.%s.partition %" PRIu32 "/%" PRIu32 "\n",
 	    ovl_tok_name(s->tok), ovl_tok_vocab(s->tok), s->eod, o->id, o->name,
 	    o->name, s->cs.n, o->name, o->part_p, o->part_n);
+	/*
+	 * Where every chunk comes from, in chunk order, and the shuffle that
+	 * orders them per epoch: a manifest can name each piece's file.
+	 */
+	if (o->shuffle)
+		fprintf(fp, "source.%s.shuffle %" PRIu64 "\n", o->name, o->seed);
+	for (k = 0; k < s->cs.n; k++) {
+		const struct ovl_chunk *c = &s->cs.v[k];
+		const char *path = s->cs.files[c->file];
+
+		if (strchr(path, '\n') != NULL)
+			continue;	/* a name META lines cannot carry */
+		if (c->len == OVL_CHUNK_WHOLE)
+			fprintf(fp, "source.%s.chunk.%" PRIu32 " %" PRIu64 " - %s\n",
+			    o->name, k, c->off, path);
+		else
+			fprintf(fp, "source.%s.chunk.%" PRIu32 " %" PRIu64 " %"
+			    PRIu64 " %s\n", o->name, k, c->off, c->len, path);
+	}
 	if (fclose(fp) != 0)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");
 	{
