@@ -2,14 +2,46 @@
  * libFuzzer target: the stream format. Any bytes go through the stream
  * header check and the frame parser, and every frame with a good CRC
  * through its kind's decoder: nothing may crash, read out of bounds or
- * loop, whatever the input (ovl-frame(5)).
+ * loop, whatever the input (ovl-frame(5)); and through a reader holding
+ * the grammar of ovl-mix and of ovl-ckpt (ovl_reader_expect).
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #include "frame.h"
+#include "frameio.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
+
+/*
+ * The same bytes through a reader that holds a stage's grammar: every
+ * frame it returns, or the error that ends it, and nothing else.
+ */
+static void
+grammar(const uint8_t *data, size_t n, unsigned checks, const char *keys)
+{
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	int fd = memfd_create("stream", MFD_CLOEXEC), rc, guard = 0;
+
+	if (fd < 0 || write(fd, data, n) != (ssize_t)n ||
+	    lseek(fd, 0, SEEK_SET) != 0)
+		abort();
+	r = ovl_reader_new(fd, "fuzz", 1u << 20);
+	ovl_reader_set_chunk(r, 4096);	/* small reads: more runs per second */
+	ovl_reader_expect(r, &(struct ovl_expect){ .meta_keys = keys,
+	    .checks = checks, .ranks = 4 });
+	while ((rc = ovl_reader_next(r, &f)) == OVL_RD_FRAME)
+		if (++guard > 1 << 20)
+			abort();
+	if (rc < 0 && ovl_reader_error(r)[0] == '\0')
+		abort();	/* every error says what it is */
+	ovl_reader_free(r);
+	close(fd);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
@@ -26,6 +58,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	uint32_t tl, i;
 	uint64_t nf;
 	uint16_t minor;
+	struct ovl_step sp;
 	size_t off = OVL_STREAM_HDR_LEN;
 
 	/* the header check must hold up too; frames are parsed either way */
@@ -60,10 +93,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		case OVL_END:
 			(void)ovl_end_decode(&f, &nf);
 			break;
+		case OVL_STEP:
+			(void)ovl_step_decode(&f, &sp);
+			break;
 		default:
 			break;
 		}
 		off += f.size;
 	}
+	grammar(data, n, OVL_EXPECT_SEQ, "vocab");
+	grammar(data, n, OVL_EXPECT_DOC, "vocab eod");
 	return 0;
 }
