@@ -406,7 +406,7 @@ void
 load_resume(struct construct *c, const char *path)
 {
 	FILE *fp = fopen(path, "r");
-	char line[1024], cfg[4096];
+	char line[1024], cfg[4096], elastic[2200] = "";
 	struct ovl_buf mine = { 0 };
 	uint64_t step = 0, start = 0, used = 0;
 	unsigned have = 0, lineno = 0;
@@ -484,10 +484,24 @@ load_resume(struct construct *c, const char *path)
 			if (!found)
 				ovl_errx(OVL_EXIT_USAGE, "%s:%u: unknown key '%s'",
 				    path, lineno, line);
-			if (strcmp(want, val) != 0)
-				ovl_errx(OVL_EXIT_USAGE, "%s:%u: the state was "
-				    "written with %s %s, this run has %s", path,
-				    lineno, line, val, want);
+			if (strcmp(want, val) == 0)
+				continue;
+			/*
+			 * Elastic data parallelism: with a fixed step budget
+			 * (step-tokens) and free shapes, the ranks and
+			 * micro-batches only split each step differently;
+			 * checked once every key is read.
+			 */
+			if (strcmp(line, "ranks") == 0 ||
+			    strcmp(line, "micro-batches") == 0) {
+				snprintf(elastic, sizeof(elastic), "%s:%u: the "
+				    "state was written with %s %s, this run has "
+				    "%s", path, lineno, line, val, want);
+				continue;
+			}
+			ovl_errx(OVL_EXIT_USAGE, "%s:%u: the state was "
+			    "written with %s %s, this run has %s", path,
+			    lineno, line, val, want);
 		}
 	}
 	if (ferror(fp))
@@ -496,6 +510,15 @@ load_resume(struct construct *c, const char *path)
 	if ((have & 0xff) != 0xff)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': not a complete construct state",
 		    path);
+	if (elastic[0] != '\0') {
+		if (c->o->step_tokens == 0 || c->o->uniform)
+			ovl_errx(OVL_EXIT_USAGE, "%s (another rank count keeps "
+			    "every step only with step-tokens and uniform no)",
+			    elastic);
+		ovl_info(1, "%s: the steps keep their %" PRIu64 " tokens and "
+		    "are split over %u ranks", elastic, c->o->step_tokens,
+		    c->o->ranks);
+	}
 	if (used != 0)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': a state must sit at a step "
 		    "boundary (used 0)", path);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bats
+# Elastic data parallelism: resuming from a checkpoint with another rank
+# count keeps the global token stream and every step's budget; only the
+# split across ranks changes. Proved on the multiset of tokens of every
+# step against the uninterrupted run.
+
+load test_helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source web path=%s/web/web-0.jsonl path=%s/web/web-1.jsonl\nranks 2\nseq-len 256\nstep-tokens 2048\ncheckpoint every=4 dir=ck\n' \
+	    "$SAMPLES" "$SAMPLES" > p2.plan
+	sed 's/^ranks 2$/ranks 4/' p2.plan > p4.plan
+	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl" > s.fr
+	"$OVL_MIX" p2.plan web=s.fr | "$OVL_CONSTRUCT" p2.plan > c2.fr
+	"$OVL_CKPT" --dir full --format jsonl -o full/x p2.plan < c2.fr
+}
+
+# step_tokens FILE: per step, its tokens sorted, one line per step
+step_tokens() {
+	python3 -c '
+import collections, json, sys
+d = collections.defaultdict(list)
+ranks = collections.defaultdict(set)
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    if "tokens" in o:
+        d[o["step"]] += o["tokens"]
+        ranks[o["step"]].add(o["rank"])
+for s in sorted(d):
+    print(s, max(ranks[s]) + 1, sum(d[s]), hash(tuple(sorted(d[s]))))' "$1"
+}
+
+@test "resumed with 4 ranks instead of 2: every step keeps its tokens, split over 4 ranks" {
+	"$OVL_CKPT" --dir ck --format jsonl -o out/x p2.plan < c2.fr
+	"$OVL_CKPT" restore ck --at 3 > /dev/null
+	"$OVL_MIX" --resume ck/resume/mix.state p4.plan web=s.fr |
+	    "$OVL_CONSTRUCT" -v --resume ck/resume/construct.state p4.plan 2> err |
+	    "$OVL_CKPT" --dir ck --format jsonl -o out/x --resume 3 p4.plan
+	grep -q "this run has 4: the steps keep their 2048 tokens and are split over 4 ranks" err
+	step_tokens full/x.jsonl > want
+	step_tokens out/x.jsonl > got
+	[ "$(wc -l < want)" -gt 20 ]
+	# same steps, same token multisets; ranks: 2 before step 12, 4 after
+	cut -d' ' -f1,3,4 want > want.t
+	cut -d' ' -f1,3,4 got > got.t
+	cmp want.t got.t
+	[ "$(awk '$1 < 12 { print $2 }' got | sort -u)" = 2 ]
+	last=$(tail -n 1 got | cut -d' ' -f1)	# the last step may be short
+	[ "$(awk -v last="$last" '$1 >= 12 && $1 < last { print $2 }' got | sort -u)" = 4 ]
+}
+
+@test "another rank count without step-tokens is refused: the steps would change" {
+	sed '/^step-tokens/d' p2.plan > q2.plan
+	sed '/^step-tokens/d' p4.plan > q4.plan
+	"$OVL_MIX" q2.plan web=s.fr | "$OVL_CONSTRUCT" q2.plan |
+	    "$OVL_CKPT" --dir ck --format jsonl -o out/x q2.plan
+	"$OVL_CKPT" restore ck --at 2 > /dev/null
+	run -2 "$OVL_CONSTRUCT" --resume ck/resume/construct.state q4.plan < /dev/null
+	[[ "$output" == *"the state was written with ranks 2, this run has 4 (another rank count keeps every step only with step-tokens and uniform no)"* ]]
+}
