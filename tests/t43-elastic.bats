@@ -59,3 +59,40 @@ for s in sorted(d):
 	run -2 "$OVL_CONSTRUCT" --resume ck/resume/construct.state q4.plan < /dev/null
 	[[ "$output" == *"the state was written with ranks 2, this run has 4 (another rank count keeps every step only with step-tokens and uniform no)"* ]]
 }
+
+@test "resume handshake: restore --step S starts the streams at step S, nothing replayed or lost" {
+	"$OVL_CKPT" --dir refs p2.plan < c2.fr > full.fr
+	"$OVL_CKPT" --dir ck p2.plan < c2.fr > first.fr
+	for s in 14 12 9; do
+		rm -rf ck2 && cp -r ck ck2
+		# a trainer whose checkpoint needs step $s next
+		run -0 --separate-stderr "$OVL_CKPT" restore -v --adopt --step "$s" ck2
+		[[ "$stderr" == *"step $s next: checkpoint "* ]]
+		n=$(printf '%s\n' "$output" | sed -n 's/^ckpt --resume //p')
+		"$OVL_MIX" --resume ck2/resume/mix.state p2.plan web=s.fr |
+		    "$OVL_CONSTRUCT" --resume ck2/resume/construct.state p2.plan |
+		    "$OVL_CKPT" --dir ck2 --resume "$n" p2.plan > rest.fr
+		"$OVL_TEST_TOOL" dump full.fr | grep '^SEQ' |
+		    awk -v s="$s" '{ split($2, a, "="); if (a[2] >= s) print }' > want
+		"$OVL_TEST_TOOL" dump rest.fr | grep '^SEQ' > got
+		[ -s want ]
+		cmp want got
+	done
+	# before the first checkpoint there is none to restore
+	run -1 "$OVL_CKPT" restore --adopt --step 3 ck2
+	[[ "$output" == *"no checkpoint at or before step 3"* ]]
+	# a file output holds every step: --step is refused for it
+	"$OVL_CKPT" --dir ckf --format jsonl -o f/x p2.plan < c2.fr
+	run -2 "$OVL_CKPT" restore --step 14 ckf
+	[[ "$output" == *"--step is for stream outputs"* ]]
+	run -2 "$OVL_CKPT" restore --step 14 --at 3 ck
+}
+
+@test "ovl-run --resume-step passes the handshake to the restore; a file output refuses it" {
+	printf 'output format=jsonl path=out/x\n' >> p2.plan
+	run -0 "$OVL_RUN" -q p2.plan
+	run -2 "$OVL_RUN" -q --resume --resume-step 5 p2.plan
+	[[ "$output" == *"--step is for stream outputs"* ]]
+	run -2 "$OVL_RUN" -q --resume-step 5 p2.plan
+	[[ "$output" == *"--resume-step takes a step number, with --resume"* ]]
+}

@@ -306,6 +306,7 @@ static const struct option longopts[] = {
 	{ "wait", required_argument, NULL, 'w' },
 	{ "verify-all", no_argument, NULL, 'A' },
 	{ "adopt", no_argument, NULL, 'O' },
+	{ "step", required_argument, NULL, 'S' },
 	{ NULL, 0, NULL, 0 }
 };
 

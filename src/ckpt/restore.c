@@ -6,7 +6,7 @@
 
 static const struct ovl_cli restore_cli = {
 	"ovl-ckpt",
-	"ovl-ckpt restore [--print0] [--skip-steps A-B] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]",
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]",
 	"Cut the log and every file output back to a checkpoint (the last one,\n"
 	"or N) and print the options each stage resumes with.\n"
 	"  -a, --at N            checkpoint N, not the last\n"
@@ -15,6 +15,9 @@ static const struct ovl_cli restore_cli = {
 	"      --wait S          wait up to S seconds for the directory's lock\n"
 	"      --verify-all      check every committed byte, not the last segment\n"
 	"      --adopt           a copied or moved directory takes over the outputs\n"
+	"      --step S          a trainer needs step S next: the last checkpoint\n"
+	"                        at or before it, the steps in between skipped\n"
+	"                        (stream outputs only)\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
@@ -27,6 +30,8 @@ struct restore_opts {
 	uint64_t	 wait_s;
 	int		 verify_all;
 	int		 adopt;
+	int		 step_set;	/* --step: the trainer's next step */
+	uint64_t	 step;
 };
 
 static void
@@ -36,7 +41,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 
 	memset(o, 0, sizeof(*o));
 	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
-	    "a:s:", "0wAO")) != -1) {
+	    "a:s:", "0wAOS")) != -1) {
 		switch (c) {
 		case 'a':
 			o->at = ckpt_opt_at(&restore_cli, optarg);
@@ -62,10 +67,69 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 		case 'O':
 			o->adopt = 1;
 			break;
+		case 'S':
+			if (ovl_num_u64(optarg, &o->step) != 0)
+				ovl_cli_usagex(&restore_cli, "bad --step '%s'",
+				    optarg);
+			o->step_set = 1;
+			break;
 		}
 	}
 	*argcp -= optind;
 	*argvp += optind;
+	if (o->step_set && (o->nskip || o->at_set))
+		ovl_cli_usagex(&restore_cli, "--step chooses the checkpoint and "
+		    "the steps to skip: not with --at or --skip-steps");
+}
+
+/*
+ * The resume handshake: a trainer that checkpointed before step S needs
+ * step S next. The last checkpoint at or before S is restored and steps
+ * from its own up to S - 1 are skipped (recorded in the log like
+ * --skip-steps), so the streams start at step S: nothing replayed, nothing
+ * lost. Only for stream outputs: a file already holds those steps.
+ */
+static void
+handshake(const char *dir, const struct ovl_ckptlog *log,
+    struct restore_opts *o)
+{
+	struct ovl_ckstate st = { 0 };
+	const char *v;
+	uint64_t step = 0;
+	size_t i, j;
+	struct outrec r;
+	const struct ovl_kvsec *os;
+
+	for (i = log->nrec; i-- > 0;) {
+		if (log->rec[i].flags & OVL_CKPTREC_END)
+			continue;	/* the end of a run resumes nothing */
+		log_state(dir, log, i, &st);
+		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "step");
+		if (v == NULL || ovl_num_u64(v, &step) != 0 || step > o->step)
+			continue;
+		os = &st.sec[OVL_SEC_OUT];
+		for (j = 0; j < os->n; j++)
+			if (strchr(os->kv[j].key, '.') == NULL &&
+			    out_lookup(&st, os->kv[j].key, &r) == 0 && r.file)
+				ovl_errx(OVL_EXIT_USAGE, "--step is for stream "
+				    "outputs: '%s' is a file that holds every "
+				    "step; restore a checkpoint with --at", r.path);
+		o->at_set = 1;
+		o->at = log->rec[i].n;
+		if (o->step > step) {
+			o->nskip = 1;
+			o->skip[0] = step;
+			o->skip[1] = o->step - 1;
+		}
+		ovl_info(1, "step %" PRIu64 " next: checkpoint %" PRIu64 " (step %"
+		    PRIu64 ")%s", o->step, o->at, step, o->nskip ?
+		    ", the steps in between skipped" : "");
+		ovl_ckstate_clear(&st);
+		return;
+	}
+	ovl_ckstate_clear(&st);
+	ovl_errx(OVL_EXIT_DATA, "no checkpoint at or before step %" PRIu64
+	    " in '%s'", o->step, dir);
 }
 
 /* Cut a file output back to its committed length; fix npy and .idx. */
@@ -322,6 +386,8 @@ cmd_restore(int argc, char **argv)
 	dir = argv[0];
 	(void)lock_dir_wait(dir, o->wait_s);
 	read_log_prefix(dir, &log, o->at_set, o->at);
+	if (o->step_set)
+		handshake(dir, &log, o);
 	i = pick_record(dir, &log, o->at_set, o->at);
 	n = log.rec[i].n;
 	if (log.rec[i].flags & OVL_CKPTREC_END) {
