@@ -462,9 +462,13 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 		}
 		p.revents = 0;
-		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLERR | POLLHUP)))
+		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLERR | POLLHUP))) {
+			/* the reader closed: after taking every byte, or not */
+			if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
+				return;
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
 			    "away with %d bytes unread", o->name, o->path, n);
+		}
 		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
 			    "nothing for %" PRIu64 " s (--wait-readers); %d "

@@ -1,0 +1,60 @@
+"""CRC-32C (Castagnoli) as ovl-frame(5) uses it.
+
+The fast path is the project's own C code (src/lib/crc32c.c, SSE4.2 when the
+CPU has it) built as a small shared object, libovlcrc.so: found through the
+OVL_CRC_LIB environment variable, or next to this file. Without it a table
+implementation in Python gives the same values, slowly.
+"""
+
+import ctypes
+import os
+
+_POLY = 0x82F63B78
+
+
+def _table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_TABLE = _table()
+
+
+def _crc_py(crc, data):
+    c = crc ^ 0xFFFFFFFF
+    t = _TABLE
+    for b in bytes(data):
+        c = (c >> 8) ^ t[(c ^ b) & 0xFF]
+    return c ^ 0xFFFFFFFF
+
+
+def _load():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.environ.get("OVL_CRC_LIB"), os.path.join(here, "libovlcrc.so")):
+        if path and os.path.exists(path):
+            lib = ctypes.CDLL(path)
+            fn = lib.ovl_crc32c
+            fn.restype = ctypes.c_uint32
+            fn.argtypes = (ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t)
+            return fn
+    return None
+
+
+_C = _load()
+
+#: True when the C implementation is in use (the reader's speed needs it).
+FAST = _C is not None
+
+
+def crc32c(data, crc=0):
+    """CRC-32C of data (bytes-like), continuing crc: crc32c(b, crc32c(a)) is
+    the CRC of a + b. "123456789" gives 0xE3069283."""
+    if _C is not None:
+        b = bytes(data) if not isinstance(data, bytes) else data
+        return _C(crc, b, len(b))
+    return _crc_py(crc, data)

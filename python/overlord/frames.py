@@ -1,0 +1,265 @@
+"""A streaming reader of ovl-frame(5): the stream between overlord's stages
+and the per-rank streams ovl-ckpt writes for a trainer.
+
+The reader is incremental: it reads what is there (a file, a FIFO, a socket,
+any object with ``read`` or ``recv_into``) and hands out each frame as soon
+as it is whole, so a live stream is read while it is written. Every frame's
+CRC-32C is checked, and the stream header, the frame bounds and the END
+frame's count, as the C reader does; an error names the stream and the byte
+offset of the frame at fault. SEQ frames give numpy views of their tokens,
+positions and cu_seqlens (no copy beyond the frame itself).
+"""
+
+import os
+import socket
+import struct
+
+import numpy as np
+
+from ._crc import crc32c
+
+MAGIC = b"\x89OVL\r\n\x1a\n"
+MAJOR = 1
+MINOR = 1  # STEP frames
+
+META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END, STEP = 1, 2, 3, 4, 5, 6, 7, 8
+KIND_NAMES = {META: "META", DOC: "DOC", CHUNK_END: "CHUNK_END", SEQ: "SEQ",
+              BARRIER: "BARRIER", STATE: "STATE", END: "END", STEP: "STEP"}
+
+FRAME_MAX_DEFAULT = 256 << 20
+_HDR = struct.Struct("<IBBHI")          # len, kind, flags, reserved, crc
+_SEQ = struct.Struct("<QIIIIII")        # step rank mb ntokens npieces seq_len flags
+_BARRIER = struct.Struct("<QQQQI")      # n step mix_pos tokens offset
+_STEP = struct.Struct("<QII")           # step rank seqs
+
+
+class FrameError(Exception):
+    """A stream that is not a sound ovl-frame(5) stream. Its message names
+    the stream and the byte offset, as the tools' exit-3 messages do."""
+
+
+class Frame:
+    """One frame: kind, flags, payload (bytes) and its byte offset."""
+
+    __slots__ = ("kind", "flags", "payload", "offset")
+
+    def __init__(self, kind, flags, payload, offset):
+        self.kind, self.flags, self.payload, self.offset = kind, flags, payload, offset
+
+    @property
+    def name(self):
+        return KIND_NAMES.get(self.kind, "KIND%d" % self.kind)
+
+
+class Seq:
+    """A packed sequence: step, rank, micro-batch, the tokens, the positions
+    (restarting at 0 per document piece) and cu_seqlens (numpy uint32
+    views into the frame), and its capacity seq_len."""
+
+    __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
+                 "positions", "cu_seqlens", "npieces")
+
+    def __init__(self, payload):
+        (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
+         self.flags) = _SEQ.unpack_from(payload, 0)
+        self.tokens = np.frombuffer(payload, "<u4", ntok, 32)
+        self.positions = np.frombuffer(payload, "<u4", ntok, 32 + 4 * ntok)
+        self.cu_seqlens = np.frombuffer(payload, "<u4", self.npieces + 1,
+                                        32 + 8 * ntok)
+
+    def __repr__(self):
+        return "Seq(step=%d, rank=%d, mb=%d, tokens=%d)" % (
+            self.step, self.rank, self.mb, len(self.tokens))
+
+
+class StepEnd:
+    """The end of a step for a rank (its seqs sequences; 0 when it got
+    none): the rank may train on the step."""
+
+    __slots__ = ("step", "rank", "seqs")
+
+    def __init__(self, payload):
+        self.step, self.rank, self.seqs = _STEP.unpack_from(payload, 0)
+
+    def __repr__(self):
+        return "StepEnd(step=%d, rank=%d, seqs=%d)" % (self.step, self.rank, self.seqs)
+
+
+class Barrier:
+    """A checkpoint boundary: checkpoint n, before step step."""
+
+    __slots__ = ("n", "step", "mix_pos", "tokens", "offset")
+
+    def __init__(self, payload):
+        (self.n, self.step, self.mix_pos, self.tokens,
+         self.offset) = _BARRIER.unpack_from(payload, 0)
+
+
+def _source(src):
+    """(read_into(buf) -> n, name, close) for a path, an fd, a file object
+    or a socket."""
+    if isinstance(src, (str, bytes, os.PathLike)):
+        f = open(src, "rb", buffering=0)
+        return f.readinto, os.fsdecode(src), f.close
+    if isinstance(src, int):
+        f = os.fdopen(src, "rb", buffering=0, closefd=False)
+        return f.readinto, "fd %d" % src, lambda: None
+    if isinstance(src, socket.socket):
+        return src.recv_into, "socket", lambda: None
+    if hasattr(src, "readinto"):
+        return src.readinto, getattr(src, "name", "stream"), lambda: None
+    raise TypeError("a path, an fd, a socket or a binary file object")
+
+
+class Reader:
+    """Iterate over the frames of a stream, as they arrive.
+
+    ``Reader(path_or_file)`` yields Frame objects (END included, once);
+    ``reader.meta`` holds the META's ``key value`` lines as a dict of lists
+    once it was read; ``reader.minor`` the stream's minor version. Frames
+    of a kind this reader does not know are skipped in a stream of a newer
+    minor version and an error in one of this version or older.
+    """
+
+    def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
+                 chunk=1 << 20):
+        self._read, self.name, self._close = _source(src)
+        self.check_crc = check_crc
+        self.frame_max = frame_max
+        self._chunk = chunk
+        self._buf = bytearray()
+        self._start = 0          # first unread byte in _buf
+        self._base = 0           # stream offset of _buf[0]
+        self._eof = False
+        self.meta = None
+        self.minor = None
+        self.count = 0
+        self.skipped = 0
+
+    def close(self):
+        self._close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _error(self, what, off):
+        raise FrameError("'%s': %s at byte offset %d" % (self.name, what, off))
+
+    def _fill(self, need):
+        """Make need bytes available after _start; False at end of file."""
+        while len(self._buf) - self._start < need:
+            if self._eof:
+                return False
+            if self._start > (1 << 20):
+                del self._buf[:self._start]
+                self._base += self._start
+                self._start = 0
+            chunk = bytearray(max(self._chunk, need))
+            n = self._read(chunk)
+            if not n:
+                self._eof = True
+                return False
+            self._buf += memoryview(chunk)[:n]
+        return True
+
+    def _header(self):
+        if not self._fill(16):
+            self._error("empty stream" if not self._buf else
+                        "truncated stream (inside the stream header)", 0)
+        h = bytes(self._buf[:16])
+        if h[:8] != MAGIC:
+            self._error("bad magic (not an overlord stream)", 0)
+        if crc32c(h[:12]) != struct.unpack_from("<I", h, 12)[0]:
+            self._error("bad CRC of the stream header", 0)
+        major, minor = struct.unpack_from("<HH", h, 8)
+        if major != MAJOR:
+            self._error("unknown major version %d" % major, 0)
+        self.minor = minor
+        self._start = 16
+
+    def __iter__(self):
+        if self.minor is None:
+            self._header()
+        while True:
+            off = self._base + self._start
+            if not self._fill(12):
+                if len(self._buf) - self._start:
+                    self._error("truncated stream (inside a frame header)", off)
+                self._error("truncated stream (end of file without END)", off)
+            ln, kind, flags, reserved, crc = _HDR.unpack_from(self._buf, self._start)
+            if ln % 4 or reserved:
+                self._error("bad frame header", off)
+            if ln > self.frame_max:
+                self._error("oversized frame (%d bytes, limit %d)" % (ln, self.frame_max), off)
+            if not self._fill(12 + ln):
+                self._error("truncated stream (inside a frame)", off)
+            s = self._start
+            payload = bytes(self._buf[s + 12:s + 12 + ln])
+            if self.check_crc and crc32c(payload, crc32c(self._buf[s:s + 8])) != crc:
+                self._error("bad CRC", off)
+            self._start = s + 12 + ln
+            if kind not in KIND_NAMES:
+                if self.minor > MINOR:
+                    self.count += 1
+                    self.skipped += 1
+                    continue
+                self._error("unknown frame kind %d (stream version %d.%d)"
+                            % (kind, MAJOR, self.minor), off)
+            if kind == META:
+                if self.meta is not None:
+                    self._error("a second META", off)
+                tl = struct.unpack_from("<I", payload, 0)[0]
+                text = payload[8:8 + tl].decode("utf-8", "replace")
+                self.meta = {}
+                for line in text.splitlines():
+                    k, _, v = line.partition(" ")
+                    self.meta.setdefault(k, []).append(v)
+            elif self.meta is None:
+                self._error("the stream does not begin with META (%s first)"
+                            % KIND_NAMES[kind], off)
+            if kind == END:
+                n = struct.unpack_from("<Q", payload, 0)[0]
+                if n != self.count:
+                    self._error("malformed payload: END frame count does not "
+                                "match the frames read", off)
+                yield Frame(kind, flags, payload, off)
+                return
+            self.count += 1
+            yield Frame(kind, flags, payload, off)
+
+
+def read(src, **kw):
+    """The items of a stream a trainer cares about, in order: Seq for every
+    SEQ frame, StepEnd for every STEP frame and Barrier for every BARRIER.
+    Other frames (META, STATE, END) are checked and passed over."""
+    with Reader(src, **kw) as r:
+        for f in r:
+            if f.kind == SEQ:
+                yield Seq(f.payload)
+            elif f.kind == STEP:
+                yield StepEnd(f.payload)
+            elif f.kind == BARRIER:
+                yield Barrier(f.payload)
+
+
+def steps(src, **kw):
+    """One rank's stream step by step: (step, [Seq, ...]) once the step's
+    STEP frame arrived, so a live rank trains on whole steps only; an empty
+    step gives an empty list."""
+    pending = []
+    for item in read(src, **kw):
+        if isinstance(item, Seq):
+            pending.append(item)
+        elif isinstance(item, StepEnd):
+            mine = lambda s: s.step == item.step and s.rank == item.rank
+            got = [s for s in pending if mine(s)]
+            if len(got) != item.seqs:
+                raise FrameError("step %d of rank %d: %d sequences, its STEP says %d"
+                                 % (item.step, item.rank, len(got), item.seqs))
+            pending = [s for s in pending if not mine(s)]
+            yield item.step, got
+    if pending:
+        raise FrameError("the stream ended inside step %d" % pending[0].step)

@@ -1,0 +1,122 @@
+"""overlord.frames against the tools: the reader agrees with ovl-construct
+--json, checks every CRC, reads a live FIFO while ovl-ckpt writes it, and
+gives each rank its steps, an empty one too."""
+
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import overlord
+from overlord import frames
+
+
+def test_crc32c_vector_and_c_path():
+    assert overlord.crc32c(b"123456789") == 0xE3069283
+    assert overlord.crc32c(b"6789", overlord.crc32c(b"12345")) == 0xE3069283
+    assert frames.crc32c.__module__ == "overlord._crc"
+    # make check builds the C object: the fast path is in use
+    assert overlord.CRC_IN_C
+
+
+def test_sequences_equal_construct_json(pipeline, tools):
+    plan, fr = pipeline
+    mixed = (fr.parent / "m.fr").read_bytes()
+    js = subprocess.run([tools("ovl-construct"), "--json", str(plan)], input=mixed,
+                        capture_output=True, check=True).stdout.decode().splitlines()
+    want = [json.loads(l) for l in js]
+    want_seqs = [o for o in want if o["kind"] == "seq"]
+    got = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.Seq)]
+    assert len(got) == len(want_seqs) > 50
+    for s, o in zip(got, want_seqs):
+        assert (s.step, s.rank, s.mb) == (o["step"], o["rank"], o["mb"])
+        assert s.tokens.dtype == np.dtype("<u4")
+        assert s.tokens.tolist() == o["tokens"]
+        assert s.positions.tolist() == o["positions"]
+        assert s.cu_seqlens.tolist() == o["cu_seqlens"]
+    ends = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.StepEnd)]
+    assert len(ends) == len({(o["step"], o["rank"]) for o in want if o["kind"] == "step"})
+
+
+def test_meta_and_barriers(pipeline):
+    _, fr = pipeline
+    r = overlord.Reader(str(fr))
+    kinds = [f.name for f in r]
+    assert kinds[0] == "META" and kinds[-1] == "END"
+    assert r.meta["ranks"] == ["2"] and r.meta["seq-len"] == ["256"]
+    assert r.minor == 1
+    bars = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.Barrier)]
+    assert [b.n for b in bars] == list(range(1, len(bars) + 1)) and len(bars) > 2
+
+
+def test_bad_crc_truncation_and_header_name_the_offset(pipeline, tmp_path):
+    _, fr = pipeline
+    data = bytearray(fr.read_bytes())
+    # the first SEQ's payload: after the stream header and the META frame
+    meta_len = int.from_bytes(data[16:20], "little")
+    seq_off = 16 + 12 + meta_len
+    bad = tmp_path / "bad.fr"
+    data2 = bytearray(data)
+    data2[seq_off + 12 + 40] ^= 1
+    bad.write_bytes(data2)
+    with pytest.raises(overlord.FrameError, match="bad CRC at byte offset %d" % seq_off):
+        list(overlord.read(str(bad)))
+    cut = tmp_path / "cut.fr"
+    cut.write_bytes(data[:len(data) - 8])
+    with pytest.raises(overlord.FrameError, match="truncated stream"):
+        list(overlord.read(str(cut)))
+    notours = tmp_path / "x.fr"
+    notours.write_bytes(b"not a stream at all")
+    with pytest.raises(overlord.FrameError, match="bad magic"):
+        list(overlord.read(str(notours)))
+
+
+def test_live_fifos_per_rank_steps(pipeline, tools, tmp_path):
+    """Two ranks read their FIFOs while ovl-ckpt writes them; each gets its
+    steps whole, and the union is the stream's every sequence."""
+    plan, fr = pipeline
+    fifos = [tmp_path / ("rank%d" % r) for r in (0, 1)]
+    for f in fifos:
+        os.mkfifo(f)
+    ck = subprocess.Popen([tools("ovl-ckpt"), "--dir", str(tmp_path / "ck"),
+                           "-p", str(tmp_path / "rank%d"), str(plan)],
+                          stdin=open(fr, "rb"))
+    got, errors = {}, []
+
+    def rank(r):
+        try:
+            got[r] = list(overlord.steps(str(fifos[r])))
+        except Exception as e:  # reported below, with the rank
+            errors.append((r, repr(e)))
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert ck.wait(60) == 0
+    all_seqs = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.Seq)]
+    for r in (0, 1):
+        steps = [s for s, _ in got[r]]
+        assert steps == sorted(set(steps)) and len(steps) > 10
+        mine = [s for _, seqs in got[r] for s in seqs]
+        assert all(s.rank == r for s in mine)
+        assert [s.tokens.tolist() for s in mine] == \
+            [s.tokens.tolist() for s in all_seqs if s.rank == r]
+
+
+def test_empty_step_reaches_its_rank(tools, tmp_path):
+    gen = subprocess.run([os.path.join(os.environ["OVL_BUILDDIR"], "scripts",
+                                       "ovl-gendocs"), "--docs", "3", "--median",
+                          "100", "--seed", "1"], capture_output=True, check=True).stdout
+    out = subprocess.run([tools("ovl-construct"), "--ranks", "4", "--seq-len", "256"],
+                         input=gen, capture_output=True, check=True).stdout
+    f = tmp_path / "few.fr"
+    f.write_bytes(out)
+    ends = [x for x in overlord.read(str(f)) if isinstance(x, overlord.StepEnd)]
+    assert [(e.step, e.rank) for e in ends] == [(0, r) for r in range(4)]
+    assert [e.seqs for e in ends].count(0) >= 1
