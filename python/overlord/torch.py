@@ -1,0 +1,129 @@
+"""PyTorch on top of overlord.frames (optional: needs torch).
+
+``RankDataset`` is an IterableDataset over one rank's stream (an ovl-ckpt
+per-rank FIFO or file). It yields one item per step, in step order:
+
+    {"step": S, "micro_batches": [mb, ...]}
+
+where each micro-batch is a dict of tensors for one packed sequence:
+``input_ids`` and ``position_ids`` (int64, the sequence's tokens and their
+positions, restarting at 0 per document piece), ``cu_seqlens`` (int32, the
+piece boundaries, for varlen attention) and ``labels`` (int64: the next
+token, and -100 where the next token belongs to another document, at the
+end and on padding, so no loss crosses a document boundary).
+
+A step whose STEP frame says the rank got nothing gives an empty list: the
+rank still steps with the others (a DDP job must call its collective
+operations every step; train on nothing, or skip the optimizer step on
+every rank together). The stream is read ahead on a thread (``prefetch``
+steps).
+
+``state_dict()`` holds the next step the trainer needs; save it with the
+trainer's checkpoint. After a crash, resume the loader with
+``ovl-run --resume --resume-step S`` (S = that step) and build the dataset
+again: the stream starts at step S, nothing replayed and nothing lost.
+``agree_step`` makes every data-parallel rank agree on that step.
+"""
+
+import queue
+import threading
+
+import numpy as np
+import torch
+from torch.utils.data import IterableDataset
+
+from . import frames
+
+IGNORE = -100
+
+
+def micro_batch(seq, ignore_index=IGNORE):
+    """The tensors of one overlord.Seq (see the module's docstring)."""
+    ids = torch.from_numpy(seq.tokens.astype(np.int64))
+    pos = torch.from_numpy(seq.positions.astype(np.int64))
+    cu = torch.from_numpy(seq.cu_seqlens.astype(np.int32))
+    labels = torch.full_like(ids, ignore_index)
+    n = len(ids)
+    if n > 1:
+        labels[:-1] = ids[1:]
+    # the last token of every piece predicts nothing (the next is another
+    # document's), and padding after the real tokens predicts nothing
+    ends = cu[1:].to(torch.int64) - 1
+    labels[ends[(ends >= 0) & (ends < n)]] = ignore_index
+    real = int(cu[-1])
+    if real < n:
+        labels[max(real - 1, 0):] = ignore_index
+    return {"input_ids": ids, "position_ids": pos, "cu_seqlens": cu,
+            "labels": labels}
+
+
+class RankDataset(IterableDataset):
+    """One rank's steps from its stream; see the module docstring."""
+
+    def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True):
+        super().__init__()
+        self.src = src
+        self.prefetch = prefetch
+        self.ignore_index = ignore_index
+        self.check_crc = check_crc
+        self.next_step = 0
+
+    def state_dict(self):
+        """{"step": the next step this trainer needs}."""
+        return {"step": self.next_step}
+
+    def load_state_dict(self, state):
+        self.next_step = int(state["step"])
+
+    def _produce(self, q, stop):
+        try:
+            for step, seqs in frames.steps(self.src, check_crc=self.check_crc):
+                item = (step, [micro_batch(s, self.ignore_index) for s in seqs])
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        pass
+                if stop.is_set():
+                    return
+            q.put(None)
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put(e)
+
+    def __iter__(self):
+        q = queue.Queue(maxsize=max(self.prefetch, 1))
+        stop = threading.Event()
+        t = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
+        t.start()
+        try:
+            while True:
+                item = q.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                step, mbs = item
+                if step < self.next_step:
+                    raise frames.FrameError(
+                        "the stream gave step %d, the trainer needs step %d: "
+                        "resume the loader with --resume-step %d"
+                        % (step, self.next_step, self.next_step))
+                self.next_step = step + 1
+                yield {"step": step, "micro_batches": mbs}
+        finally:
+            # a consumer that stops early: the reader stops at its next step
+            # (a live stream that stalls leaves a daemon thread behind)
+            stop.set()
+            t.join(1.0)
+
+
+def agree_step(step, group=None):
+    """The step every data-parallel rank can resume from: the smallest of
+    their steps (torch.distributed must be initialized; without it, step)."""
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        return int(step)
+    t = torch.tensor([int(step)], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
+    return int(t.item())
