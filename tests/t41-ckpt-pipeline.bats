@@ -91,12 +91,13 @@ trial() {
 }
 
 @test "SIGTERM to ovl-ckpt: a clean checkpoint, exit 143, and an exact resume" {
-	reference
-	rm -rf ck out fifo
 	# the same plan with a throttled source (the same bytes, more slowly), so
-	# the stream cannot end between the first checkpoint and the signal
+	# the stream cannot end between the first checkpoint and the signal; the
+	# reference from it too (the manifest names the files as the plan does)
 	sed -e "s|\.\./\.\./samples|$SAMPLES|" -e 's|^source web .*|& throttle=400K|' \
 	    "$PLAN" > slow.plan
+	PLAN=$PWD/slow.plan reference
+	rm -rf ck out fifo
 	pl_start slow.plan ck "" "${OUT[@]}"
 	# as soon as the first checkpoint is in the log
 	for i in $(seq 500); do

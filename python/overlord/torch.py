@@ -92,10 +92,15 @@ class RankDataset(IterableDataset):
             q.put(e)
 
     def __iter__(self):
+        # the reader starts at once (not at the first next()): every rank's
+        # stream is opened and read ahead as soon as its iterator exists
         q = queue.Queue(maxsize=max(self.prefetch, 1))
         stop = threading.Event()
         t = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         t.start()
+        return self._items(q, stop, t)
+
+    def _items(self, q, stop, t):
         try:
             while True:
                 item = q.get()

@@ -182,6 +182,8 @@ out_open(struct ckpt_run *R, struct out *o)
 	}
 	if (v == NULL)
 		o->len = 0;
+	/* a stream starts anew: its END counts the frames of this stream */
+	o->nframes = 0;
 	if (o->type == OT_FRAMES) {
 		uint8_t sh[OVL_STREAM_HDR_LEN];
 

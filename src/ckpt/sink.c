@@ -564,7 +564,8 @@ on_step(struct ckpt_run *R, const struct ovl_frame *f)
 	size_t i, n = 0;
 
 	(void)ovl_step_decode(f, &st);	/* the reader checked it */
-	if (R->o->rank_set && st.rank != R->o->rank)
+	/* a skipped step is skipped whole: its sequences and its end */
+	if ((R->o->rank_set && st.rank != R->o->rank) || skipped(R, st.step))
 		return;
 	if (R->std != NULL && !R->o->json)
 		targets[n++] = R->std;

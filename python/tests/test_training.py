@@ -1,0 +1,148 @@
+"""A real training run fed live by ovl-run: a tiny causal LM on CPU, two
+data-parallel ranks reading their per-rank FIFOs through RankDataset.
+Loader and trainer are both killed mid-run and resume through the
+handshake (the trainer's checkpoint names the step it needs, ovl-run
+--resume --resume-step starts the streams there): the batches each rank
+sees equal an uninterrupted run's, and the final weights are bitwise equal.
+"""
+
+import copy
+import hashlib
+import os
+import signal
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from overlord import torch as otorch  # noqa: E402
+
+STOP = 24       # steps in the plan
+KILL_AT = 11    # the trainer's checkpoint: steps before it are trained
+
+
+class TinyLM(torch.nn.Module):
+    """A bigram model: next-token logits from the current token."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(257, 8)
+        self.out = torch.nn.Linear(8, 257)
+
+    def forward(self, ids):
+        return self.out(self.emb(ids))
+
+
+def fresh():
+    torch.manual_seed(0)
+    model = TinyLM()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    return model, opt
+
+
+def train_step(model, opt, mbs_per_rank):
+    """One data-parallel step: the ranks' losses averaged (as DDP averages
+    their gradients); a rank without sequences contributes nothing."""
+    losses = []
+    for mbs in mbs_per_rank:
+        rank_loss = torch.zeros(())
+        for mb in mbs:
+            logits = model(mb["input_ids"])
+            rank_loss = rank_loss + torch.nn.functional.cross_entropy(
+                logits, mb["labels"], ignore_index=-100, reduction="sum")
+        losses.append(rank_loss)
+    loss = sum(losses) / len(losses)
+    opt.zero_grad()
+    if loss.requires_grad:
+        loss.backward()
+        opt.step()
+
+
+def digest(mbs):
+    h = hashlib.sha1()
+    for mb in mbs:
+        h.update(mb["input_ids"].numpy().tobytes())
+    return h.hexdigest()
+
+
+def start_run(tools, plan, ck, *extra):
+    return subprocess.Popen([tools("ovl-run"), "-q", "-c", str(ck)] + list(extra)
+                            + [str(plan)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def consume(model, opt, fifos, state, seen, stop_before=None):
+    """Train from both ranks' streams until they end (or before step
+    stop_before); returns the trainer's state after the last step."""
+    dss = [otorch.RankDataset(str(f)) for f in fifos]
+    for ds in dss:
+        ds.load_state_dict(state)
+    # every rank's reader opens its FIFO now (the loader waits for all)
+    its = [iter(ds) for ds in dss]
+    for items in zip(*its):
+        step = items[0]["step"]
+        assert all(i["step"] == step for i in items), "ranks out of lockstep"
+        if stop_before is not None and step >= stop_before:
+            break
+        train_step(model, opt, [i["micro_batches"] for i in items])
+        seen[step] = [digest(i["micro_batches"]) for i in items]
+        state = {"step": step + 1}
+    return state
+
+
+@pytest.fixture()
+def setup(tmp_path, samples):
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    fifos = [tmp_path / "rank0", tmp_path / "rank1"]
+    for f in fifos:
+        os.mkfifo(f)
+    plan = tmp_path / "train.plan"
+    plan.write_text(
+        "source web path=%s\nranks 2\nseq-len 128\ncheckpoint every=4\n"
+        "stop steps=%d\noutput format=frames per-rank=%s/rank%%d\n"
+        % (os.path.join(samples, "web", "web-0.jsonl"), STOP, tmp_path))
+    return tmp_path, plan, fifos
+
+
+def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
+    tmp, plan, fifos = setup
+
+    # the uninterrupted run
+    model, opt = fresh()
+    ref_seen = {}
+    run = start_run(tools, plan, tmp / "ckA")
+    consume(model, opt, fifos, {"step": 0}, ref_seen)
+    assert run.wait(60) == 0, run.stderr.read().decode()
+    ref_weights = copy.deepcopy(model.state_dict())
+    assert sorted(ref_seen) == list(range(len(ref_seen)))
+    assert len(ref_seen) >= STOP
+
+    # the same, killed: the trainer checkpoints before step KILL_AT and
+    # dies; the loader is killed (SIGKILL to ovl-run and its stages)
+    model, opt = fresh()
+    seen = {}
+    run = start_run(tools, plan, tmp / "ckB")
+    state = consume(model, opt, fifos, {"step": 0}, seen, stop_before=KILL_AT)
+    saved = copy.deepcopy({"model": model.state_dict(), "opt": opt.state_dict(),
+                           "data": state})
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(60)
+    del model, opt
+
+    # both come back: the trainer from its checkpoint, the loader from
+    # the last checkpoint at or before the trainer's step
+    model, opt = fresh()
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])
+    assert saved["data"] == {"step": KILL_AT}
+    run = start_run(tools, plan, tmp / "ckB", "--resume", "--resume-step",
+                    str(saved["data"]["step"]))
+    consume(model, opt, fifos, saved["data"], seen)
+    assert run.wait(60) == 0, run.stderr.read().decode()
+
+    # every step seen once, the same batches on each rank, the same weights
+    assert seen == ref_seen
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, ref_weights[k]), k
