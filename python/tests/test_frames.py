@@ -120,3 +120,30 @@ def test_empty_step_reaches_its_rank(tools, tmp_path):
     ends = [x for x in overlord.read(str(f)) if isinstance(x, overlord.StepEnd)]
     assert [(e.step, e.rank) for e in ends] == [(0, r) for r in range(4)]
     assert [e.seqs for e in ends].count(0) >= 1
+
+
+def test_offline_npy_and_megatron_in_the_loaders_order(pipeline, tools, tmp_path):
+    """The step-ordered readers of the npy and Megatron outputs give the
+    sequences of ovl-construct --json, in its order."""
+    from overlord import offline
+    plan, fr = pipeline
+    mixed = (fr.parent / "m.fr").read_bytes()
+    want = [json.loads(l) for l in subprocess.run(
+        [tools("ovl-construct"), "--json", str(plan)], input=mixed,
+        capture_output=True, check=True).stdout.decode().splitlines()]
+    want = [o for o in want if o["kind"] == "seq"]
+    for fmt in ("npy", "megatron"):
+        subprocess.run([tools("ovl-ckpt"), "--dir", str(tmp_path / ("ck" + fmt)),
+                        "--format", fmt, "-o", str(tmp_path / fmt / "x"), str(plan)],
+                       stdin=open(fr, "rb"), check=True)
+    got = list(offline.npy(str(tmp_path / "npy" / "x")))
+    assert len(got) == len(want)
+    for s, o in zip(got, want):
+        assert (s.step, s.rank, s.mb) == (o["step"], o["rank"], o["mb"])
+        assert s.tokens.tolist() == o["tokens"]
+        assert s.positions.tolist() == o["positions"]
+        assert s.cu_seqlens.tolist() == o["cu_seqlens"]
+    meg = list(offline.megatron(str(tmp_path / "megatron" / "x")))
+    assert [m.tokens.tolist() for m in meg] == [o["tokens"] for o in want]
+    steps = [k for k, _ in offline.by_step(got)]
+    assert steps == sorted(set(steps))

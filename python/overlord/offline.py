@@ -1,0 +1,71 @@
+"""Step-ordered readers of ovl-ckpt's offline outputs, so a plain PyTorch or
+Megatron-LM job trains in the loader's order (step by step, rank by rank,
+micro-batch by micro-batch, as written), not reshuffled.
+
+``npy(prefix)`` reads ``PREFIX.{tokens,positions,cu_seqlens,seqs}.npy``
+(memory-mapped) and ``megatron(prefix)`` reads ``PREFIX.{bin,idx}`` (one
+sequence per entry); both yield ``OfflineSeq`` objects with step, rank, mb
+(npy only; Megatron's index does not keep them), tokens, positions and
+cu_seqlens as numpy arrays, and ``by_step`` groups them per step.
+"""
+
+import struct
+
+import numpy as np
+
+
+class OfflineSeq:
+    __slots__ = ("step", "rank", "mb", "tokens", "positions", "cu_seqlens")
+
+    def __init__(self, step, rank, mb, tokens, positions, cu_seqlens):
+        self.step, self.rank, self.mb = step, rank, mb
+        self.tokens, self.positions, self.cu_seqlens = tokens, positions, cu_seqlens
+
+
+def npy(prefix):
+    """The sequences of an npy output, in the order written."""
+    tok = np.load(prefix + ".tokens.npy", mmap_mode="r")
+    pos = np.load(prefix + ".positions.npy", mmap_mode="r")
+    cu = np.load(prefix + ".cu_seqlens.npy", mmap_mode="r")
+    seqs = np.load(prefix + ".seqs.npy", mmap_mode="r")
+    for step, rank, mb, first, n, seg0, nseg in seqs:
+        c = np.asarray(cu[seg0:seg0 + nseg + 1], dtype=np.int64) - first
+        yield OfflineSeq(int(step), int(rank), int(mb), tok[first:first + n],
+                         pos[first:first + n], c.astype(np.uint32))
+
+
+_DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,
+           6: np.float64, 7: np.float32, 8: np.uint16}
+
+
+def megatron(prefix):
+    """The sequences of a Megatron indexed dataset written by ovl-ckpt, in
+    the order written (Megatron's own GPTDataset would reshuffle them)."""
+    with open(prefix + ".idx", "rb") as f:
+        idx = f.read()
+    if idx[:9] != b"MMIDIDX\x00\x00":
+        raise ValueError("%s.idx: not a Megatron index" % prefix)
+    version, code, n, ndocs = struct.unpack_from("<QBQQ", idx, 9)
+    dtype = _DTYPES[code]
+    off = 9 + 8 + 1 + 8 + 8
+    sizes = np.frombuffer(idx, np.int32, n, off)
+    pointers = np.frombuffer(idx, np.int64, n, off + 4 * n)
+    data = np.memmap(prefix + ".bin", dtype=dtype, mode="r")
+    item = np.dtype(dtype).itemsize
+    for i in range(n):
+        start = int(pointers[i]) // item
+        tokens = data[start:start + int(sizes[i])]
+        yield OfflineSeq(None, None, None, tokens, None, None)
+
+
+def by_step(seqs):
+    """(step, [seq, ...]) for consecutive sequences of the same step."""
+    cur, group = None, []
+    for s in seqs:
+        if group and s.step != cur:
+            yield cur, group
+            group = []
+        cur = s.step
+        group.append(s)
+    if group:
+        yield cur, group
