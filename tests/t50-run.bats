@@ -149,17 +149,12 @@ EOF
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
 
-# slow_web_plan FILE: a throttled web source (the mixer waits on it) and books
+# slow_web_plan FILE: small_plan with a throttled, longer web source (the
+# mixer waits on it), weighted 3:1, and a checkpoint every step
 slow_web_plan() {
-	cat > "$1" <<EOF2
-source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst format=jsonl on-exhaust=drop throttle=60K
-source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
-weights web=3 book=1
-seq-len 256
-ranks 2
-checkpoint every=1 dir=ckpt
-output format=jsonl path=out/small
-EOF2
+	small_plan "$1"
+	sed -i -e "s|^source web .*|source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl path=$SAMPLES/web/web-2.jsonl.zst format=jsonl on-exhaust=drop throttle=60K|" \
+	    -e 's|^weights .*|weights web=3 book=1|' -e 's|^checkpoint every=2|checkpoint every=1|' "$1"
 }
 
 @test "ovl-run --autoscale adds partitions to a slow source, output unchanged" {

@@ -655,6 +655,15 @@ run_free(struct ckpt_run *R)
 	free(R->dir);
 }
 
+/* The frames that need nothing but their handler (the reader admits only
+ * the kinds of a stream of sequences). */
+static void (*const on_kind[])(struct ckpt_run *, const struct ovl_frame *) = {
+	[OVL_META] = on_meta,
+	[OVL_SEQ] = on_seq,
+	[OVL_STATE] = on_state,
+	[OVL_STEP] = on_step,
+};
+
 int
 run(struct ckpt_opts *o)
 {
@@ -705,19 +714,12 @@ run(struct ckpt_opts *o)
 		}
 		if (rc == OVL_RD_EOF)
 			break;
+		if (f.kind < sizeof(on_kind) / sizeof(on_kind[0]) &&
+		    on_kind[f.kind] != NULL) {
+			on_kind[f.kind](&R, &f);
+			continue;
+		}
 		switch (f.kind) {
-		case OVL_META:
-			on_meta(&R, &f);
-			break;
-		case OVL_SEQ:
-			on_seq(&R, &f);
-			break;
-		case OVL_STATE:
-			on_state(&R, &f);
-			break;
-		case OVL_STEP:
-			on_step(&R, &f);
-			break;
 		case OVL_BARRIER:
 			(void)ovl_barrier_decode(&f, &R.bar);	/* the reader checked it */
 			mark_barrier(&R, &f);
