@@ -121,7 +121,8 @@ test_roundtrip(void)
 	build();
 	p = stream.p;
 	n = stream.len;
-	CHECK(ovl_stream_hdr_check(p, n, &minor) == OVL_F_OK && minor == 0);
+	CHECK(ovl_stream_hdr_check(p, n, &minor) == OVL_F_OK &&
+	    minor == OVL_VERSION_MINOR);
 	p += OVL_STREAM_HDR_LEN, n -= OVL_STREAM_HDR_LEN;
 
 	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
