@@ -126,7 +126,7 @@ class Reader:
         self._read, self.name, self._close = _source(src)
         self.check_crc = check_crc
         self.frame_max = frame_max
-        self._chunk = chunk
+        self._rd = bytearray(chunk)    # what one read fills, reused
         self._buf = bytearray()
         self._start = 0          # first unread byte in _buf
         self._base = 0           # stream offset of _buf[0]
@@ -157,12 +157,14 @@ class Reader:
                 del self._buf[:self._start]
                 self._base += self._start
                 self._start = 0
-            chunk = bytearray(max(self._chunk, need))
-            n = self._read(chunk)
+            if len(self._rd) < need:
+                self._rd = bytearray(need)
+            n = self._read(self._rd)
             if not n:
                 self._eof = True
                 return False
-            self._buf += memoryview(chunk)[:n]
+            with memoryview(self._rd) as mv:
+                self._buf += mv[:n]
         return True
 
     def _header(self):
@@ -197,8 +199,10 @@ class Reader:
             if not self._fill(12 + ln):
                 self._error("truncated stream (inside a frame)", off)
             s = self._start
-            payload = bytes(self._buf[s + 12:s + 12 + ln])
-            if self.check_crc and crc32c(payload, crc32c(self._buf[s:s + 8])) != crc:
+            with memoryview(self._buf) as mv:
+                payload = bytes(mv[s + 12:s + 12 + ln])     # the one copy
+                head = bytes(mv[s:s + 8])
+            if self.check_crc and crc32c(payload, crc32c(head)) != crc:
                 self._error("bad CRC", off)
             self._start = s + 12 + ln
             if kind not in KIND_NAMES:

@@ -38,23 +38,26 @@ IGNORE = -100
 
 
 def micro_batch(seq, ignore_index=IGNORE):
-    """The tensors of one overlord.Seq (see the module's docstring)."""
-    ids = torch.from_numpy(seq.tokens.astype(np.int64))
-    pos = torch.from_numpy(seq.positions.astype(np.int64))
-    cu = torch.from_numpy(seq.cu_seqlens.astype(np.int32))
-    labels = torch.full_like(ids, ignore_index)
-    n = len(ids)
-    if n > 1:
-        labels[:-1] = ids[1:]
+    """The tensors of one overlord.Seq (see the module's docstring). The
+    work is done in numpy (a few vectorized passes), then wrapped."""
+    tok = seq.tokens.astype(np.int64)
+    n = len(tok)
+    cu = seq.cu_seqlens
+    lab = np.empty_like(tok)
+    lab[:-1] = tok[1:]
+    if n:
+        lab[-1] = ignore_index
     # the last token of every piece predicts nothing (the next is another
     # document's), and padding after the real tokens predicts nothing
-    ends = cu[1:].to(torch.int64) - 1
-    labels[ends[(ends >= 0) & (ends < n)]] = ignore_index
-    real = int(cu[-1])
+    ends = cu[1:].astype(np.int64) - 1
+    lab[ends[(ends >= 0) & (ends < n)]] = ignore_index
+    real = int(cu[-1]) if len(cu) else 0
     if real < n:
-        labels[max(real - 1, 0):] = ignore_index
-    return {"input_ids": ids, "position_ids": pos, "cu_seqlens": cu,
-            "labels": labels}
+        lab[max(real - 1, 0):] = ignore_index
+    return {"input_ids": torch.from_numpy(tok),
+            "position_ids": torch.from_numpy(seq.positions.astype(np.int64)),
+            "cu_seqlens": torch.from_numpy(cu.astype(np.int32)),
+            "labels": torch.from_numpy(lab)}
 
 
 class RankDataset(IterableDataset):
