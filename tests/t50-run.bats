@@ -210,6 +210,14 @@ slow_web_plan() {
 	cmp out/small.jsonl out2/small.jsonl
 }
 
+@test "ovl-run called through a symbolic link finds the tools beside the real script" {
+	small_plan p.plan
+	mkdir -p elsewhere
+	ln -s "$OVL_RUN" elsewhere/ovl-run
+	PATH=$BATS_TEST_TMPDIR/elsewhere:$PATH run -0 ovl-run -q p.plan
+	[ -s out/small.jsonl ]
+}
+
 # wait_gone PATTERN: until no process matches (at most 30 s); fails after
 wait_gone() {
 	local _
