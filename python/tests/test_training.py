@@ -146,3 +146,53 @@ def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
     assert seen == ref_seen
     for k, v in model.state_dict().items():
         assert torch.equal(v, ref_weights[k]), k
+
+
+def test_resume_with_more_ranks_keeps_every_steps_tokens(tmp_path, tools, samples):
+    """Elastic data parallelism under a live run: killed at 2 ranks, resumed
+    through the handshake at 4; every step holds the same tokens as the
+    uninterrupted 2-rank run, only split over more ranks."""
+    import numpy as np
+    fifos = [tmp_path / ("rank%d" % r) for r in range(4)]
+    for f in fifos:
+        os.mkfifo(f)
+    text = ("source web path=%s\nranks %%d\nseq-len 128\nstep-tokens 512\n"
+            "checkpoint every=4\nstop steps=%d\noutput format=frames per-rank=%s/rank%%%%d\n"
+            % (os.path.join(samples, "web", "web-0.jsonl"), STOP, tmp_path))
+    plan2, plan4 = tmp_path / "p2.plan", tmp_path / "p4.plan"
+    plan2.write_text(text % 2)
+    plan4.write_text(text % 4)
+
+    used = set()   # the ranks that got sequences
+
+    def tokens_per_step(ranks, state, stop_before=None):
+        dss = [otorch.RankDataset(str(f)) for f in fifos[:ranks]]
+        for ds in dss:
+            ds.load_state_dict(state)
+        out = {}
+        for items in zip(*[iter(ds) for ds in dss]):
+            step = items[0]["step"]
+            if stop_before is not None and step >= stop_before:
+                break
+            toks = [mb["input_ids"].numpy() for i in items for mb in i["micro_batches"]]
+            out[step] = np.sort(np.concatenate(toks)) if toks else np.array([])
+            used.update(r for r, i in enumerate(items) if i["micro_batches"])
+        return out
+
+    run = start_run(tools, plan2, tmp_path / "ckA")
+    ref = tokens_per_step(2, {"step": 0})
+    assert run.wait(60) == 0, run.stderr.read().decode()
+
+    run = start_run(tools, plan2, tmp_path / "ckB")
+    got = tokens_per_step(2, {"step": 0}, stop_before=KILL_AT)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(60)
+    run = start_run(tools, plan4, tmp_path / "ckB", "--resume", "--resume-step",
+                    str(KILL_AT))
+    used.clear()
+    got.update(tokens_per_step(4, {"step": KILL_AT}))
+    assert run.wait(60) == 0, run.stderr.read().decode()
+    assert used == {0, 1, 2, 3}, used   # the steps were split over 4 ranks
+    assert sorted(got) == sorted(ref) and len(ref) >= STOP
+    for step in ref:
+        assert np.array_equal(got[step], ref[step]), step
