@@ -110,7 +110,7 @@ shadow_takeover() {
 	cat err >&2
 	[ "$st" -eq 0 ]
 	grep -q 'source:book:0/1: shadow took over' err
-	! grep -q 'restarting' err
+	! grep -q 'restarting' err || false
 	check_same
 }
 
@@ -121,7 +121,7 @@ shadow_takeover() {
 @test "the takeover needs neither jq nor awk: a PATH without them" {
 	path_without nobin jq awk gawk mawk nawk original-awk
 	PATH=$BATS_TEST_TMPDIR/nobin
-	! command -v jq && ! command -v awk
+	{ ! command -v jq && ! command -v awk; } || false
 	shadow_takeover
 	grep -q 'tok/s' err
 }

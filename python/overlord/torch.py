@@ -81,6 +81,8 @@ class RankDataset(IterableDataset):
     def _produce(self, q, stop):
         try:
             for step, seqs in frames.steps(self.src, check_crc=self.check_crc):
+                if stop.is_set():
+                    return
                 item = (step, [micro_batch(s, self.ignore_index) for s in seqs])
                 while not stop.is_set():
                     try:
@@ -92,7 +94,8 @@ class RankDataset(IterableDataset):
                     return
             q.put(None)
         except BaseException as e:  # handed to the consumer, raised there
-            q.put(e)
+            if not stop.is_set():
+                q.put(e)
 
     def __iter__(self):
         # the reader starts at once (not at the first next()): every rank's
@@ -101,7 +104,19 @@ class RankDataset(IterableDataset):
         stop = threading.Event()
         t = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         t.start()
+        self._reader = (stop, t)
         return self._items(q, stop, t)
+
+    def close(self, timeout=30):
+        """Stop reading and wait (up to timeout seconds) until the stream is
+        closed: a live stream must have ended or failed (its writer gone)
+        for the reader to let go of it. True when it did."""
+        if getattr(self, "_reader", None) is None:
+            return True
+        stop, t = self._reader
+        stop.set()
+        t.join(timeout)
+        return not t.is_alive()
 
     def _items(self, q, stop, t):
         try:

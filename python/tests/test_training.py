@@ -72,10 +72,27 @@ def start_run(tools, plan, ck, *extra):
                             stderr=subprocess.PIPE, start_new_session=True)
 
 
-def consume(model, opt, fifos, state, seen, stop_before=None):
+def kill_run(run):
+    """SIGKILL ovl-run and its stages, and wait until every one of them is
+    gone (a dying sink still holds its FIFOs)."""
+    import time
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(60)
+    for _ in range(3000):
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the killed run's stages are still there")
+
+
+def consume(model, opt, fifos, state, seen, stop_before=None, dss=None):
     """Train from both ranks' streams until they end (or before step
-    stop_before); returns the trainer's state after the last step."""
-    dss = [otorch.RankDataset(str(f)) for f in fifos]
+    stop_before); returns the trainer's state after the last step. dss, a
+    list, gets the datasets (to close them after a kill)."""
+    dss = [] if dss is None else dss
+    dss += [otorch.RankDataset(str(f)) for f in fifos]
     for ds in dss:
         ds.load_state_dict(state)
     # every rank's reader opens its FIFO now (the loader waits for all)
@@ -124,11 +141,14 @@ def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
     model, opt = fresh()
     seen = {}
     run = start_run(tools, plan, tmp / "ckB")
-    state = consume(model, opt, fifos, {"step": 0}, seen, stop_before=KILL_AT)
+    dss = []
+    state = consume(model, opt, fifos, {"step": 0}, seen, stop_before=KILL_AT,
+                    dss=dss)
     saved = copy.deepcopy({"model": model.state_dict(), "opt": opt.state_dict(),
                            "data": state})
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait(60)
+    kill_run(run)
+    # the dead trainer's readers let go of the FIFOs before the new run
+    assert all(ds.close() for ds in dss)
     del model, opt
 
     # both come back: the trainer from its checkpoint, the loader from
@@ -165,8 +185,11 @@ def test_resume_with_more_ranks_keeps_every_steps_tokens(tmp_path, tools, sample
 
     used = set()   # the ranks that got sequences
 
+    opened = []
+
     def tokens_per_step(ranks, state, stop_before=None):
         dss = [otorch.RankDataset(str(f)) for f in fifos[:ranks]]
+        opened.extend(dss)
         for ds in dss:
             ds.load_state_dict(state)
         out = {}
@@ -185,8 +208,9 @@ def test_resume_with_more_ranks_keeps_every_steps_tokens(tmp_path, tools, sample
 
     run = start_run(tools, plan2, tmp_path / "ckB")
     got = tokens_per_step(2, {"step": 0}, stop_before=KILL_AT)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait(60)
+    kill_run(run)
+    # the dead trainer's readers let go of the FIFOs before the new run
+    assert all(ds.close() for ds in opened)
     run = start_run(tools, plan4, tmp_path / "ckB", "--resume", "--resume-step",
                     str(KILL_AT))
     used.clear()
