@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "bpe.h"
+#include "hf.h"
 #include "num.h"
 
 size_t
@@ -95,8 +96,24 @@ bytes_free(void *impl)
 	(void)impl;
 }
 
+static int
+bytes_decode(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	size_t i;
+
+	(void)impl;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)ids[i];
+		if (ids[i] > 255)
+			return -1;
+		ovl_buf_append(out, &c, 1);
+	}
+	return 0;
+}
+
 static const struct ovl_tok_ops bytes_ops = {
 	.encode = bytes_encode,
+	.decode = bytes_decode,
 	.special = bytes_special,
 	.free = bytes_free
 };
@@ -142,12 +159,83 @@ bpe_error_op(void *impl)
 	return ovl_bpe_error(impl);
 }
 
+static int
+bpe_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	size_t i, l;
+
+	for (i = 0; i < n; i++) {
+		const unsigned char *t = ovl_bpe_token(impl, ids[i], &l);
+		if (t == NULL)
+			return -1;
+		ovl_buf_append(out, t, l);
+	}
+	return 0;
+}
+
 static const struct ovl_tok_ops bpe_ops = {
 	.encode = bpe_encode_op,
+	.decode = bpe_decode_op,
 	.special = bpe_special_op,
 	.free = bpe_free_op,
 	.set_special = bpe_set_special_op,
 	.error = bpe_error_op
+};
+
+/* ---- hf: a tokenizer.json (hf.h) ---- */
+
+static int
+hf_encode_op(void *impl, const char *text, size_t n, struct ovl_u32vec *out,
+    size_t *bad_off)
+{
+	return ovl_hf_encode(impl, text, n, out, bad_off);
+}
+
+static int
+hf_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	return ovl_hf_decode(impl, ids, n, out);
+}
+
+static int64_t
+hf_special_op(void *impl, const char *name)
+{
+	return ovl_hf_token_id(impl, name);
+}
+
+static void
+hf_free_op(void *impl)
+{
+	ovl_hf_free(impl);
+}
+
+static const char *
+hf_error_op(void *impl)
+{
+	return ovl_hf_error(impl);
+}
+
+static int
+hf_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
+{
+	enum ovl_bpe_special p;
+
+	if (ovl_bpe_special_parse(policy, &p) != 0) {
+		snprintf(err, errlen, "unknown special-token policy '%s' "
+		    "(plain, error, allow, strip)", policy);
+		return -1;
+	}
+	ovl_hf_set_special(impl, p);
+	return 0;
+}
+
+static const struct ovl_tok_ops hf_ops = {
+	.encode = hf_encode_op,
+	.decode = hf_decode_op,
+	.special = hf_special_op,
+	.free = hf_free_op,
+	.set_special = hf_set_special_op,
+	.error = hf_error_op
 };
 
 static struct ovl_tok *
@@ -161,6 +249,7 @@ tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
 	t->name = ovl_xstrdup(name);
 	t->vocab = vocab;
 	t->eod = eod;
+	t->bos = OVL_TOK_NONE;
 	return t;
 }
 
@@ -201,6 +290,23 @@ tiktoken_open(const char *rest, char *err, size_t errlen)
 	return t;
 }
 
+static struct ovl_tok *
+hf_open(const char *path, char *err, size_t errlen)
+{
+	struct ovl_hf *h;
+	int64_t eod;
+
+	if (*path == '\0') {
+		snprintf(err, errlen, "hf: no file given (hf:PATH/tokenizer.json)");
+		return NULL;
+	}
+	if ((h = ovl_hf_open(path, err, errlen)) == NULL)
+		return NULL;
+	eod = ovl_hf_default_eod(h);
+	return tok_new(&hf_ops, h, ovl_hf_name(h), ovl_hf_vocab(h),
+	    eod >= 0 ? (uint32_t)eod : OVL_TOK_NONE);
+}
+
 struct ovl_tok *
 ovl_tok_open(const char *spec, char *err, size_t errlen)
 {
@@ -208,8 +314,10 @@ ovl_tok_open(const char *spec, char *err, size_t errlen)
 		return tok_new(&bytes_ops, NULL, "bytes", 257, BYTES_EOD);
 	if (strncmp(spec, "tiktoken:", 9) == 0)
 		return tiktoken_open(spec + 9, err, errlen);
+	if (strncmp(spec, "hf:", 3) == 0)
+		return hf_open(spec + 3, err, errlen);
 	snprintf(err, errlen, "unknown tokenizer '%s' (known: bytes, "
-	    "tiktoken:FILE[:PATTERN])", spec);
+	    "tiktoken:FILE[:PATTERN], hf:FILE)", spec);
 	return NULL;
 }
 
@@ -264,30 +372,63 @@ ovl_tok_eod(const struct ovl_tok *t)
 	return t->eod;
 }
 
-int
-ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+/* A token by decimal id or by its text: 0 with *id, or -1 with err. */
+static int
+tok_resolve(const struct ovl_tok *t, const char *what, const char *name,
+    uint32_t *id, char *err, size_t errlen)
 {
-	uint64_t id;
+	uint64_t n;
 	int64_t sid = -1;
 
-	if (ovl_num_u64(name, &id) == 0) {
-		if (id >= t->vocab) {
-			snprintf(err, errlen, "end-of-document id %" PRIu64
-			    " is not below the vocabulary size %" PRIu32, id,
-			    t->vocab);
+	if (ovl_num_u64(name, &n) == 0) {
+		if (n >= t->vocab) {
+			snprintf(err, errlen, "%s id %" PRIu64 " is not below "
+			    "the vocabulary size %" PRIu32, what, n, t->vocab);
 			return -1;
 		}
-		t->eod = (uint32_t)id;
+		*id = (uint32_t)n;
 		return 0;
 	}
 	if (t->ops->special != NULL)
 		sid = t->ops->special(t->impl, name);
-	if (sid < 0) {
-		snprintf(err, errlen, "unknown special token '%s' for tokenizer %s",
-		    name, t->name);
+	if (sid < 0 || sid >= t->vocab) {
+		snprintf(err, errlen, "unknown %s token '%s' for tokenizer %s",
+		    what, name, t->name);
 		return -1;
 	}
-	t->eod = (uint32_t)sid;
+	*id = (uint32_t)sid;
+	return 0;
+}
+
+int
+ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+{
+	return tok_resolve(t, "end-of-document", name, &t->eod, err, errlen);
+}
+
+int
+ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+{
+	return tok_resolve(t, "beginning-of-document", name, &t->bos, err,
+	    errlen);
+}
+
+uint32_t
+ovl_tok_bos(const struct ovl_tok *t)
+{
+	return t->bos;
+}
+
+int
+ovl_tok_decode(const struct ovl_tok *t, const uint32_t *ids, size_t n,
+    struct ovl_buf *out)
+{
+	size_t start = out->len;
+
+	if (t->ops->decode == NULL || t->ops->decode(t->impl, ids, n, out) != 0) {
+		out->len = start;
+		return -1;
+	}
 	return 0;
 }
 
