@@ -73,7 +73,7 @@ load_pattern(json_t *pat, char **lit, size_t *litlen, struct ovl_pretok **re,
 		    what);
 		return -1;
 	}
-	*re = ovl_pretok_open(OVL_PRETOK_REGEX, json_string_value(r), e,
+	*re = ovl_pretok_open(OVL_PRETOK_ONIG, json_string_value(r), e,
 	    sizeof(e));
 	if (*re == NULL) {
 		snprintf(err, errlen, "%s: regex: %s", what, e);
@@ -164,7 +164,7 @@ regex_pre(struct hf_text *t, const char *rx, enum hf_behavior b, int invert,
 
 	p->behavior = b;
 	p->invert = invert;
-	if ((p->re = ovl_pretok_open(OVL_PRETOK_REGEX, rx, e, sizeof(e))) == NULL) {
+	if ((p->re = ovl_pretok_open(OVL_PRETOK_ONIG, rx, e, sizeof(e))) == NULL) {
 		snprintf(err, errlen, "regex: %s", e);
 		return -1;
 	}
