@@ -84,6 +84,7 @@ struct ovl_plan_source {
 					   or a list ".c,.h" */
 	char		 *tokenizer;	/* tokenizer=, else the plan's tokenizer */
 	char		 *eod_token;	/* eod-token=, else the plan's eod-token */
+	char		 *bos_token;	/* bos-token=, else the plan's bos-token */
 	char		 *special;	/* special=plain|error|allow|strip (tiktoken) */
 	char		 *match;	/* match=REGEX: keep matching documents */
 	char		 *drop;		/* drop=REGEX: drop matching documents */
@@ -130,6 +131,7 @@ struct ovl_plan {
 	uint64_t	 seed;		/* seed N */
 	char		*tokenizer;	/* tokenizer SPEC: default of every source, NULL */
 	char		*eod_token;	/* eod-token X: default of every source, NULL */
+	char		*bos_token;	/* bos-token X: default of every source, NULL */
 
 	struct ovl_plan_source *sources;
 	size_t		 nsources;	/* >= 1 */
@@ -188,6 +190,7 @@ struct ovl_plan {
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */
 #define OVL_PLAN_NOGLOB	0x1	/* do not expand path= (no file access): npaths 0 */
+#define OVL_PLAN_TOKENIZERS 0x2	/* load every source's tokenizer (--check) */
 
 /*
  * Read and validate the plan file at path (paths resolved, globs expanded:

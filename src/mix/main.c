@@ -57,7 +57,7 @@ static const struct option longopts[] = {
 static int
 cmd_check(const struct mix_opts *o)
 {
-	struct ovl_plan *p = load_plan(o->plan, 0);
+	struct ovl_plan *p = load_plan(o->plan, OVL_PLAN_TOKENIZERS);
 
 	if (ovl_plan_print(p, stdout) != 0)
 		ovl_io_check_stdout();
