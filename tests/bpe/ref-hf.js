@@ -75,9 +75,11 @@ function fnv(h, ids) {
 		}
 		process.stdout.write(out.join('\n') + (out.length ? '\n' : ''));
 	} else if (mode === 'decode') {
-		const lines = fs.readFileSync(rest[0], 'utf8').split('\n').filter((l) => l !== '');
+		const lines = fs.readFileSync(rest[0], 'utf8').split('\n');
+		if (lines[lines.length - 1] === '')
+			lines.pop();
 		for (const l of lines)
-			process.stdout.write((await t.decode(l.split(' ').map(Number))) + '\0');
+			process.stdout.write((await t.decode(l === '' ? [] : l.split(' ').map(Number))) + '\0');
 	} else if (mode === 'bench') {
 		const docs = fs.readFileSync(rest[0], 'utf8').split('\0');
 		const bytes = fs.statSync(rest[0]).size;
