@@ -12,8 +12,8 @@
 #include "tok.h"
 
 /*
- * Resolve the FILE of "tiktoken:FILE[:PATTERN]" and "hf:FILE" against the
- * plan's directory.
+ * Resolve the FILE of "tiktoken:FILE[:PATTERN]", "hf:FILE" and
+ * "sentencepiece:FILE" against the plan's directory.
  */
 char *
 ovl_plan__resolve_tokenizer(const char *dir, const char *spec)
@@ -22,11 +22,17 @@ ovl_plan__resolve_tokenizer(const char *dir, const char *spec)
 	char *file, *joined, *r;
 	size_t n;
 
-	if (strncmp(spec, "hf:", 3) == 0 && spec[3] != '/' && spec[3] != '\0' &&
-	    dir != NULL && strcmp(dir, ".") != 0) {
-		joined = ovl_plan__join_dir(dir, spec + 3);
-		r = ovl_xmalloc(3 + strlen(joined) + 1);
-		strcpy(r, "hf:");
+	static const char *const whole[] = { "hf:", "sentencepiece:" };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		n = strlen(whole[i]);
+		if (strncmp(spec, whole[i], n) != 0 || spec[n] == '/' ||
+		    spec[n] == '\0' || dir == NULL || strcmp(dir, ".") == 0)
+			continue;
+		joined = ovl_plan__join_dir(dir, spec + n);
+		r = ovl_xmalloc(n + strlen(joined) + 1);
+		strcpy(r, whole[i]);
 		strcat(r, joined);
 		free(joined);
 		return r;

@@ -8,6 +8,7 @@
 
 #include "bpe.h"
 #include "hf.h"
+#include "spm.h"
 #include "num.h"
 
 size_t
@@ -238,6 +239,101 @@ static const struct ovl_tok_ops hf_ops = {
 	.error = hf_error_op
 };
 
+/* ---- sentencepiece: a tokenizer.model through libsentencepiece ---- */
+
+struct spm_tok {
+	struct ovl_spm	*s;
+	char		 err[256];
+};
+
+static int
+spm_encode_op(void *impl, const char *text, size_t n, struct ovl_u32vec *out,
+    size_t *bad_off)
+{
+	struct spm_tok *st = impl;
+	size_t ok = ovl_utf8_valid(text, n), len = out->len;
+
+	st->err[0] = '\0';
+	if (ok != n) {
+		*bad_off = ok;
+		return -1;
+	}
+	if (ovl_spm_encode(st->s, text, n, &out->p, &len, &out->cap, st->err,
+	    sizeof(st->err)) != 0) {
+		*bad_off = 0;
+		return -1;
+	}
+	out->len = len;
+	return 0;
+}
+
+static int
+spm_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	struct spm_tok *st = impl;
+	size_t len;
+	char *s = ovl_spm_decode(st->s, ids, n, &len);
+
+	if (s == NULL)
+		return -1;
+	ovl_buf_append(out, s, len);
+	free(s);
+	return 0;
+}
+
+static int64_t
+spm_special_op(void *impl, const char *name)
+{
+	return ovl_spm_piece_id(((struct spm_tok *)impl)->s, name);
+}
+
+static void
+spm_free_op(void *impl)
+{
+	struct spm_tok *st = impl;
+
+	ovl_spm_free(st->s);
+	free(st);
+}
+
+static const char *
+spm_error_op(void *impl)
+{
+	return ((struct spm_tok *)impl)->err;
+}
+
+static const struct ovl_tok_ops spm_ops = {
+	.encode = spm_encode_op,
+	.decode = spm_decode_op,
+	.special = spm_special_op,
+	.free = spm_free_op,
+	.error = spm_error_op
+};
+
+static struct ovl_tok *tok_new(const struct ovl_tok_ops *ops, void *impl,
+    const char *name, uint32_t vocab, uint32_t eod);
+
+static struct ovl_tok *
+spm_open(const char *path, char *err, size_t errlen)
+{
+	struct spm_tok *st;
+	struct ovl_spm *s;
+	int64_t eos;
+
+	if (*path == '\0') {
+		snprintf(err, errlen, "sentencepiece: no file given "
+		    "(sentencepiece:PATH/tokenizer.model)");
+		return NULL;
+	}
+	if ((s = ovl_spm_open(path, err, errlen)) == NULL)
+		return NULL;
+	st = ovl_xcalloc(1, sizeof(*st));
+	st->s = s;
+	eos = ovl_spm_eos(s);
+	return tok_new(&spm_ops, st, ovl_spm_name(s), ovl_spm_vocab(s),
+	    eos >= 0 ? (uint32_t)eos : OVL_TOK_NONE);
+}
+
 static struct ovl_tok *
 tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
     uint32_t vocab, uint32_t eod)
@@ -316,8 +412,10 @@ ovl_tok_open(const char *spec, char *err, size_t errlen)
 		return tiktoken_open(spec + 9, err, errlen);
 	if (strncmp(spec, "hf:", 3) == 0)
 		return hf_open(spec + 3, err, errlen);
+	if (strncmp(spec, "sentencepiece:", 14) == 0)
+		return spm_open(spec + 14, err, errlen);
 	snprintf(err, errlen, "unknown tokenizer '%s' (known: bytes, "
-	    "tiktoken:FILE[:PATTERN], hf:FILE)", spec);
+	    "tiktoken:FILE[:PATTERN], hf:FILE, sentencepiece:FILE)", spec);
 	return NULL;
 }
 
