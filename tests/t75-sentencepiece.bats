@@ -97,5 +97,5 @@ setup() {
 	run -2 "$OVL_MIX" --check "$BATS_TEST_TMPDIR/p.plan"
 	[[ "$output" == *"p.plan:1: source a: $BATS_TEST_TMPDIR/cut.model: not a SentencePiece model"* ]]
 	run -2 "$OVL_SOURCE" --tokenizer "sentencepiece:$DIR/uni.model" --eod-token '<nope>' t "$BATS_TEST_TMPDIR/d.jsonl"
-	[[ "$output" == *"unknown end-of-document token '<nope>'"* ]]
+	[[ "$output" == *"unknown special token '<nope>'"* ]]
 }

@@ -491,7 +491,8 @@ tok_resolve(const struct ovl_tok *t, const char *what, const char *name,
 		sid = t->ops->special(t->impl, name);
 	if (sid < 0 || sid >= t->vocab) {
 		snprintf(err, errlen, "unknown %s token '%s' for tokenizer %s",
-		    what, name, t->name);
+		    strcmp(what, "end-of-document") == 0 ? "special" : what,
+		    name, t->name);
 		return -1;
 	}
 	*id = (uint32_t)sid;
