@@ -87,7 +87,7 @@ run_examples() {
 	local n i
 	EX=$BATS_TEST_TMPDIR/ex
 	mkdir -p "$EX/bin"
-	for i in source mix construct ckpt run; do
+	for i in source mix construct ckpt run tok; do
 		ln -sf "$OVL_BUILDDIR/ovl-$i" "$EX/bin/ovl-$i"
 	done
 	n=$(man_examples "$1" "$EX")
