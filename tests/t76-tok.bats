@@ -84,3 +84,32 @@ setup() {
 	run -3 "$OVL_TOK" -t "$HF" decode "$T/cut.frames"
 	[[ "$output" == *"cut.frames"* ]]
 }
+
+@test "samples/plans/hf.plan: checked with its tokenizer, run, and its sequences decode to sample text" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	cp -r "$SAMPLES" "$T/samples"
+	run -0 "$OVL_MIX" --check "$T/samples/plans/hf.plan"
+	[[ "$output" == *"bos-token \"<|begin|>\""* ]]
+	run -0 "$OVL_RUN" -q -d "$T/run/hf-run" "$T/samples/plans/hf.plan"
+	"$py" -c '
+import sys; sys.path.insert(0, sys.argv[1])
+from overlord import offline
+for i, s in enumerate(offline.npy(sys.argv[2])):
+    if i == 2: break
+    a, e = s.cu_seqlens[0], s.cu_seqlens[1]
+    print(*s.tokens[a:e])' "$OVL_SRCDIR/python" "$T/run/hf-out/packed" > "$T/ids"
+	head -c 5 "$T/ids" | grep -q '^2001 '
+	"$OVL_TOK" -t "$HF" --bos-token '<|begin|>' -0 decode "$T/ids" > "$T/text"
+	# each decoded piece is text of the samples (jsonl decoded, zstd too)
+	zstdcat "$SAMPLES"/web/*.zst > "$T/web-zst.jsonl"
+	"$py" -c '
+import glob, json, sys
+corpus = []
+for p in glob.glob(sys.argv[2] + "/web/*.jsonl") + [sys.argv[3]]:
+    corpus += [json.loads(l)["text"] for l in open(p, encoding="utf-8")]
+corpus += [open(p, encoding="utf-8").read() for p in glob.glob(sys.argv[2] + "/books/*.txt")]
+pieces = [x for x in open(sys.argv[1], encoding="utf-8").read().split("\0") if x]
+assert len(pieces) == 2, pieces
+for x in pieces:
+    assert any(x[:80] in c for c in corpus), x[:80]' "$T/text" "$SAMPLES" "$T/web-zst.jsonl"
+}
