@@ -29,7 +29,7 @@ load test_helper
 		[ "$(man_examples "$page" "$BATS_TEST_TMPDIR")" -ge 1 ] ||
 		    bad+=" $page:no-examples"
 	done
-	[ "$n" -eq 6 ]
+	[ "$n" -eq 7 ]
 	[ -z "$bad" ] || { echo "failed:$bad"; return 1; }
 }
 

@@ -9,6 +9,7 @@ OVL_MIX="$OVL_BUILDDIR/ovl-mix"
 OVL_CONSTRUCT="$OVL_BUILDDIR/ovl-construct"
 OVL_CKPT="$OVL_BUILDDIR/ovl-ckpt"
 OVL_RUN="$OVL_BUILDDIR/ovl-run"
+OVL_REPORT="$OVL_BUILDDIR/ovl-report"
 OVL_TEST_TOOL="$OVL_BUILDDIR/tests/helper/ovl-test-tool"
 SAMPLES="$OVL_SRCDIR/samples"
 FIXTURES="$OVL_SRCDIR/tests/fixtures"
@@ -87,7 +88,7 @@ run_examples() {
 	local n i
 	EX=$BATS_TEST_TMPDIR/ex
 	mkdir -p "$EX/bin"
-	for i in source mix construct ckpt run tok; do
+	for i in source mix construct ckpt run tok report; do
 		ln -sf "$OVL_BUILDDIR/ovl-$i" "$EX/bin/ovl-$i"
 	done
 	n=$(man_examples "$1" "$EX")
