@@ -103,3 +103,36 @@ PY
 	run -1 "$OVL_CKPT" summary nonexistent
 	[[ "$output" == *"no checkpoint and no statistics in 'nonexistent'"* ]]
 }
+
+@test "live figures: windowed rates, progress and the last step's balance; --metrics in the Prometheus text format" {
+	"$py" -c 'import prometheus_client' 2>/dev/null ||
+		skip "python3-prometheus-client not installed (scripts/bootstrap installs it): the metrics are not parsed"
+	sed -i 's/^output /stop tokens=150K\noutput /' p.plan
+	run -0 --separate-stderr "$OVL_RUN" -d run --status-interval 0.2 --metrics m.prom p.plan 3>&-
+	# status lines: elapsed seconds, step, tokens and a windowed rate,
+	# progress toward the stop, per source rate and shares, the balance
+	line=$(grep -m 1 'max/bound' <<< "$stderr")
+	[[ "$line" =~ ^ovl-run:\ [0-9]+s\ \|\ step\ [0-9]+\ \|\ [0-9]+\ tokens,\ [0-9]+\ tok/s\ \([0-9]+%\ of\ 150000\ tokens ]]
+	[[ "$line" == *"web "*" tok/s "*"%/"*"%, book "* ]]
+	[[ "$line" =~ \|\ step\ [0-9]+\ max/bound\ [0-9.]+\ \|\ ckpt ]]
+	[ -s m.prom ]
+	# the file parses as Prometheus text, and says what the run did
+	"$py" - m.prom <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+m = {}
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        m[(s.name, tuple(sorted(s.labels.items())))] = s.value
+tok = m[("overlord_tokens_total", ())]
+assert tok >= 150000, tok
+web = m[("overlord_source_tokens_total", (("source", "web"),))]
+book = m[("overlord_source_tokens_total", (("source", "book"),))]
+assert web + book == tok, (web, book, tok)
+share = m[("overlord_source_share_ratio", (("source", "web"),))]
+assert abs(share - web / tok) < 0.002, (share, web / tok)
+assert m[("overlord_restarts_total", ())] == 0
+for k in ("overlord_tokens_per_second", "overlord_step", "overlord_checkpoint", "overlord_elapsed_seconds"):
+    assert (k, ()) in m, k
+PY
+}

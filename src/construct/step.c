@@ -253,7 +253,8 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		for (r = 0; r < ranks; r++)
 			fprintf(fp, "%s%" PRIu64, r > 0 ? "," : "",
 			    c->sw.rtok[r]);
-		fprintf(fp, "],\"max_cost\":%.17g,\"mean_cost\":%.17g,"
+		fprintf(fp, "],\"max_over_bound\":%.4f", lb > 0 ? maxc / lb : 1);
+		fprintf(fp, ",\"max_cost\":%.17g,\"mean_cost\":%.17g,"
 		    "\"lower_bound\":%.17g,\"tight_bound\":%.17g,"
 		    "\"none\":{\"max_cost\":%.17g,"
 		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,
