@@ -28,6 +28,7 @@ struct src_sum {
 	char		 name[OVL_PLAN_MAX_NAME + 1];
 	uint64_t	 tokens, docs, tok_per_s;
 	double		 share, target;
+	uint64_t	 long_n[3], long_cut;	/* split, truncated, dropped */
 };
 
 struct sum {
@@ -137,6 +138,14 @@ read_mix(const char *dir, struct sum *s)
 			ss->docs = strtoull(val, NULL, 10);
 		else if (strcmp(dot, "tok_per_s") == 0)
 			ss->tok_per_s = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_split") == 0)
+			ss->long_n[0] = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_truncated") == 0)
+			ss->long_n[1] = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_dropped") == 0)
+			ss->long_n[2] = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_cut_tokens") == 0)
+			ss->long_cut = strtoull(val, NULL, 10);
 		else if (strcmp(dot, "share_pct") == 0)
 			ss->share = strtod(val, NULL);
 		else if (strcmp(dot, "target_pct") == 0)
@@ -323,6 +332,15 @@ print_text(const char *dir, const struct sum *s)
 			    "%12" PRIu64 "\n", s->src[i].name, s->src[i].tokens,
 			    s->src[i].docs, s->src[i].share, s->src[i].target,
 			    s->src[i].tok_per_s);
+		for (i = 0; i < s->nsrc; i++) {
+			const struct src_sum *x = &s->src[i];
+			if (x->long_n[0] + x->long_n[1] + x->long_n[2] == 0)
+				continue;
+			printf("  %-16s longer than seq-len: %" PRIu64 " split, %"
+			    PRIu64 " truncated, %" PRIu64 " dropped (%" PRIu64
+			    " tokens left out)\n", x->name, x->long_n[0],
+			    x->long_n[1], x->long_n[2], x->long_cut);
+		}
 	}
 	if (s->have_construct) {
 		uint64_t cap = s->stoks + s->padding;
@@ -367,9 +385,12 @@ print_json(const char *dir, const struct sum *s)
 		printf("%s{\"name\":", i > 0 ? "," : "");
 		ovl_json_string(stdout, s->src[i].name, strlen(s->src[i].name));
 		printf(",\"tokens\":%" PRIu64 ",\"docs\":%" PRIu64 ",\"share_pct\":"
-		    "%.1f,\"planned_pct\":%.1f,\"tok_per_s\":%" PRIu64 "}",
-		    s->src[i].tokens, s->src[i].docs, s->src[i].share,
-		    s->src[i].target, s->src[i].tok_per_s);
+		    "%.1f,\"planned_pct\":%.1f,\"tok_per_s\":%" PRIu64
+		    ",\"long_split\":%" PRIu64 ",\"long_truncated\":%" PRIu64
+		    ",\"long_dropped\":%" PRIu64 ",\"long_cut_tokens\":%" PRIu64
+		    "}", s->src[i].tokens, s->src[i].docs, s->src[i].share,
+		    s->src[i].target, s->src[i].tok_per_s, s->src[i].long_n[0],
+		    s->src[i].long_n[1], s->src[i].long_n[2], s->src[i].long_cut);
 	}
 	printf("]");
 	if (s->have_construct)

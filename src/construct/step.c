@@ -95,9 +95,12 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	for (j = 0; j < np; j++) {
 		const struct piece *p = &c->pieces[idx[j]];
 
+		uint32_t p0 = p->source < OVL_PLAN_MAX_SOURCES &&
+		    o->cont_pos[p->source] ? p->offset : 0;
+
 		memcpy(tok + k, c->arena.p + p->tok, (size_t)p->length * 4);
 		for (i = 0; i < p->length; i++)
-			pos[k + i] = i;
+			pos[k + i] = p0 + i;
 		k += p->length;
 		cu[j + 1] = k;
 		if (pl != NULL) {

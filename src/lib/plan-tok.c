@@ -1,6 +1,7 @@
 /*
  * plan-tok: a plan's tokenizer choices: files resolved against the plan's
- * directory, and loaded for ovl-mix --check (OVL_PLAN_TOKENIZERS).
+ * directory, and loaded for ovl-mix --check (OVL_PLAN_TOKENIZERS); and
+ * what becomes of documents longer than seq-len (long-docs).
  */
 #include "plan.h"
 
@@ -98,4 +99,17 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 	prev[1] = eod;
 	prev[2] = bos;
 	return rc;
+}
+
+enum ovl_long_docs
+ovl_plan_long_docs(const struct ovl_plan *p, size_t i)
+{
+	const char *v = p->sources[i].long_docs != NULL ?
+	    p->sources[i].long_docs : p->long_docs;
+	size_t k;
+
+	for (k = 0; v != NULL && ovl_plan_longdocs[k] != NULL; k++)
+		if (strcmp(v, ovl_plan_longdocs[k]) == 0)
+			return (enum ovl_long_docs)k;
+	return OVL_LONG_SPLIT;
 }

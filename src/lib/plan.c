@@ -1083,6 +1083,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->tokenizer);
 		free(s->eod_token);
 		free(s->bos_token);
+		free(s->long_docs);
 		free(s->special);
 		free(s->match);
 		free(s->drop);
@@ -1102,6 +1103,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->tokenizer);
 	free(p->eod_token);
 	free(p->bos_token);
+	free(p->long_docs);
 	free(p->balance);
 	free(p->pack);
 	free(p->ckpt_dir);

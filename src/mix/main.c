@@ -417,6 +417,7 @@ main(int argc, char **argv)
 	m.active = ovl_xcalloc(m.nsrc, 1);
 	for (i = 0; i < m.nsrc; i++) {
 		m.src[i].ps = &m.plan->sources[i];
+		m.src[i].long_policy = ovl_plan_long_docs(m.plan, i);
 		m.active[i] = 1;
 	}
 	ovl_plan_stepcfg(m.plan, &m.cfg);
@@ -461,6 +462,7 @@ main(int argc, char **argv)
 	free(m.pfd);
 	free(m.pin);
 	free(m.bars);
+	ovl_u32vec_free(&m.trunc);
 	free(m.target);
 	free(m.w8);
 	free(m.active);
