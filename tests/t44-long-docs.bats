@@ -104,15 +104,8 @@ PY
 		mv out/s.jsonl ref.jsonl
 		rm -rf ck out
 		"$OVL_RUN" -q -d run --restart 1 --summary s.json p.plan 3>&- 2> err &
-		pid=$!
-		for _ in $(seq 600); do
-			[ -s ck/stats/construct.1.jsonl ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
-		victim=$(pgrep -P "$pid" -f -- ovl-mix | head -n 1)
-		[ -n "$victim" ] && kill -KILL "$victim"
-		wait "$pid"
+		kill_stage_once $! ck ovl-mix
+		wait
 		cmp ref.jsonl out/s.jsonl
 		[ -n "$victim" ] || continue
 		"$py" -c '

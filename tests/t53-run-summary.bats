@@ -63,15 +63,8 @@ PY
 	# a run whose constructor is killed once a checkpoint is committed
 	"$OVL_RUN" -q -d run --restart 1 --summary sum.json p.plan 3>&- 2> err &
 	pid=$!
-	for _ in $(seq 600); do
-		# figures of some steps written (buffered): checkpoints committed
-		[ -s ckpt/stats/construct.1.jsonl ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	victim=$(pgrep -P "$pid" -f -- ovl-construct | head -n 1)
+	kill_stage_once "$pid" ckpt ovl-construct
 	[ -n "$victim" ] || skip "the run ended before the kill (a very fast machine)"
-	kill -KILL "$victim"
 	st=0
 	wait "$pid" || st=$?
 	cat err >&2

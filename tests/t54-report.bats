@@ -44,15 +44,8 @@ dom() {
 	[ -n "$CHROMIUM" ] || skip "chromium not found: install the Debian package chromium (scripts/bootstrap does)"
 	# a run whose constructor is killed once, then finishes
 	"$OVL_RUN" -q -d run --restart 1 --status-interval 0.5 --summary sum.json p.plan 3>&- 2> err &
-	pid=$!
-	for _ in $(seq 600); do
-		[ -s ckpt/stats/construct.1.jsonl ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	victim=$(pgrep -P "$pid" -f -- ovl-construct | head -n 1)
-	[ -n "$victim" ] && kill -KILL "$victim"
-	wait "$pid"
+	kill_stage_once $! ckpt ovl-construct
+	wait
 	run -0 "$OVL_REPORT" -o report.html ckpt
 	[[ "$output" == *"wrote report.html"* ]]
 	# nothing from elsewhere: no script, no external reference

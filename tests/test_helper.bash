@@ -142,3 +142,19 @@ construct_setup() {
 	GENARGS="--docs $1 --median 100 --tail 6 --tail-min 300 --tail-max 2000 --seed $2"
 	"$GEN" $GENARGS > "$T/in.f"
 }
+
+# kill_stage_once PID CKPTDIR TOOL: once the run of ovl-run PID has written
+# its first per-step figures (CKPTDIR/stats/construct.1.jsonl: checkpoints
+# are committed), SIGKILL its stage TOOL (ovl-mix, ovl-construct, ...),
+# one of ovl-run's own children. Sets $victim ("" when the run ended first).
+kill_stage_once() {
+	local pid=$1 dir=$2 tool=$3 i
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$dir/stats/construct.1.jsonl" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	victim=$(pgrep -P "$pid" -f -- "$tool" | head -n 1)
+	# a stage that ended meanwhile was not killed
+	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
+}

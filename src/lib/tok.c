@@ -140,16 +140,25 @@ bpe_free_op(void *impl)
 	ovl_bpe_free(impl);
 }
 
+/* A special-token policy by name: 0, or -1 with a message. */
+static int
+policy_of(const char *policy, enum ovl_bpe_special *p, char *err,
+    size_t errlen)
+{
+	if (ovl_bpe_special_parse(policy, p) == 0)
+		return 0;
+	snprintf(err, errlen, "unknown special-token policy '%s' "
+	    "(plain, error, allow, strip)", policy);
+	return -1;
+}
+
 static int
 bpe_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
 {
 	enum ovl_bpe_special p;
 
-	if (ovl_bpe_special_parse(policy, &p) != 0) {
-		snprintf(err, errlen, "unknown special-token policy '%s' "
-		    "(plain, error, allow, strip)", policy);
+	if (policy_of(policy, &p, err, errlen) != 0)
 		return -1;
-	}
 	ovl_bpe_set_special(impl, p);
 	return 0;
 }
@@ -221,11 +230,8 @@ hf_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
 {
 	enum ovl_bpe_special p;
 
-	if (ovl_bpe_special_parse(policy, &p) != 0) {
-		snprintf(err, errlen, "unknown special-token policy '%s' "
-		    "(plain, error, allow, strip)", policy);
+	if (policy_of(policy, &p, err, errlen) != 0)
 		return -1;
-	}
 	ovl_hf_set_special(impl, p);
 	return 0;
 }
