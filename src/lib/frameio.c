@@ -538,7 +538,8 @@ write_out(struct ovl_writer *w, size_t n)
 	if (n == 0)
 		return;
 	if (ovl_io_write_full(w->fd, w->buf, n) != 0) {
-		if (errno == EPIPE)
+		/* a socket's reader leaving is an error naming the peer */
+		if (errno == EPIPE && !ovl_io_issock(w->fd))
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'", w->name);
 	}
