@@ -2,7 +2,7 @@
  * net: endpoints, connecting and listening, the handshake. See net.h and
  * ovl-frame(5).
  */
-#include "net.h"
+#include "net-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,58 +23,20 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-
 #include "atomic.h"
 #include "buf.h"
 #include "err.h"
 #include "num.h"
 
-#define HELLO_MAGIC	"OVLAUTH\n"	/* 8 bytes, first on the wire */
-#define HELLO_VERSION	1
-#define NONCE_LEN	32
-#define HELLO_FIXED	(12 + NONCE_LEN)	/* magic, version, role, id length, 0 */
-#define MAC_LEN		32
-#define RUNID_MAX	200
-#define SECRET_MIN	16
-#define SECRET_MAX	4096
 #define HANDSHAKE_MAX	10.0	/* seconds a listener gives one peer */
 #define BACKOFF_MIN	0.05
 #define BACKOFF_MAX	1.0
 
-enum { EP_CONNECT, EP_LISTEN };
-
-struct ovl_net {
-	char	*spec;		/* as given, options included */
-	char	*shown;		/* the endpoint without its options */
-	char	*host;		/* NULL: every address (listen) */
-	char	 port[16];
-	char	*port_file;
-	int	 kind;		/* EP_* */
-	int	 dir;		/* OVL_NET_READ or OVL_NET_WRITE */
-	int	 lfd;		/* listening socket, or -1 */
-	char	 bound[128];	/* "ADDR:PORT" the listener is bound to */
-	char	*name;		/* for messages */
-};
-
 /* ---- settings: options, then the environment, then defaults ---- */
 
-static struct {
-	int	 loaded;
-	double	 connect_timeout;
-	double	 keepalive;
-	double	 send_timeout;
-	uint64_t sockbuf;
-	char	*secret_file;
-	char	*run_id;
-	int	 set[OVL_NET_OPT_LAST - OVL_NET_OPT_CONNECT_TIMEOUT + 1];
-	uint8_t	*secret;
-	size_t	 secret_len;
-	int	 (*stop)(void);
-} cfg = { 0, 60, 10, 0, 0, NULL, NULL, { 0 }, NULL, 0, NULL };
+static struct ovl_net__cfg cfg = {
+	.connect_timeout = 60, .keepalive = 10
+};
 
 static int
 parse_seconds(const char *v, double *out)
@@ -87,12 +49,12 @@ parse_seconds(const char *v, double *out)
 	return 0;
 }
 
-static int
-valid_run_id(const char *v)
+int
+ovl_net__valid_run_id(const char *v)
 {
 	const char *p;
 
-	if (strlen(v) > RUNID_MAX)
+	if (strlen(v) > OVL_NET__RUNID_MAX)
 		return 0;
 	for (p = v; *p != '\0'; p++)
 		if (*p <= ' ' || *p > '~')
@@ -123,7 +85,7 @@ set_value(int opt, const char *v)
 		cfg.secret_file = ovl_xstrdup(v);
 		return 0;
 	case OVL_NET_OPT_RUN_ID:
-		if (!valid_run_id(v))
+		if (!ovl_net__valid_run_id(v))
 			return -1;
 		free(cfg.run_id);
 		cfg.run_id = ovl_xstrdup(v);
@@ -193,85 +155,6 @@ static int
 stopping(void)
 {
 	return cfg.stop != NULL && cfg.stop();
-}
-
-/* ---- the secret ---- */
-
-static void
-take_secret(const uint8_t *p, size_t n, const char *from)
-{
-	if (n > 0 && p[n - 1] == '\n')
-		n--;
-	if (n > 0 && p[n - 1] == '\r')
-		n--;
-	if (n < SECRET_MIN || n > SECRET_MAX)
-		ovl_errx(OVL_EXIT_USAGE, "the secret in %s has %zu bytes: it "
-		    "needs %d to %d", from, n, SECRET_MIN, SECRET_MAX);
-	cfg.secret = ovl_xmalloc(n);
-	memcpy(cfg.secret, p, n);
-	cfg.secret_len = n;
-}
-
-/*
- * The run's secret, once: the file (--secret-file, OVL_SECRET_FILE),
- * readable by its owner only, or else OVL_SECRET. Exits 2 without one.
- */
-static void
-load_secret(const char *spec)
-{
-	uint8_t buf[SECRET_MAX + 8];
-	char from[512];
-	struct stat st;
-	ssize_t n;
-	size_t len = 0;
-	const char *env;
-	int fd;
-
-	if (cfg.secret != NULL)
-		return;
-	if (cfg.secret_file != NULL) {
-		fd = open(cfg.secret_file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			ovl_err(OVL_EXIT_USAGE, "cannot open secret file '%s'",
-			    cfg.secret_file);
-		if (fstat(fd, &st) != 0)
-			ovl_err(OVL_EXIT_USAGE, "cannot stat '%s'",
-			    cfg.secret_file);
-		if (!S_ISREG(st.st_mode))
-			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' is not a "
-			    "regular file", cfg.secret_file);
-		if ((st.st_mode & 077) != 0)
-			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' has mode %04o: "
-			    "it must be readable by its owner only (chmod 600)",
-			    cfg.secret_file, (unsigned)(st.st_mode & 07777));
-		if (st.st_uid != geteuid())
-			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' belongs to "
-			    "uid %u, not to this user", cfg.secret_file,
-			    (unsigned)st.st_uid);
-		while (len < sizeof(buf)) {
-			n = read(fd, buf + len, sizeof(buf) - len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				ovl_err(OVL_EXIT_USAGE, "cannot read '%s'",
-				    cfg.secret_file);
-			if (n == 0)
-				break;
-			len += (size_t)n;
-		}
-		close(fd);
-		snprintf(from, sizeof(from), "'%s'", cfg.secret_file);
-		take_secret(buf, len, from);
-		OPENSSL_cleanse(buf, sizeof(buf));
-		return;
-	}
-	env = getenv("OVL_SECRET");
-	if (env != NULL && *env != '\0') {
-		take_secret((const uint8_t *)env, strlen(env), "OVL_SECRET");
-		return;
-	}
-	ovl_errx(OVL_EXIT_USAGE, "'%s' needs the run's secret: --secret-file "
-	    "FILE, OVL_SECRET_FILE or OVL_SECRET", spec);
 }
 
 /* ---- endpoints ---- */
@@ -382,7 +265,7 @@ ovl_net_new(const char *spec, int dir)
 		    "tcp-listen:[HOST]:PORT[,port-file=FILE])", spec);
 	n->name = ovl_xstrdup(n->shown);
 	load_env();
-	load_secret(spec);
+	ovl_net__load_secret(&cfg, spec);
 	return n;
 }
 
@@ -416,8 +299,8 @@ ovl_net_free(struct ovl_net *n)
 
 /* ---- sockets ---- */
 
-static double
-now(void)
+double
+ovl_net__now(void)
 {
 	struct timespec ts;
 
@@ -492,13 +375,8 @@ tune(int fd, int dir)
 		    (int)(cfg.send_timeout * 1000));
 }
 
-/*
- * Wait until fd is ready for events or the deadline passes, in slices so
- * that the stop function is heard. 1 ready, 0 deadline, -1 stop (EINTR)
- * or error.
- */
-static int
-wait_fd(int fd, short events, double deadline)
+int
+ovl_net__wait_fd(int fd, short events, double deadline)
 {
 	struct pollfd p;
 	double left;
@@ -509,7 +387,7 @@ wait_fd(int fd, short events, double deadline)
 			errno = EINTR;
 			return -1;
 		}
-		left = deadline - now();
+		left = deadline - ovl_net__now();
 		if (left <= 0)
 			return 0;
 		p.fd = fd;
@@ -527,11 +405,11 @@ wait_fd(int fd, short events, double deadline)
 static int
 nap(double s)
 {
-	double end = now() + s;
+	double end = ovl_net__now() + s;
 	struct timespec ts;
 	double left;
 
-	while ((left = end - now()) > 0) {
+	while ((left = end - ovl_net__now()) > 0) {
 		if (stopping()) {
 			errno = EINTR;
 			return -1;
@@ -543,192 +421,6 @@ nap(double s)
 		nanosleep(&ts, NULL);
 	}
 	return 0;
-}
-
-/*
- * Exactly n bytes in or out before the deadline: 0; -1 with errno (EOF is
- * ECONNRESET, the deadline ETIMEDOUT, the stop function EINTR). *done
- * (when not NULL) counts the bytes moved either way.
- */
-static int
-xfer_n(int fd, void *buf, size_t n, int out, double deadline, size_t *done)
-{
-	uint8_t *p = buf;
-	ssize_t k;
-	int rc;
-
-	while (n > 0) {
-		rc = wait_fd(fd, out ? POLLOUT : POLLIN, deadline);
-		if (rc == 0)
-			errno = ETIMEDOUT;
-		if (rc <= 0)
-			return -1;
-		k = out ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) :
-		    recv(fd, p, n, MSG_DONTWAIT);
-		if (k == 0 && !out) {
-			errno = ECONNRESET;
-			return -1;
-		}
-		if (k < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (k < 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-		*done += (size_t)k;
-	}
-	return 0;
-}
-
-static int
-xfer(int fd, void *buf, size_t n, int out, double deadline)
-{
-	size_t done = 0;
-
-	return xfer_n(fd, buf, n, out, deadline, &done);
-}
-
-static int
-xfer_some(int fd, void *buf, size_t n, double deadline, size_t *got)
-{
-	*got = 0;
-	return xfer_n(fd, buf, n, 0, deadline, got);
-}
-
-/* ---- the handshake ---- */
-
-enum { HS_OK, HS_IO, HS_REFUSED };	/* HS_IO: the connection failed */
-
-static size_t
-hello_encode(uint8_t *h, int dir, const uint8_t *nonce)
-{
-	const char *id = cfg.run_id != NULL ? cfg.run_id : "";
-	size_t idlen = strlen(id);
-
-	memcpy(h, HELLO_MAGIC, 8);
-	h[8] = HELLO_VERSION;
-	h[9] = dir == OVL_NET_WRITE ? 'W' : 'R';
-	h[10] = (uint8_t)idlen;
-	h[11] = 0;
-	memcpy(h + 12, nonce, NONCE_LEN);
-	memcpy(h + HELLO_FIXED, id, idlen);
-	return HELLO_FIXED + idlen;
-}
-
-/*
- * The proof of side who ('L' the listener, 'C' the connecting side):
- * HMAC-SHA256 under the secret of a label, who, and both hellos (the
- * listener's first). Each side's proof covers the other's fresh nonce, and
- * who keeps one side's proof from being replayed as the other's.
- */
-static void
-proof(char who, const uint8_t *lh, size_t llen, const uint8_t *ch,
-    size_t clen, uint8_t out[MAC_LEN])
-{
-	static const char label[] = "overlord stream proof ";
-	uint8_t msg[sizeof(label) + 2 * (HELLO_FIXED + RUNID_MAX)];
-	size_t n = sizeof(label) - 1;
-	unsigned olen = MAC_LEN;
-
-	memcpy(msg, label, n);
-	msg[n++] = (uint8_t)who;
-	memcpy(msg + n, lh, llen);
-	n += llen;
-	memcpy(msg + n, ch, clen);
-	n += clen;
-	if (HMAC(EVP_sha256(), cfg.secret, (int)cfg.secret_len, msg, n, out,
-	    &olen) == NULL || olen != MAC_LEN)
-		ovl_errx(OVL_EXIT_DATA, "HMAC-SHA256 failed (libcrypto)");
-}
-
-/*
- * Authenticate the peer on fd before deadline. HS_OK; HS_IO with errno
- * set when the connection failed; HS_REFUSED when the peer is not one of
- * this run's. why gets the reason.
- */
-static int
-handshake(const struct ovl_net *n, int fd, double deadline, char *why,
-    size_t wlen)
-{
-	uint8_t mine[HELLO_FIXED + RUNID_MAX], theirs[HELLO_FIXED + RUNID_MAX];
-	uint8_t nonce[NONCE_LEN], mac[MAC_LEN], got[MAC_LEN];
-	const char *myid = cfg.run_id != NULL ? cfg.run_id : "";
-	char id[RUNID_MAX + 1];
-	size_t mlen, tlen, got_n;
-	int listener = n->kind == EP_LISTEN, e;
-
-	if (RAND_bytes(nonce, sizeof(nonce)) != 1)
-		ovl_errx(OVL_EXIT_DATA, "cannot draw a random nonce (RAND_bytes)");
-	mlen = hello_encode(mine, n->dir, nonce);
-	got_n = 0;
-	if (xfer(fd, mine, mlen, 1, deadline) != 0 ||
-	    xfer_some(fd, theirs, HELLO_FIXED, deadline, &got_n) != 0) {
-		e = errno;
-		if (got_n > 0 && memcmp(theirs, HELLO_MAGIC, got_n < 8 ?
-		    got_n : 8) != 0)
-			goto garbage;
-		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ?
-		    "the connection closed" : strerror(e));
-		errno = e;
-		return HS_IO;
-	}
-	if (memcmp(theirs, HELLO_MAGIC, 8) != 0) {
-garbage:
-		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
-		    "but %zu other bytes)", got_n);
-		return HS_REFUSED;
-	}
-	if (theirs[8] != HELLO_VERSION || (theirs[9] != 'R' &&
-	    theirs[9] != 'W') || theirs[10] > RUNID_MAX || theirs[11] != 0) {
-		snprintf(why, wlen, "a greeting of another version (%u)",
-		    theirs[8]);
-		return HS_REFUSED;
-	}
-	tlen = HELLO_FIXED + theirs[10];
-	if (xfer(fd, theirs + HELLO_FIXED, theirs[10], 0, deadline) != 0) {
-		e = errno;
-		snprintf(why, wlen, "a greeting cut short: %s", strerror(e));
-		errno = e;
-		return HS_IO;
-	}
-	memcpy(id, theirs + HELLO_FIXED, theirs[10]);
-	id[theirs[10]] = '\0';
-	if (!valid_run_id(id) || strlen(id) != theirs[10]) {
-		snprintf(why, wlen, "a bad run id in its greeting");
-		return HS_REFUSED;
-	}
-	if ((theirs[9] == 'W') == (n->dir == OVL_NET_WRITE)) {
-		snprintf(why, wlen, "it %s the stream too", n->dir ==
-		    OVL_NET_WRITE ? "writes" : "reads");
-		return HS_REFUSED;
-	}
-	if (strcmp(id, myid) != 0) {
-		snprintf(why, wlen, "it is of run '%s', not '%s' (--run-id)",
-		    id, myid);
-		return HS_REFUSED;
-	}
-	if (listener)
-		proof('L', mine, mlen, theirs, tlen, mac);
-	else
-		proof('C', theirs, tlen, mine, mlen, mac);
-	if (xfer(fd, mac, MAC_LEN, 1, deadline) != 0 ||
-	    xfer(fd, got, MAC_LEN, 0, deadline) != 0) {
-		e = errno;
-		snprintf(why, wlen, "no proof: %s", e == ECONNRESET ?
-		    "the connection closed (a wrong secret?)" : strerror(e));
-		errno = e;
-		/* a peer that leaves here refused us: retrying will not help */
-		return e == ECONNRESET || e == EPIPE ? HS_REFUSED : HS_IO;
-	}
-	if (listener)
-		proof('C', mine, mlen, theirs, tlen, mac);
-	else
-		proof('L', theirs, tlen, mine, mlen, mac);
-	if (CRYPTO_memcmp(mac, got, MAC_LEN) != 0) {
-		snprintf(why, wlen, "a wrong proof (another secret)");
-		return HS_REFUSED;
-	}
-	return HS_OK;
 }
 
 /* ---- connecting ---- */
@@ -753,7 +445,7 @@ connect_one(const struct addrinfo *ai, int dir, double deadline, int *err)
 			close(fd);
 			return -1;
 		}
-		rc = wait_fd(fd, POLLOUT, deadline);
+		rc = ovl_net__wait_fd(fd, POLLOUT, deadline);
 		if (rc <= 0) {
 			*err = rc == 0 ? ETIMEDOUT : errno;
 			close(fd);
@@ -778,7 +470,7 @@ connect_one(const struct addrinfo *ai, int dir, double deadline, int *err)
 static int
 do_connect(struct ovl_net *n)
 {
-	double deadline = now() + cfg.connect_timeout, delay = BACKOFF_MIN;
+	double deadline = ovl_net__now() + cfg.connect_timeout, delay = BACKOFF_MIN;
 	struct addrinfo hints, *res, *ai;
 	char last[256] = "", why[256];
 	int fd, err, rc, said = 0;
@@ -806,15 +498,15 @@ do_connect(struct ovl_net *n)
 				continue;
 			}
 			tune(fd, n->dir);
-			rc = handshake(n, fd, deadline, why, sizeof(why));
+			rc = ovl_net__handshake(&cfg, n, fd, deadline, why, sizeof(why));
 			err = errno;
-			if (rc == HS_OK) {
+			if (rc == OVL_NET__HS_OK) {
 				freeaddrinfo(res);
 				ovl_info(1, "connected to %s", n->shown);
 				return fd;
 			}
 			close(fd);
-			if (rc == HS_REFUSED)
+			if (rc == OVL_NET__HS_REFUSED)
 				ovl_errx(OVL_EXIT_USAGE, "%s refused: %s",
 				    n->shown, why);
 			if (err == EINTR && stopping()) {
@@ -826,7 +518,7 @@ do_connect(struct ovl_net *n)
 		}
 		if (rc == 0)
 			freeaddrinfo(res);
-		if (now() >= deadline)
+		if (ovl_net__now() >= deadline)
 			ovl_errx(OVL_EXIT_DATA, "cannot connect to %s within %g s "
 			    "(--connect-timeout): %s", n->shown,
 			    cfg.connect_timeout, last);
@@ -834,7 +526,7 @@ do_connect(struct ovl_net *n)
 			ovl_info(1, "waiting for %s: %s", n->shown, last);
 			said = 1;
 		}
-		if (nap(delay < deadline - now() ? delay : deadline - now()) != 0)
+		if (nap(delay < deadline - ovl_net__now() ? delay : deadline - ovl_net__now()) != 0)
 			return -1;
 		delay = delay * 2 < BACKOFF_MAX ? delay * 2 : BACKOFF_MAX;
 	}
@@ -931,9 +623,9 @@ do_accept(struct ovl_net *n)
 	int fd, rc, err;
 
 	ovl_net_listen(n);
-	deadline = now() + cfg.connect_timeout;
+	deadline = ovl_net__now() + cfg.connect_timeout;
 	for (;;) {
-		rc = wait_fd(n->lfd, POLLIN, deadline);
+		rc = ovl_net__wait_fd(n->lfd, POLLIN, deadline);
 		if (rc < 0 && errno == EINTR)
 			return -1;
 		if (rc < 0)
@@ -953,11 +645,11 @@ do_accept(struct ovl_net *n)
 		}
 		addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
 		tune(fd, n->dir);
-		hd = now() + HANDSHAKE_MAX < deadline ? now() + HANDSHAKE_MAX :
+		hd = ovl_net__now() + HANDSHAKE_MAX < deadline ? ovl_net__now() + HANDSHAKE_MAX :
 		    deadline;
-		rc = handshake(n, fd, hd, why, sizeof(why));
+		rc = ovl_net__handshake(&cfg, n, fd, hd, why, sizeof(why));
 		err = errno;
-		if (rc == HS_OK) {
+		if (rc == OVL_NET__HS_OK) {
 			free(n->name);
 			n->name = ovl_xmalloc(strlen(peer) + strlen(n->shown) + 16);
 			sprintf(n->name, "peer %s on %s", peer, n->shown);
@@ -965,7 +657,7 @@ do_accept(struct ovl_net *n)
 			return fd;
 		}
 		close(fd);
-		if (rc == HS_IO && err == EINTR && stopping()) {
+		if (rc == OVL_NET__HS_IO && err == EINTR && stopping()) {
 			errno = EINTR;
 			return -1;
 		}
@@ -1032,7 +724,7 @@ ovl_net_redirect(const char *spec, int dir, int target, char *name,
 int
 ovl_net_drain(int fd, double timeout_s)
 {
-	double t0 = now();
+	double t0 = ovl_net__now();
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 	struct pollfd p;
 	uint8_t sink[512];
@@ -1047,9 +739,9 @@ ovl_net_drain(int fd, double timeout_s)
 			return 0;
 		if (q != last) {	/* the peer is taking bytes */
 			last = q;
-			t0 = now();
+			t0 = ovl_net__now();
 		}
-		if (now() - t0 >= timeout_s) {
+		if (ovl_net__now() - t0 >= timeout_s) {
 			errno = ETIMEDOUT;
 			return -1;
 		}

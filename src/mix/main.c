@@ -239,10 +239,18 @@ setup_inputs(struct mixer *m)
 	if (m->stdin_used) {
 		m->stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
 	}
-	/* every listener first: a source may connect before its turn */
+	/* every listener at once: a source may connect before its turn */
 	for (i = 0; i < m->nin; i++)
 		if (m->in[i].net != NULL)
 			ovl_net_listen(m->in[i].net);
+}
+
+/* Open every input and read its META (they must agree). */
+static void
+open_inputs(struct mixer *m)
+{
+	size_t i;
+
 	for (i = 0; i < m->nin; i++)
 		open_input(&m->in[i]);
 	/* every input's META first: they must agree */
@@ -438,16 +446,17 @@ main(int argc, char **argv)
 	ovl_stepcut_init(&m.cut, &m.cfg);
 	if (o.resume != NULL)
 		resume_from(&m, o.resume);
-	for (i = 0; i < (size_t)o.ninputs; i++)
-		if (strchr(o.inputs[i], '=') != NULL)
-			ovl_net_check(strchr(o.inputs[i], '=') + 1, OVL_NET_READ);
+	if (!o.json && o.output == NULL)
+		ovl_io_refuse_tty(STDOUT_FILENO);
+	setup_inputs(&m);
+	ovl_net_check(o.output, OVL_NET_WRITE);
 	ovl_net_redirect(o.output != NULL ? o.output : "-", OVL_NET_WRITE,
 	    STDOUT_FILENO, outname, sizeof(outname));
-	if (!o.json)
+	if (!o.json && o.output != NULL)
 		ovl_io_refuse_tty(STDOUT_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &m.t0);
 	m.last_stats = m.t0;
-	setup_inputs(&m);
+	open_inputs(&m);
 	if (!o.json) {
 		m.w = ovl_writer_new(STDOUT_FILENO, outname);
 	}
