@@ -130,3 +130,119 @@ reference() {
 	run -0 "$OVL_CKPT" show --list ck
 	[[ "${lines[-1]}" == *" end" ]]
 }
+
+# one.plan, its mixed stream m.fr and what ovl-construct makes of it (ref.fr)
+one_stream() {
+	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
+	    "$SAMPLES/web/web-0.jsonl" > one.plan
+	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
+	"$OVL_MIX" one.plan web=s.fr > m.fr
+	"$OVL_CONSTRUCT" one.plan < m.fr > ref.fr
+}
+
+@test "refused and logged, never read: garbage, a raw stream, a wrong secret, another run, a second reader" {
+	one_stream
+	"$OVL_CONSTRUCT" --input "$L,port-file=port" one.plan > got.fr 2> c.err 3>&- &
+	con=$!
+	wait_for port
+	P=$(cat port)
+	# bytes that are no greeting (bash's /dev/tcp), then a whole valid
+	# stream without the handshake (python3)
+	(exec 5> "/dev/tcp/127.0.0.1/$P" && printf 'garbage\n' >&5) 3>&-
+	wait_for c.err "refused peer 127.0.0.1:"
+	python3 - "$P" <<-'PY' 3>&-
+	import socket, sys
+	s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+	try:
+	    s.sendall(open("m.fr", "rb").read())
+	    s.recv(1)
+	except OSError:
+	    pass
+	PY
+	# a writer with another secret (from the environment), of another
+	# run, and a second reader: each stops with status 2
+	run -2 --separate-stderr env -u OVL_SECRET_FILE OVL_SECRET=another-secret-of-20-bytes \
+	    "$OVL_TEST_TOOL" net-cat m.fr "tcp:127.0.0.1:$P"
+	[[ "$stderr" == "ovl-test-tool: tcp:127.0.0.1:$P refused: "* ]]
+	run -2 --separate-stderr "$OVL_MIX" --run-id other-run --output "tcp:127.0.0.1:$P" one.plan web=s.fr
+	[ "$stderr" = "ovl-mix: tcp:127.0.0.1:$P refused: it is of run '$OVL_RUN_ID', not 'other-run' (--run-id)" ]
+	run -2 --separate-stderr "$OVL_CKPT" --dir ck2 --input "tcp:127.0.0.1:$P"
+	[ "$stderr" = "ovl-ckpt: tcp:127.0.0.1:$P refused: it reads the stream too" ]
+	# the listener is still waiting: the run's writer gets through
+	run -0 "$OVL_TEST_TOOL" net-cat m.fr "tcp:127.0.0.1:$P"
+	wait "$con"
+	cmp got.fr ref.fr
+	# one line per refused peer, each naming it, in order
+	grep 'refused peer' c.err | sed 's/peer 127.0.0.1:[0-9]*/peer PEER/' > refused
+	cat > want <<-EOF
+	ovl-construct: tcp-listen:127.0.0.1:$P: refused peer PEER: not an overlord peer (it sent no greeting but 8 other bytes)
+	ovl-construct: tcp-listen:127.0.0.1:$P: refused peer PEER: not an overlord peer (it sent no greeting but 44 other bytes)
+	ovl-construct: tcp-listen:127.0.0.1:$P: refused peer PEER: a wrong proof (another secret)
+	ovl-construct: tcp-listen:127.0.0.1:$P: refused peer PEER: it is of run 'other-run', not '$OVL_RUN_ID' (--run-id)
+	ovl-construct: tcp-listen:127.0.0.1:$P: refused peer PEER: it reads the stream too
+	EOF
+	diff want refused
+}
+
+@test "the secret: a file others can read is refused, none at all too, short ones too; OVL_SECRET works" {
+	one_stream
+	cp secret open.secret
+	chmod 644 open.secret
+	run -2 --separate-stderr "$OVL_CONSTRUCT" --secret-file open.secret --input "$L" one.plan
+	[ "$stderr" = "ovl-construct: secret file 'open.secret' has mode 0644: it must be readable by its owner only (chmod 600)" ]
+	run -2 --separate-stderr env OVL_SECRET_FILE=open.secret "$OVL_SOURCE" \
+	    --output tcp:127.0.0.1:9 web "$SAMPLES/web/web-0.jsonl"
+	[[ "$stderr" == *"has mode 0644"* ]]
+	run -2 --separate-stderr env -u OVL_SECRET_FILE "$OVL_MIX" --output tcp:127.0.0.1:9 one.plan web=s.fr
+	[ "$stderr" = "ovl-mix: 'tcp:127.0.0.1:9' needs the run's secret: --secret-file FILE, OVL_SECRET_FILE or OVL_SECRET" ]
+	run -2 --separate-stderr env -u OVL_SECRET_FILE OVL_SECRET=short "$OVL_MIX" --output tcp:127.0.0.1:9 one.plan web=s.fr
+	[ "$stderr" = "ovl-mix: the secret in OVL_SECRET has 5 bytes: it needs 16 to 4096" ]
+	for bad in tcp:host-without-port tcp::7000 tcp:127.0.0.1:0 tcp-listen:1.2.3.4:70000 \
+	    tcp:[::1 'tcp-listen::0,colour=blue'; do
+		run -2 --separate-stderr "$OVL_CONSTRUCT" --input "$bad" one.plan
+		[[ "$stderr" == "ovl-construct: bad endpoint '$bad' (tcp:HOST:PORT or tcp-listen:[HOST]:PORT[,port-file=FILE])" ]]
+	done
+	# the secret from the environment, on both sides
+	export OVL_SECRET="$(cat secret)"
+	unset OVL_SECRET_FILE
+	"$OVL_CONSTRUCT" --input "$L,port-file=port" one.plan > got.fr 3>&- &
+	wait_for port
+	run -0 "$OVL_TEST_TOOL" net-cat m.fr "tcp:127.0.0.1:$(cat port)"
+	wait $!
+	cmp got.fr ref.fr
+}
+
+@test "nobody comes: a listener ends with status 1 after --connect-timeout, a connection too" {
+	one_stream
+	run -1 --separate-stderr "$OVL_CONSTRUCT" --connect-timeout 1 \
+	    --input "tcp-listen:127.0.0.1:0,port-file=port" one.plan
+	[ "$stderr" = "ovl-construct: no peer on tcp-listen:127.0.0.1:$(cat port) within 1 s (--connect-timeout)" ]
+	P=$(free_port)
+	run -1 --separate-stderr env OVL_CONNECT_TIMEOUT=0.5 "$OVL_MIX" \
+	    --output "tcp:127.0.0.1:$P" one.plan web=s.fr
+	[ "$stderr" = "ovl-mix: cannot connect to tcp:127.0.0.1:$P within 0.5 s (--connect-timeout): Connection refused" ]
+	# a listener that saw only refused peers says so
+	"$OVL_CKPT" --connect-timeout 2 --dir ck --input "$L,port-file=port2" 2> ck.err 3>&- &
+	ck=$!
+	wait_for port2
+	run -2 env OVL_RUN_ID=x "$OVL_TEST_TOOL" net-cat m.fr "tcp:127.0.0.1:$(cat port2)"
+	st=0
+	wait "$ck" || st=$?
+	[ "$st" -eq 1 ]
+	[ "$(tail -n 1 ck.err)" = "ovl-ckpt: no peer on tcp-listen:127.0.0.1:$(cat port2) within 2 s (--connect-timeout), only peers that were refused" ]
+}
+
+@test "the connecting side starts first and retries until the listener appears" {
+	one_stream
+	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < ref.fr
+	P=$(free_port)
+	"$OVL_CONSTRUCT" -v --output "tcp:127.0.0.1:$P" one.plan < m.fr 2> c.err 3>&- &
+	con=$!
+	# it has tried (and been refused) before the listener exists
+	wait_for c.err "waiting for tcp:127.0.0.1:$P: Connection refused"
+	run -0 "$OVL_CKPT" --dir ck -p out/rank%d --input "tcp-listen:127.0.0.1:$P" one.plan
+	wait "$con"
+	cmp out/rank0 ref/rank0
+	cmp out/rank1 ref/rank1
+	grep -q "connected to tcp:127.0.0.1:$P" c.err
+}

@@ -388,16 +388,18 @@ ovl_net__wait_fd(int fd, short events, double deadline)
 			return -1;
 		}
 		left = deadline - ovl_net__now();
-		if (left <= 0)
-			return 0;
 		p.fd = fd;
 		p.events = events;
 		p.revents = 0;
-		rc = poll(&p, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
+		/* at the deadline, one last look without waiting */
+		rc = poll(&p, 1, left <= 0 ? 0 : left > 0.2 ? 200 :
+		    (int)(left * 1000) + 1);
 		if (rc > 0)
 			return 1;
 		if (rc < 0 && errno != EINTR)
 			return -1;
+		if (left <= 0)
+			return 0;
 	}
 }
 
