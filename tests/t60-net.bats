@@ -7,6 +7,7 @@
 # checkpoint rules still hold over TCP.
 
 load test_helper
+load ckpt/pipeline
 
 setup() {
 	cd "$BATS_TEST_TMPDIR"
@@ -245,4 +246,119 @@ one_stream() {
 	cmp out/rank0 ref/rank0
 	cmp out/rank1 ref/rank1
 	grep -q "connected to tcp:127.0.0.1:$P" c.err
+}
+
+# tcp_start PLAN RESUMEFILE: every stage of PLAN joined by TCP (sources to
+# ovl-mix, ovl-mix to ovl-construct, ovl-construct to ovl-ckpt; outputs in
+# out/), started with the options of RESUMEFILE (restore's lines, or "") in
+# the background; pids in PID[role]
+declare -gA PID RC
+tcp_start() {
+	local plan=$1 resume=$2 name parts p k i=0 list args inputs=()
+	rm -f port.*
+	PID=()
+	mapfile -d '' list < <("$OVL_MIX" --list-sources "$plan")
+	for ((k = 0; k < ${#list[@]}; k += 4)); do
+		for ((p = 0; p < list[k+1]; p++)); do
+			inputs+=("${list[k]}=$L,port-file=port.in$i")
+			i=$((i + 1))
+		done
+	done
+	pl_opts "$resume" ckpt
+	"$OVL_CKPT" --dir ck -p out/rank%d --format npy -o out/npy \
+	    --input "$L,port-file=port.ckpt" "${PL_OPTS[@]}" "$plan" 2>> ckpt.err 3>&- &
+	PID[ckpt]=$!
+	pl_opts "$resume" mix
+	"$OVL_MIX" "${PL_OPTS[@]}" --output "$L,port-file=port.mix" "$plan" \
+	    "${inputs[@]}" 2>> mix.err 3>&- &
+	PID[mix]=$!
+	wait_for port.ckpt && wait_for port.mix
+	pl_opts "$resume" construct
+	"$OVL_CONSTRUCT" "${PL_OPTS[@]}" --input "tcp:127.0.0.1:$(cat port.mix)" \
+	    --output "tcp:127.0.0.1:$(cat port.ckpt)" "$plan" 2>> construct.err 3>&- &
+	PID[construct]=$!
+	i=0
+	for ((k = 0; k < ${#list[@]}; k += 4)); do
+		name=${list[k]} parts=${list[k+1]}
+		mapfile -d '' args < <("$OVL_MIX" --source-args "$name" "$plan")
+		for ((p = 0; p < parts; p++)); do
+			wait_for "port.in$i"
+			pl_opts "$resume" "source:$name:$p/$parts"
+			"$OVL_SOURCE" "${args[@]}" --partition "$p/$parts" "${PL_OPTS[@]}" \
+			    --output "tcp:127.0.0.1:$(cat "port.in$i")" 2>> source.err 3>&- &
+			PID["source:$name:$p/$parts"]=$!
+			i=$((i + 1))
+		done
+	done
+}
+
+# tcp_wait: every stage ends by itself within 60 s (else: killed, and the
+# test fails); statuses in RC[role]
+tcp_wait() {
+	local role _ alive
+	for _ in $(seq 1200); do
+		alive=0
+		for role in "${!PID[@]}"; do
+			kill -0 "${PID[$role]}" 2>/dev/null && alive=1
+		done
+		[ "$alive" -eq 0 ] && break
+		sleep 0.05
+	done
+	for role in "${!PID[@]}"; do
+		[ "$alive" -eq 0 ] || kill -KILL "${PID[$role]}" 2>/dev/null || true
+		wait "${PID[$role]}" && RC[$role]=0 || RC[$role]=$?
+	done
+	[ "$alive" -eq 0 ] || { echo "stages hung"; cat ./*.err; return 1; }
+}
+
+# every stage ended well (a repeating source may end by SIGPIPE at the stop)
+tcp_all_ok() {
+	local role
+	for role in "${!RC[@]}"; do
+		[ "${RC[$role]}" -eq 0 ] || { [[ $role == source:* ]] && [ "${RC[$role]}" -eq 141 ]; } ||
+		    { echo "$role: ${RC[$role]}"; cat ./*.err; return 1; }
+	done
+}
+
+# kill_resume ROLE: run k.plan over TCP, SIGKILL ROLE once the checkpoint
+# log has 40% of the reference's bytes, let the others end by themselves,
+# restore, resume over TCP: the reference's bytes
+kill_resume() {
+	local role=$1 at rc _
+	rm -rf ck out ./*.err
+	at=$(( $(stat -c %s ref/ck/ckpt.log) * 4 / 10 ))
+	tcp_start k.plan ""
+	for _ in $(seq 3000); do
+		[ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -ge "$at" ] && break
+		sleep 0.01
+	done
+	kill -KILL "${PID[$role]}"
+	tcp_wait
+	cp mix.err first-mix.err; cp construct.err first-construct.err; cp ckpt.err first-ckpt.err
+	rc=0
+	pl_restore ck resume.lines || rc=$?
+	[ "$rc" -eq 0 ]
+	tcp_start k.plan resume.lines
+	tcp_wait
+	tcp_all_ok
+	same_as_reference
+	"$OVL_CKPT" verify ck out/rank0 out/rank1 out/npy.tokens.npy > /dev/null
+}
+
+@test "a peer killed mid-stream is an error naming it; restore and resume over TCP: byte-identical" {
+	sed -e 's/partitions=2$/partitions=2 on-exhaust=repeat throttle=300K/' \
+	    -e 's/^source book .*/& on-exhaust=repeat/' p.plan > k.plan
+	echo 'stop tokens=400K' >> k.plan
+	mkdir ref
+	(cd ref && pl_start ../k.plan ck "" -p out/rank%d --format npy -o out/npy &&
+	    pl_wait && pl_all_ok)
+	# ovl-construct killed: its reader (ovl-ckpt) and writer (ovl-mix) say whom they lost
+	kill_resume construct
+	[ "${RC[construct]}" -eq 0 ]
+	grep -q "^ovl-ckpt: 'peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:[0-9]*': truncated stream" first-ckpt.err
+	grep -q "^ovl-mix: the reader of 'peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:[0-9]*' went away" first-mix.err
+	# a source killed: ovl-mix names the partition and its peer
+	kill_resume source:web:0/2
+	grep -q "^ovl-mix: input web=tcp-listen:127.0.0.1:0,port-file=port.in0: 'peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:[0-9]*': truncated stream .*(its writer failed)" first-mix.err
+	grep -q "^ovl-construct: 'tcp:127.0.0.1:[0-9]*': truncated stream" first-construct.err
 }
