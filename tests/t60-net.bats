@@ -362,3 +362,16 @@ kill_resume() {
 	grep -q "^ovl-mix: input web=tcp-listen:127.0.0.1:0,port-file=port.in0: 'peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:[0-9]*': truncated stream .*(its writer failed)" first-mix.err
 	grep -q "^ovl-construct: 'tcp:127.0.0.1:[0-9]*': truncated stream" first-construct.err
 }
+
+@test "the TCP example of ovl-frame(5) runs as written" {
+	n=$(man_examples ovl-frame.5 "$BATS_TEST_TMPDIR")
+	grep -q 'tcp-listen' "ex.$n.sh"
+	mkdir -p bin w
+	for t in source construct; do ln -s "$OVL_BUILDDIR/ovl-$t" "bin/ovl-$t"; done
+	ln -s "$SAMPLES" w/samples
+	unset OVL_SECRET_FILE OVL_RUN_ID
+	(cd w && PATH="$BATS_TEST_TMPDIR/bin:$PATH" bash -e "../ex.$n.sh" 3>&-)
+	(cd w && "$OVL_SOURCE" web samples/web/*.jsonl* | "$OVL_CONSTRUCT" --seq-len 256) > want
+	cmp want w/seqs.frames
+	[ "$(stat -c %a w/secret)" = 600 ]
+}
