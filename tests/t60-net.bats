@@ -375,3 +375,40 @@ kill_resume() {
 	cmp want w/seqs.frames
 	[ "$(stat -c %a w/secret)" = 600 ]
 }
+
+@test "a rank's TCP reader that goes away is an error naming its peer; the end of the run is not recorded" {
+	one_stream
+	"$OVL_CKPT" --dir ck -p "$L,port-file=port.%d" one.plan < ref.fr 2> ck.err 3>&- &
+	ck=$!
+	wait_for port.0
+	# rank 0's reader takes 100 bytes and leaves; rank 1's reads all
+	("$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:$(cat port.0)" - | head -c 100 > /dev/null) 3>&- &
+	wait_for port.1
+	"$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:$(cat port.1)" got1 2> /dev/null 3>&- &
+	st=0
+	wait "$ck" || st=$?
+	wait
+	[ "$st" -eq 1 ]
+	grep -q "^ovl-ckpt: rank0: the reader of 'peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:$(cat port.0)' went away" ck.err
+	mapfile -d '' st < <("$OVL_CKPT" show --print0 ck)
+	[ "${st[1]}" -eq 0 ] || [ "${st[9]}" = 0 ]
+}
+
+@test "ovl-mix --reopen takes the next authenticated writer of a TCP input; repeated documents are dropped" {
+	one_stream
+	"$OVL_MIX" -v --reopen --stats st.json one.plan "web=$L,port-file=port" > got.fr 2> mix.err 3>&- &
+	mix=$!
+	wait_for port
+	# a slow writer, killed mid-stream, then one that starts over
+	"$OVL_SOURCE" --throttle 50K --output "tcp:127.0.0.1:$(cat port)" web \
+	    "$SAMPLES/web/web-0.jsonl" 2> /dev/null 3>&- &
+	slow=$!
+	wait_for mix.err "authenticated"
+	kill -KILL "$slow"
+	wait_for mix.err "waiting for a new writer"
+	run -0 "$OVL_SOURCE" --output "tcp:127.0.0.1:$(cat port)" web "$SAMPLES/web/web-0.jsonl"
+	wait "$mix"
+	cmp got.fr m.fr
+	grep -q "truncated stream" mix.err
+	[ "$(grep -c ': authenticated' mix.err)" -eq 2 ]
+}
