@@ -472,12 +472,15 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 	struct timespec t0;
 	int n, last = -1;
 
-	if (o->peer != NULL) {
-		if (ovl_net_drain(o->fd, (double)R->o->wait_readers) != 0)
-			ovl_err(OVL_EXIT_DATA, "%s: the reader of '%s' did not "
-			    "take the end of the stream%s", o->name, o->peer,
-			    errno == ETIMEDOUT ? " (--wait-readers)" : "");
-		return;
+	if (o->peer != NULL) {	/* every byte acknowledged by the peer */
+		if (ovl_net_drain(o->fd, (double)R->o->wait_readers) == 0)
+			return;
+		if (errno == ETIMEDOUT)
+			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' took "
+			    "nothing for %" PRIu64 " s (--wait-readers)", o->name,
+			    o->peer, R->o->wait_readers);
+		ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went away (%s)",
+		    o->name, o->peer, strerror(errno));
 	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);

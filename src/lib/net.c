@@ -731,6 +731,7 @@ ovl_net_drain(int fd, double timeout_s)
 	struct pollfd p;
 	uint8_t sink[512];
 	socklen_t sl;
+	ssize_t n;
 	int q, last = -1, err, eof = 0;
 
 	(void)shutdown(fd, SHUT_WR);
@@ -761,8 +762,13 @@ ovl_net_drain(int fd, double timeout_s)
 		p.fd = fd;
 		p.events = POLLIN;
 		p.revents = 0;
-		if (poll(&p, 1, 20) > 0 && (p.revents & POLLIN) &&
-		    recv(fd, sink, sizeof(sink), MSG_DONTWAIT) == 0)
+		if (poll(&p, 1, 20) <= 0 || !(p.revents & (POLLIN | POLLERR |
+		    POLLHUP)))
+			continue;
+		n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n == 0)
 			eof = 1;	/* the peer is done: its acks may still come */
+		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -1;	/* reset: recv took the socket's error */
 	}
 }
