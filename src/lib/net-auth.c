@@ -34,7 +34,7 @@
 #define HELLO_MAGIC	"OVLAUTH\n"	/* 8 bytes, first on the wire */
 #define HELLO_VERSION	1
 #define NONCE_LEN	32
-#define HELLO_FIXED	(12 + NONCE_LEN)	/* magic, version, role, id length, 0 */
+#define HELLO_FIXED	(12 + NONCE_LEN)	/* then the run id */
 #define MAC_LEN		32
 #define RUNID_MAX	OVL_NET__RUNID_MAX
 #define SECRET_MIN	16
@@ -196,8 +196,8 @@ hello_encode(const struct ovl_net__cfg *c, uint8_t *h, int dir,
  * who keeps one side's proof from being replayed as the other's.
  */
 static void
-proof(const struct ovl_net__cfg *c, char who, const uint8_t *lh, size_t llen, const uint8_t *ch,
-    size_t clen, uint8_t out[MAC_LEN])
+proof(const struct ovl_net__cfg *c, char who, const uint8_t *lh, size_t llen,
+    const uint8_t *ch, size_t clen, uint8_t out[MAC_LEN])
 {
 	static const char label[] = "overlord stream proof ";
 	uint8_t msg[sizeof(label) + 2 * (HELLO_FIXED + RUNID_MAX)];
@@ -287,7 +287,8 @@ garbage:
 		    "the connection closed (a wrong secret?)" : strerror(e));
 		errno = e;
 		/* a peer that leaves here refused us: retrying will not help */
-		return e == ECONNRESET || e == EPIPE ? OVL_NET__HS_REFUSED : OVL_NET__HS_IO;
+		return e == ECONNRESET || e == EPIPE ? OVL_NET__HS_REFUSED :
+		    OVL_NET__HS_IO;
 	}
 	if (listener)
 		proof(c, 'C', mine, mlen, theirs, tlen, mac);

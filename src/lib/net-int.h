@@ -61,7 +61,7 @@ void	ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec);
 /* Outcomes of ovl_net__handshake. */
 enum {
 	OVL_NET__HS_OK,		/* the peer is of this run */
-	OVL_NET__HS_IO,		/* the connection failed (errno): retry may help */
+	OVL_NET__HS_IO,		/* the connection failed (errno): try again */
 	OVL_NET__HS_REFUSED	/* the peer is not of this run */
 };
 /*

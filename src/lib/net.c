@@ -472,7 +472,8 @@ connect_one(const struct addrinfo *ai, int dir, double deadline, int *err)
 static int
 do_connect(struct ovl_net *n)
 {
-	double deadline = ovl_net__now() + cfg.connect_timeout, delay = BACKOFF_MIN;
+	double deadline = ovl_net__now() + cfg.connect_timeout;
+	double delay = BACKOFF_MIN, left;
 	struct addrinfo hints, *res, *ai;
 	char last[256] = "", why[256];
 	int fd, err, rc, said = 0;
@@ -500,7 +501,8 @@ do_connect(struct ovl_net *n)
 				continue;
 			}
 			tune(fd, n->dir);
-			rc = ovl_net__handshake(&cfg, n, fd, deadline, why, sizeof(why));
+			rc = ovl_net__handshake(&cfg, n, fd, deadline, why,
+			    sizeof(why));
 			err = errno;
 			if (rc == OVL_NET__HS_OK) {
 				freeaddrinfo(res);
@@ -528,7 +530,8 @@ do_connect(struct ovl_net *n)
 			ovl_info(1, "waiting for %s: %s", n->shown, last);
 			said = 1;
 		}
-		if (nap(delay < deadline - ovl_net__now() ? delay : deadline - ovl_net__now()) != 0)
+		left = deadline - ovl_net__now();
+		if (nap(delay < left ? delay : left) != 0)
 			return -1;
 		delay = delay * 2 < BACKOFF_MAX ? delay * 2 : BACKOFF_MAX;
 	}
@@ -647,8 +650,9 @@ do_accept(struct ovl_net *n)
 		}
 		addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
 		tune(fd, n->dir);
-		hd = ovl_net__now() + HANDSHAKE_MAX < deadline ? ovl_net__now() + HANDSHAKE_MAX :
-		    deadline;
+		hd = ovl_net__now() + HANDSHAKE_MAX;
+		if (hd > deadline)
+			hd = deadline;
 		rc = ovl_net__handshake(&cfg, n, fd, hd, why, sizeof(why));
 		err = errno;
 		if (rc == OVL_NET__HS_OK) {
