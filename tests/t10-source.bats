@@ -214,7 +214,12 @@ print(len(ln), len(m), len(d))' "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/len" 
 	[[ "${lines[5]}" =~ ^lines\ +300\ +49523\ +49523$ ]]
 	# then ovl-run packs the sample plan into a Megatron dataset
 	[[ "$output" == *"ovl-run samples/plans/mix.plan"* ]]
-	[[ "$output" == *"checkpoint "*"(end of run)"* ]]
+	# it ends with the summary, and says where the report is
+	[[ "$stderr" == *"run in $BATS_TEST_TMPDIR/job/ckpt: complete"* ]]
+	[[ "$stderr" == *"  source "*" share "*" planned"* ]]
+	[[ "$output" == *"open $BATS_TEST_TMPDIR/job/report.html in a browser"* ]]
+	grep -q 'id="curriculum"' "$BATS_TEST_TMPDIR/job/report.html"
+	grep -q '"complete":true' "$BATS_TEST_TMPDIR/job/summary.json"
 	[ -s "$BATS_TEST_TMPDIR/job/out/packed.bin" ]
 	[ -s "$BATS_TEST_TMPDIR/job/out/packed.idx" ]
 	run -0 "$OVL_CKPT" verify "$BATS_TEST_TMPDIR/job/ckpt" \

@@ -102,7 +102,7 @@ shadow_takeover() {
 	done
 	sleep 0.3
 	# the book source's live process (not its standby)
-	victim=$(pgrep -f -- "ovl-source --id 1 .*--partition 0/1$")
+	victim=$(pgrep -P "$pid" -f -- "ovl-source --id 1 .*--partition 0/1$")
 	[ -n "$victim" ]
 	kill -KILL "$victim"
 	st=0

@@ -130,3 +130,20 @@ same() {
 		cmp "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/our"
 	done
 }
+
+@test "bpe conformance: the npm package's JSON encoders load as rank files, renamed too (pat_str, special_tokens)" {
+	for e in cl100k_base o200k_base r50k_base; do
+		j="$MODS/tiktoken/encoders/$e.json"
+		[ "$e" = r50k_base ] && j="$MODS/tiktoken/encoders/gpt2.json"
+		node "$REF" "$MODS" encode "$e" --special=allow "$TEXTS"/*.txt > "$BATS_TEST_TMPDIR/ref"
+		"$T_BPE" encode --special=allow "tiktoken:$j" "$TEXTS"/*.txt > "$BATS_TEST_TMPDIR/our"
+		cmp "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/our"
+		# a name that tells nothing: the file's own pattern and specials
+		cp "$j" "$BATS_TEST_TMPDIR/enc.json"
+		"$T_BPE" encode --special=allow "tiktoken:$BATS_TEST_TMPDIR/enc.json" "$TEXTS"/*.txt > "$BATS_TEST_TMPDIR/our"
+		cmp "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/our"
+	done
+	printf '{"pat_str": "x"}' > "$BATS_TEST_TMPDIR/bad.json"
+	run -2 "$OVL_SOURCE" --tokenizer "tiktoken:$BATS_TEST_TMPDIR/bad.json" t "$BATS_TEST_TMPDIR/bad.json"
+	[[ "$output" == *'a JSON encoder needs "bpe_ranks" and "special_tokens"'* ]]
+}

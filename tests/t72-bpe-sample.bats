@@ -83,9 +83,15 @@ assert len(set(body)) > 1000, len(set(body))
 PY
 }
 
-@test "scripts/train-sample-bpe reproduces the committed rank file" {
-	run -0 "$OVL_SRCDIR/scripts/train-sample-bpe" -o "$BATS_TEST_TMPDIR/again.tiktoken"
+@test "scripts/train-sample-bpe reproduces the committed rank file and tokenizer.json" {
+	run -0 "$OVL_SRCDIR/scripts/train-sample-bpe" -o "$BATS_TEST_TMPDIR/again.tiktoken" \
+		--hf "$BATS_TEST_TMPDIR/again.json"
 	cmp "$RANKS" again.tiktoken
+	cmp "$SAMPLES/tokenizers/sample-tokenizer.json" again.json
+	# another -o writes no tokenizer.json unless asked
+	run -0 "$OVL_SRCDIR/scripts/train-sample-bpe" -m 10 -o other.tiktoken
+	cmp "$SAMPLES/tokenizers/sample-tokenizer.json" again.json
+	[ ! -e other.json ]
 	# fewer merges: the committed file's first ranks, the same merge order
 	run -0 "$OVL_SRCDIR/scripts/train-sample-bpe" -m 100 -o small.tiktoken \
 		"$SAMPLES"

@@ -14,7 +14,7 @@ load test_helper
 	grep -q 'ovl-ckpt restore ck' ex.sh
 	ln -s "$SAMPLES" samples
 	mkdir bin
-	for t in source mix construct ckpt; do
+	for t in source mix construct ckpt run; do
 		ln -s "$OVL_BUILDDIR/ovl-$t" "bin/ovl-$t"
 	done
 	PATH="$BATS_TEST_TMPDIR/bin:$PATH" run -0 bash -e ex.sh
@@ -23,4 +23,7 @@ load test_helper
 	[[ "$output" == *"step 0 rank 0 seqs 1 tokens 256"* ]]
 	[[ "$output" == *"end of the run: nothing to resume"* ]]
 	[ -s ck/ckpt.log ]
+	# the supervised run's summary
+	[[ "$output" == *"run in ck2: complete"* ]]
+	[[ "$output" == *"sequences (seq-len"* ]]
 }

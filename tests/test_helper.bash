@@ -9,6 +9,7 @@ OVL_MIX="$OVL_BUILDDIR/ovl-mix"
 OVL_CONSTRUCT="$OVL_BUILDDIR/ovl-construct"
 OVL_CKPT="$OVL_BUILDDIR/ovl-ckpt"
 OVL_RUN="$OVL_BUILDDIR/ovl-run"
+OVL_REPORT="$OVL_BUILDDIR/ovl-report"
 OVL_TEST_TOOL="$OVL_BUILDDIR/tests/helper/ovl-test-tool"
 SAMPLES="$OVL_SRCDIR/samples"
 FIXTURES="$OVL_SRCDIR/tests/fixtures"
@@ -87,7 +88,7 @@ run_examples() {
 	local n i
 	EX=$BATS_TEST_TMPDIR/ex
 	mkdir -p "$EX/bin"
-	for i in source mix construct ckpt run; do
+	for i in source mix construct ckpt run tok report; do
 		ln -sf "$OVL_BUILDDIR/ovl-$i" "$EX/bin/ovl-$i"
 	done
 	n=$(man_examples "$1" "$EX")
@@ -140,4 +141,20 @@ construct_setup() {
 	C="--ranks 4 --micro-batches 2 --seq-len 256"
 	GENARGS="--docs $1 --median 100 --tail 6 --tail-min 300 --tail-max 2000 --seed $2"
 	"$GEN" $GENARGS > "$T/in.f"
+}
+
+# kill_stage_once PID CKPTDIR TOOL: once the run of ovl-run PID has written
+# its first per-step figures (CKPTDIR/stats/construct.1.jsonl: checkpoints
+# are committed), SIGKILL its stage TOOL (ovl-mix, ovl-construct, ...),
+# one of ovl-run's own children. Sets $victim ("" when the run ended first).
+kill_stage_once() {
+	local pid=$1 dir=$2 tool=$3 i
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$dir/stats/construct.1.jsonl" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	victim=$(pgrep -P "$pid" -f -- "$tool" | head -n 1)
+	# a stage that ended meanwhile was not killed
+	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
 }

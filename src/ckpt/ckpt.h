@@ -255,6 +255,7 @@ int	 hash_range(int fd, uint64_t from, uint64_t to, uint64_t seed,
 int	 cmd_show(int argc, char **argv);
 int	 cmd_diff(int argc, char **argv);
 int	 cmd_verify(int argc, char **argv);
+int	 cmd_summary(int argc, char **argv);
 int	 cmd_compact(int argc, char **argv);
 int	 cmd_restore(int argc, char **argv);
 

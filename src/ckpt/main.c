@@ -12,7 +12,8 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
 	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]\n"
-	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...",
+	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...\n"
+	"ovl-ckpt summary [--json] CKPTDIR",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
 	"  -f, --format FMT        megatron, npy, jsonl or frames (files under -o)\n"
@@ -36,6 +37,7 @@ static const struct ovl_cli cli = {
 	"  compact   fold the log into one base record\n"
 	"  restore   cut the log and the outputs back to a checkpoint, print how to resume\n"
 	"  verify    check output files against a checkpoint's hash chains\n"
+	"  summary   what the run did (sources, steps, balance, restarts, time)\n"
 };
 
 static const struct {
@@ -47,6 +49,7 @@ static const struct {
 	{ "compact", cmd_compact },
 	{ "restore", cmd_restore },
 	{ "verify", cmd_verify },
+	{ "summary", cmd_summary },
 };
 static struct ovl_plan *the_plan;	/* options point into it until exit */
 

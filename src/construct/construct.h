@@ -59,6 +59,8 @@ struct construct_opts {
 	uint32_t	 window;
 	int		 uniform;
 	uint64_t	 image_tokens;
+	/* per source id: 1 when its pieces' positions go on (long-docs) */
+	unsigned char	 cont_pos[OVL_PLAN_MAX_SOURCES];
 	int		 pad_set;
 	uint32_t	 pad_id;
 	int		 json;

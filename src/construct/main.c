@@ -175,6 +175,9 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 		o->uniform = p->uniform;
 	if (!set['i'] && p->has_image_tokens)
 		o->image_tokens = p->image_tokens;
+	for (i = 0; i < p->nsources; i++)
+		o->cont_pos[i] = ovl_plan_long_docs(p, i) ==
+		    OVL_LONG_SPLIT_CONTINUE;
 	if (!set['c'] && p->cost_set == 1) {
 		o->cost.a = p->cost_a;
 		o->cost.b = p->cost_b;

@@ -95,9 +95,12 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	for (j = 0; j < np; j++) {
 		const struct piece *p = &c->pieces[idx[j]];
 
+		uint32_t p0 = p->source < OVL_PLAN_MAX_SOURCES &&
+		    o->cont_pos[p->source] ? p->offset : 0;
+
 		memcpy(tok + k, c->arena.p + p->tok, (size_t)p->length * 4);
 		for (i = 0; i < p->length; i++)
-			pos[k + i] = i;
+			pos[k + i] = p0 + i;
 		k += p->length;
 		cu[j + 1] = k;
 		if (pl != NULL) {
@@ -253,7 +256,8 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		for (r = 0; r < ranks; r++)
 			fprintf(fp, "%s%" PRIu64, r > 0 ? "," : "",
 			    c->sw.rtok[r]);
-		fprintf(fp, "],\"max_cost\":%.17g,\"mean_cost\":%.17g,"
+		fprintf(fp, "],\"max_over_bound\":%.4f", lb > 0 ? maxc / lb : 1);
+		fprintf(fp, ",\"max_cost\":%.17g,\"mean_cost\":%.17g,"
 		    "\"lower_bound\":%.17g,\"tight_bound\":%.17g,"
 		    "\"none\":{\"max_cost\":%.17g,"
 		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,

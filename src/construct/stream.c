@@ -82,6 +82,13 @@ emit_checkpoint(struct construct *c, struct held *h, uint64_t pos,
 		ovl_state_encode(pl, &st);
 		ovl_writer_finish(c->wr, OVL_STATE, 0);
 		ovl_barrier_encode(bp, &h->b);
+		/*
+		 * The figures of every step before the checkpoint are on disk
+		 * before it can commit: a restore recomputes only the steps
+		 * after it.
+		 */
+		if (c->stats != NULL && fflush(c->stats) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot write the --stats file");
 		out_frame_copy(c, OVL_BARRIER, bp, OVL_BARRIER_LEN);
 		/* a checkpoint must reach the sink now, not with the next block */
 		ovl_writer_flush(c->wr);

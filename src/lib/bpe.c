@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "num.h"
 #include "pretok.h"
 #include "tok.h"
@@ -80,6 +82,9 @@ struct ovl_bpe {
 	uint32_t	*s_nxt, *s_prv, *s_rk, *s_tk;
 	uint64_t	*s_heap;
 	size_t		 s_cap;
+
+	unsigned char	*conv;		/* a JSON encoder's ranks as rank-file lines */
+	size_t		 conv_len;
 
 	char		 err[256];
 };
@@ -397,7 +402,11 @@ load_ranks(struct ovl_bpe *b, const char *path, char *err, size_t errlen)
 	long tl;
 	int rc = -1;
 
-	if ((data = read_file(path, &len, err, errlen)) == NULL)
+	if (b->conv != NULL) {
+		data = b->conv;
+		len = b->conv_len;
+		b->conv = NULL;
+	} else if ((data = read_file(path, &len, err, errlen)) == NULL)
 		return -1;
 	end = data + len;
 	for (p = data; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
@@ -521,11 +530,89 @@ add_special(struct ovl_bpe *b, const char *text, uint32_t id, char *err,
 	return 0;
 }
 
+/* 1 when the file's first non-blank byte is '{': a JSON encoder. */
+static int
+is_json(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	int c;
+
+	if (f == NULL)
+		return 0;
+	while ((c = getc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
+		;
+	fclose(f);
+	return c == '{';
+}
+
+/*
+ * The npm package tiktoken's JSON encoders: {"pat_str": P,
+ * "special_tokens": {TEXT: ID}, "bpe_ranks": "! FIRST TOKEN TOKEN ..."}
+ * (base64 tokens with consecutive ranks from FIRST; "!" starts a group).
+ * The ranks become rank-file lines in b->conv; *root keeps the rest.
+ */
+static int
+json_encoder(struct ovl_bpe *b, const char *path, json_t **root, char *err,
+    size_t errlen)
+{
+	json_error_t je;
+	const char *r, *p, *e;
+	struct ovl_buf out = { 0 };
+	uint64_t rank = 0;
+	char num[24];
+	int want_first = 0;
+
+	if ((*root = json_load_file(path, 0, &je)) == NULL)
+		return fail(err, errlen, "%s:%d: %s", path, je.line, je.text), -1;
+	r = json_string_value(json_object_get(*root, "bpe_ranks"));
+	if (r == NULL || !json_is_object(json_object_get(*root, "special_tokens")))
+		return fail(err, errlen, "%s: a JSON encoder needs \"bpe_ranks\" "
+		    "and \"special_tokens\" (the npm package tiktoken's form); "
+		    "a rank file has one \"BASE64-TOKEN RANK\" per line", path), -1;
+	for (p = r; *p != '\0'; p = e) {
+		while (*p == ' ' || *p == '\n')
+			p++;
+		for (e = p; *e != '\0' && *e != ' ' && *e != '\n'; e++)
+			;
+		if (e == p)
+			break;
+		if (e - p == 1 && *p == '!') {
+			want_first = 1;
+			continue;
+		}
+		if (want_first) {
+			char tmp[24];
+			if (e - p >= (long)sizeof(tmp))
+				goto bad;
+			memcpy(tmp, p, (size_t)(e - p));
+			tmp[e - p] = '\0';
+			if (ovl_num_u64(tmp, &rank) != 0)
+				goto bad;
+			want_first = 0;
+			continue;
+		}
+		ovl_buf_append(&out, p, (size_t)(e - p));
+		snprintf(num, sizeof(num), " %" PRIu64 "\n", rank++);
+		ovl_buf_append(&out, num, strlen(num));
+	}
+	ovl_buf_append(&out, "", 1);
+	b->conv = out.p;
+	b->conv_len = out.len - 1;
+	return 0;
+bad:
+	free(out.p);
+	return fail(err, errlen, "%s: bpe_ranks: a group must start \"! RANK\"",
+	    path), -1;
+}
+
 struct ovl_bpe *
 ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 {
 	struct ovl_bpe *b = ovl_xcalloc(1, sizeof(*b));
 	const struct encoding *enc = NULL, *guess = encoding_guess(path);
+	json_t *js = NULL;
+	const char *key;
+	json_t *v;
 	size_t i;
 
 	/* A file that cannot be read says so before any guess at its name. */
@@ -533,7 +620,16 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		goto bad;
 	}
-	if (pattern == NULL || *pattern == '\0') {
+	if (is_json(path) && json_encoder(b, path, &js, err, errlen) != 0)
+		goto bad;
+	if ((pattern == NULL || *pattern == '\0') && guess == NULL && js != NULL &&
+	    json_is_string(json_object_get(js, "pat_str"))) {
+		b->pt = ovl_pretok_open(OVL_PRETOK_ONIG, json_string_value(
+		    json_object_get(js, "pat_str")), err, errlen);
+		if (b->pt == NULL)
+			goto bad;
+		snprintf(b->name, sizeof(b->name), "custom");
+	} else if (pattern == NULL || *pattern == '\0') {
 		if ((enc = guess) == NULL) {
 			fail(err, errlen, "cannot tell the encoding from the "
 			    "name '%s': name it (tiktoken:FILE:cl100k) or give a "
@@ -542,15 +638,18 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 		}
 	} else
 		enc = encoding_named(pattern);
-	if (enc != NULL)
-		b->pt = ovl_pretok_open(enc->kind, NULL, err, errlen);
-	else
-		b->pt = ovl_pretok_open(OVL_PRETOK_REGEX, pattern, err, errlen);
-	if (b->pt == NULL)
-		goto bad;
-	snprintf(b->name, sizeof(b->name), "%s",
-	    enc != NULL ? (strcmp(enc->name, "gpt2") == 0 ? "r50k" : enc->name)
-	    : "custom");
+	if (b->pt == NULL) {
+		if (enc != NULL)
+			b->pt = ovl_pretok_open(enc->kind, NULL, err, errlen);
+		else
+			b->pt = ovl_pretok_open(OVL_PRETOK_REGEX, pattern, err,
+			    errlen);
+		if (b->pt == NULL)
+			goto bad;
+		snprintf(b->name, sizeof(b->name), "%s", enc != NULL ?
+		    (strcmp(enc->name, "gpt2") == 0 ? "r50k" : enc->name) :
+		    "custom");
+	}
 	if (load_ranks(b, path, err, errlen) != 0 ||
 	    index_small(b, path, err, errlen) != 0)
 		goto bad;
@@ -561,6 +660,18 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 			if (add_special(b, enc->sp[i].text, enc->sp[i].id, err,
 			    errlen) != 0)
 				goto bad;
+	} else if (js != NULL) {
+		json_object_foreach(json_object_get(js, "special_tokens"), key, v)
+			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			    json_integer_value(v) > OVL_BPE_RANK_MAX ||
+			    add_special(b, key, (uint32_t)json_integer_value(v),
+			    err, errlen) != 0) {
+				if (json_is_integer(v))
+					goto bad;
+				fail(err, errlen, "%s: special token '%s' has no "
+				    "id", path, key);
+				goto bad;
+			}
 	} else if (b->maxrank >= OVL_BPE_RANK_MAX ||
 	    add_special(b, "<|endoftext|>", b->maxrank + 1, err, errlen) != 0)
 		goto bad;
@@ -569,8 +680,10 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 		if (b->sp[i].id >= b->vocab)
 			b->vocab = b->sp[i].id + 1;
 	b->cache = ovl_xcalloc((size_t)1 << CACHE_BITS, sizeof(*b->cache));
+	json_decref(js);
 	return b;
 bad:
+	json_decref(js);
 	ovl_bpe_free(b);
 	return NULL;
 }
@@ -596,6 +709,7 @@ ovl_bpe_free(struct ovl_bpe *b)
 	free(b->s_rk);
 	free(b->s_tk);
 	free(b->s_heap);
+	free(b->conv);
 	free(b);
 }
 

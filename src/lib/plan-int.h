@@ -77,4 +77,9 @@ int	ovl_plan__checkpoint(struct ctx *c);
 int	ovl_plan__stop(struct ctx *c);
 int	ovl_plan__output(struct ctx *c);
 
+/* plan-tok.c */
+char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);
+int	ovl_plan__check_tokenizer(struct ctx *c,
+	    const struct ovl_plan_source *s, const char **prev);
+
 #endif

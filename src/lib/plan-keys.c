@@ -22,6 +22,8 @@ const char *const ovl_plan_formats[] = { "jsonl", "text", "tar", "wds",
 	NULL };
 const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
+const char *const ovl_plan_longdocs[] = { "split", "split-continue",
+	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
 const char *const ovl_plan_out_formats[] = { "megatron", "npy", "jsonl",
 	"frames", NULL };
@@ -79,6 +81,8 @@ static const struct key source_keys[] = {
 	    PKF_PLANDEF, 0, PLAN(tokenizer) },
 	{ "eod-token", PK_STR, SRC(eod_token), 0, 0, NULL, "--eod-token",
 	    PKF_PLANDEF, 0, PLAN(eod_token) },
+	{ "bos-token", PK_STR, SRC(bos_token), 0, 0, NULL, "--bos-token",
+	    PKF_PLANDEF, 0, PLAN(bos_token) },
 	{ "special", PK_STR, SRC(special), 0, 0, NULL, "--special", 0, 0, 0 },
 	{ "format", PK_CHOICE, SRC(format), 0, 0, ovl_plan_formats, "--format",
 	    0, 0, 0 },
@@ -99,6 +103,8 @@ static const struct key source_keys[] = {
 	    "--max-doc-bytes", 0, 0, 0 },
 	{ "on-error", PK_CHOICE, SRC(on_error), 0, 0, ovl_plan_onerrors,
 	    "--on-error", 0, 0, 0 },
+	{ "long-docs", PK_CHOICE, SRC(long_docs), 0, 0, ovl_plan_longdocs,
+	    NULL, PKF_PLANDEF, 0, PLAN(long_docs) },
 	{ "throttle", PK_STR, SRC(throttle), 0, 0, NULL, "--throttle", 0, 0, 0 },
 	{ "shuffle-seed", PK_SEED, 0, 0, 0, NULL, "--shuffle-seed", 0, 0, 0 },
 	{ "epochs", PK_U32, SRC(epochs), 1, UINT32_MAX, NULL, "--epochs",
@@ -122,6 +128,9 @@ static const struct key simple_keys[] = {
 	    PLAN(has_seed), 0 },
 	{ "tokenizer", PK_STR, PLAN(tokenizer), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "eod-token", PK_STR, PLAN(eod_token), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "bos-token", PK_STR, PLAN(bos_token), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "long-docs", PK_CHOICE, PLAN(long_docs), 0, 0, ovl_plan_longdocs,
+	    NULL, 0, 0, 0 },
 	{ "mix-by", PK_ENUM, PLAN(mix_by), 0, 0, mixbys, NULL, PKF_ALWAYS, 0,
 	    0 },
 	{ "ranks", PK_U32, PLAN(ranks), 1, OVL_PLAN_MAX_RANKS, NULL, NULL,

@@ -878,36 +878,6 @@ resolve_paths(struct ctx *c, struct ovl_plan_source *s)
 	return 0;
 }
 
-/* Resolve the FILE of "tiktoken:FILE[:PATTERN]" against the plan's directory. */
-static char *
-resolve_tokenizer(const char *dir, const char *spec)
-{
-	const char *f, *colon;
-	char *file, *joined, *r;
-	size_t n;
-
-	if (strncmp(spec, "tiktoken:", 9) != 0)
-		return ovl_xstrdup(spec);
-	f = spec + 9;
-	colon = strchr(f, ':');
-	n = colon != NULL ? (size_t)(colon - f) : strlen(f);
-	if (n == 0 || f[0] == '/' || dir == NULL || strcmp(dir, ".") == 0)
-		return ovl_xstrdup(spec);
-	file = ovl_xmalloc(n + 1);
-	memcpy(file, f, n);
-	file[n] = '\0';
-	joined = ovl_plan__join_dir(dir, file);
-	r = ovl_xmalloc(9 + strlen(joined) + (colon != NULL ? strlen(colon) :
-	    0) + 1);
-	strcpy(r, "tiktoken:");
-	strcat(r, joined);
-	if (colon != NULL)
-		strcat(r, colon);
-	free(file);
-	free(joined);
-	return r;
-}
-
 static uint64_t
 derive_seed(uint64_t seed, const char *name)
 {
@@ -952,14 +922,14 @@ finish(struct ctx *c)
 		    "need cost=model");
 	}
 	if (p->tokenizer != NULL) {
-		t = resolve_tokenizer(p->dir, p->tokenizer);
+		t = ovl_plan__resolve_tokenizer(p->dir, p->tokenizer);
 		free(p->tokenizer);
 		p->tokenizer = t;
 	}
 	for (i = 0; i < p->nsources; i++) {
 		s = &p->sources[i];
 		if (s->tokenizer != NULL) {
-			t = resolve_tokenizer(p->dir, s->tokenizer);
+			t = ovl_plan__resolve_tokenizer(p->dir, s->tokenizer);
 			free(s->tokenizer);
 			s->tokenizer = t;
 		}
@@ -970,6 +940,13 @@ finish(struct ctx *c)
 		}
 		if (!(c->flags & OVL_PLAN_NOGLOB) && resolve_paths(c, s) != 0)
 			return -1;
+	}
+	if (c->flags & OVL_PLAN_TOKENIZERS) {
+		const char *prev[3] = { NULL, NULL, NULL };
+
+		for (i = 0; i < p->nsources; i++)
+			if (ovl_plan__check_tokenizer(c, &p->sources[i], prev) != 0)
+				return -1;
 	}
 	return 0;
 }
@@ -1105,6 +1082,8 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->member_ext);
 		free(s->tokenizer);
 		free(s->eod_token);
+		free(s->bos_token);
+		free(s->long_docs);
 		free(s->special);
 		free(s->match);
 		free(s->drop);
@@ -1123,6 +1102,8 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->dir);
 	free(p->tokenizer);
 	free(p->eod_token);
+	free(p->bos_token);
+	free(p->long_docs);
 	free(p->balance);
 	free(p->pack);
 	free(p->ckpt_dir);

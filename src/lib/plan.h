@@ -44,6 +44,17 @@
 extern const char *const ovl_plan_formats[];	/* jsonl text tar wds */
 extern const char *const ovl_plan_docpers[];	/* line blank-line file */
 extern const char *const ovl_plan_onerrors[];	/* fail skip */
+/* split split-continue truncate drop error: enum ovl_long_docs order */
+extern const char *const ovl_plan_longdocs[];
+
+/* What ovl-mix and ovl-construct do with a document longer than seq-len. */
+enum ovl_long_docs {
+	OVL_LONG_SPLIT,		/* pieces, positions restart (the default) */
+	OVL_LONG_SPLIT_CONTINUE,/* pieces, positions go on from the offset */
+	OVL_LONG_TRUNCATE,	/* the first seq-len - 1 tokens and its end */
+	OVL_LONG_DROP,		/* left out, counted */
+	OVL_LONG_ERROR		/* the run stops, naming it */
+};
 extern const char *const ovl_plan_exhausts[];	/* stop drop repeat */
 extern const char *const ovl_plan_out_formats[]; /* megatron npy jsonl frames */
 /* Index of v in a NULL-terminated list, or -1. */
@@ -84,10 +95,12 @@ struct ovl_plan_source {
 					   or a list ".c,.h" */
 	char		 *tokenizer;	/* tokenizer=, else the plan's tokenizer */
 	char		 *eod_token;	/* eod-token=, else the plan's eod-token */
+	char		 *bos_token;	/* bos-token=, else the plan's bos-token */
 	char		 *special;	/* special=plain|error|allow|strip (tiktoken) */
 	char		 *match;	/* match=REGEX: keep matching documents */
 	char		 *drop;		/* drop=REGEX: drop matching documents */
 	char		 *on_error;	/* on-error=fail|skip */
+	char		 *long_docs;	/* long-docs=, else the plan's long-docs */
 	char		 *throttle;	/* throttle=RATE (ovl-source --throttle): a slow source, for tests and benchmarks */
 	uint64_t	  min_tokens;	/* min-tokens=, 0 unset */
 	uint64_t	  max_tokens;	/* max-tokens=, 0 unset */
@@ -130,6 +143,8 @@ struct ovl_plan {
 	uint64_t	 seed;		/* seed N */
 	char		*tokenizer;	/* tokenizer SPEC: default of every source, NULL */
 	char		*eod_token;	/* eod-token X: default of every source, NULL */
+	char		*bos_token;	/* bos-token X: default of every source, NULL */
+	char		*long_docs;	/* long-docs X: default of every source, NULL */
 
 	struct ovl_plan_source *sources;
 	size_t		 nsources;	/* >= 1 */
@@ -188,6 +203,7 @@ struct ovl_plan {
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */
 #define OVL_PLAN_NOGLOB	0x1	/* do not expand path= (no file access): npaths 0 */
+#define OVL_PLAN_TOKENIZERS 0x2	/* load every source's tokenizer (--check) */
 
 /*
  * Read and validate the plan file at path (paths resolved, globs expanded:
@@ -273,5 +289,8 @@ int	ovl_plan_print(const struct ovl_plan *p, FILE *fp);
  * " \ $ and `. Returns a string the caller frees.
  */
 char	*ovl_plan_quote(const char *s);
+
+/* Source i's long-document policy (its own, the plan's, or split). */
+enum ovl_long_docs ovl_plan_long_docs(const struct ovl_plan *p, size_t i);
 
 #endif

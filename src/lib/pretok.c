@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "buf.h"
 
@@ -56,6 +57,23 @@
 		"\\x{11BF0}-\\x{11BF9}\\x{11F50}-\\x{11F59}\\x{16130}-\\x{16139}" \
 		"\\x{16D70}-\\x{16D79}\\x{1CCF0}-\\x{1CCF9}\\x{1D2C0}-\\x{1D2D3}" \
 		"\\x{1E4F0}-\\x{1E4F9}\\x{1E5F1}-\\x{1E5FA}"
+/*
+ * Punctuation and symbols (for \p{P} and \p{S} in Hugging Face files):
+ * those of node's Unicode that HF tokenizers (npm tokenizers 0.23.2) also
+ * reads as such, probed with DeepSeek V3's pattern (t73 keeps the check).
+ */
+/* 36 code points */
+#define U16_P	"\\x{1B4E}-\\x{1B4F}\\x{1B7F}\\x{10D6E}\\x{113D4}-\\x{113D5}" \
+		"\\x{113D7}-\\x{113D8}\\x{11B00}-\\x{11B09}\\x{11BE1}\\x{11F43}-\\x{11F4F}" \
+		"\\x{16D6D}-\\x{16D6F}\\x{1E5FF}"
+/* 773 code points */
+#define U16_S	"\\x{2427}-\\x{2429}\\x{2FFC}-\\x{2FFF}\\x{31E4}-\\x{31E5}" \
+		"\\x{31EF}\\x{10D8E}-\\x{10D8F}\\x{1CC00}-\\x{1CCEF}\\x{1CD00}-\\x{1CEB3}" \
+		"\\x{1F6DC}\\x{1F774}-\\x{1F776}\\x{1F77B}-\\x{1F77F}\\x{1F7D9}" \
+		"\\x{1F8B2}-\\x{1F8BB}\\x{1F8C0}-\\x{1F8C1}\\x{1FA75}-\\x{1FA77}" \
+		"\\x{1FA87}-\\x{1FA89}\\x{1FA8F}\\x{1FAAD}-\\x{1FAAF}\\x{1FABB}-\\x{1FABF}" \
+		"\\x{1FAC6}\\x{1FACE}-\\x{1FACF}\\x{1FADA}-\\x{1FADC}\\x{1FADF}" \
+		"\\x{1FAE8}-\\x{1FAE9}\\x{1FAF7}-\\x{1FAF8}\\x{1FBCB}-\\x{1FBEF}"
 /* ---- end of generated code ---- */
 
 #define L_ALL	"\\p{L}" U16_Lu U16_Ll U16_Lt U16_Lm U16_Lo
@@ -118,19 +136,104 @@ ovl_pretok_pattern(enum ovl_pretok_kind kind)
 	}
 }
 
+/*
+ * An Oniguruma or Rust regex (HF tokenizer.json, tiktoken) for PCRE2:
+ * \s and \S as Unicode White_Space, and the letters, marks and numbers
+ * of Unicode 16 in \p{L}, \p{N}, \p{M}, \p{P}, \p{S} and the letter cases,
+ * outside and
+ * inside classes (\P{..} only outside), as the patterns above have them.
+ */
+static const char *
+u16_extra(const char *name, size_t *len)
+{
+	static const struct {
+		const char *name, *extra;
+	} t[] = {
+		{ "L}", U16_Lu U16_Ll U16_Lt U16_Lm U16_Lo }, { "Lu}", U16_Lu },
+		{ "Ll}", U16_Ll }, { "Lt}", U16_Lt }, { "Lm}", U16_Lm },
+		{ "Lo}", U16_Lo }, { "M}", U16_M }, { "N}", U16_N },
+		{ "P}", U16_P }, { "S}", U16_S }
+	};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		n = strlen(t[i].name);
+		if (strncmp(name, t[i].name, n) == 0) {
+			*len = n - 1;
+			return t[i].extra;
+		}
+	}
+	return NULL;
+}
+
+static char *
+translate(const char *re)
+{
+	struct ovl_buf b = { 0 };
+	int incls = 0;
+	const char *s, *extra;
+	size_t namelen;
+
+	for (s = re; *s != '\0'; s++) {
+		if (s[0] == '\\' && (s[1] == 'p' || s[1] == 'P') && s[2] == '{' &&
+		    (extra = u16_extra(s + 3, &namelen)) != NULL) {
+			/* the class as Unicode 16 has it */
+			int neg = s[1] == 'P';
+			if (!incls || !neg) {
+				if (!incls)
+					ovl_buf_append(&b, neg ? "[^" : "[", neg ? 2 : 1);
+				ovl_buf_append(&b, "\\p{", 3);
+				ovl_buf_append(&b, s + 3, namelen + 1);
+				ovl_buf_append(&b, extra, strlen(extra));
+				if (!incls)
+					ovl_buf_append(&b, "]", 1);
+				s += 3 + namelen;
+				continue;
+			}
+		}
+		if (s[0] == '\\' && s[1] != '\0') {
+			if (s[1] == 's')
+				ovl_buf_append(&b, incls ? WS : "[" WS "]",
+				    strlen(WS) + (incls ? 0 : 2));
+			else if (s[1] == 'S' && !incls)
+				ovl_buf_append(&b, "[^" WS "]", strlen(WS) + 3);
+			else
+				ovl_buf_append(&b, s, 2);
+			s++;
+			continue;
+		}
+		if (s[0] == '[' && !incls) {
+			incls = 1;
+			ovl_buf_append(&b, s, 1);
+			/* a ']' or '^]' first is a literal */
+			if (s[1] == '^')
+				ovl_buf_append(&b, ++s, 1);
+			if (s[1] == ']')
+				ovl_buf_append(&b, ++s, 1);
+			continue;
+		}
+		if (s[0] == ']')
+			incls = 0;
+		ovl_buf_append(&b, s, 1);
+	}
+	ovl_buf_append(&b, "", 1);
+	return (char *)b.p;
+}
+
 struct ovl_pretok *
 ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
     size_t errlen)
 {
 	struct ovl_pretok *p = ovl_xcalloc(1, sizeof(*p));
-	const char *pattern = kind == OVL_PRETOK_REGEX ? regex :
-	    ovl_pretok_pattern(kind);
+	char *onig = kind == OVL_PRETOK_ONIG ? translate(regex) : NULL;
+	const char *pattern = onig != NULL ? onig :
+	    kind == OVL_PRETOK_REGEX ? regex : ovl_pretok_pattern(kind);
 	PCRE2_SIZE eo;
 	PCRE2_UCHAR msg[160];
 	int ec, c;
 
 	p->kind = kind;
-	p->scanner = kind != OVL_PRETOK_REGEX;
+	p->scanner = kind != OVL_PRETOK_REGEX && kind != OVL_PRETOK_ONIG;
 	for (c = 0; c < 256; c++)
 		p->cls[c] = c >= 0x80 ? C_HI : c >= 'A' && c <= 'Z' ? C_UP :
 		    c >= 'a' && c <= 'z' ? C_LO : c >= '0' && c <= '9' ? C_DIG :
@@ -139,6 +242,7 @@ ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
 		    C_OTH;
 	p->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
 	    PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
+	free(onig);
 	if (p->re == NULL) {
 		pcre2_get_error_message(ec, msg, sizeof(msg));
 		snprintf(err, errlen, "bad pre-tokenizer pattern at offset %zu: "

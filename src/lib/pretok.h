@@ -15,6 +15,8 @@
 
 enum ovl_pretok_kind {
 	OVL_PRETOK_REGEX,	/* a user's PCRE2 regex, no scanner */
+	OVL_PRETOK_ONIG,	/* a regex read as Oniguruma and Rust read it
+				   (\s is White_Space), no scanner */
 	OVL_PRETOK_R50K,	/* r50k_base, p50k_base, gpt2 */
 	OVL_PRETOK_CL100K,
 	OVL_PRETOK_O200K

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include "bpe.h"
+#include "hf.h"
+#include "spm.h"
 #include "num.h"
 
 size_t
@@ -95,8 +97,24 @@ bytes_free(void *impl)
 	(void)impl;
 }
 
+static int
+bytes_decode(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	size_t i;
+
+	(void)impl;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)ids[i];
+		if (ids[i] > 255)
+			return -1;
+		ovl_buf_append(out, &c, 1);
+	}
+	return 0;
+}
+
 static const struct ovl_tok_ops bytes_ops = {
 	.encode = bytes_encode,
+	.decode = bytes_decode,
 	.special = bytes_special,
 	.free = bytes_free
 };
@@ -122,16 +140,25 @@ bpe_free_op(void *impl)
 	ovl_bpe_free(impl);
 }
 
+/* A special-token policy by name: 0, or -1 with a message. */
+static int
+policy_of(const char *policy, enum ovl_bpe_special *p, char *err,
+    size_t errlen)
+{
+	if (ovl_bpe_special_parse(policy, p) == 0)
+		return 0;
+	snprintf(err, errlen, "unknown special-token policy '%s' "
+	    "(plain, error, allow, strip)", policy);
+	return -1;
+}
+
 static int
 bpe_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
 {
 	enum ovl_bpe_special p;
 
-	if (ovl_bpe_special_parse(policy, &p) != 0) {
-		snprintf(err, errlen, "unknown special-token policy '%s' "
-		    "(plain, error, allow, strip)", policy);
+	if (policy_of(policy, &p, err, errlen) != 0)
 		return -1;
-	}
 	ovl_bpe_set_special(impl, p);
 	return 0;
 }
@@ -142,13 +169,176 @@ bpe_error_op(void *impl)
 	return ovl_bpe_error(impl);
 }
 
+static int
+bpe_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	size_t i, l;
+
+	for (i = 0; i < n; i++) {
+		const unsigned char *t = ovl_bpe_token(impl, ids[i], &l);
+		if (t == NULL)
+			return -1;
+		ovl_buf_append(out, t, l);
+	}
+	return 0;
+}
+
 static const struct ovl_tok_ops bpe_ops = {
 	.encode = bpe_encode_op,
+	.decode = bpe_decode_op,
 	.special = bpe_special_op,
 	.free = bpe_free_op,
 	.set_special = bpe_set_special_op,
 	.error = bpe_error_op
 };
+
+/* ---- hf: a tokenizer.json (hf.h) ---- */
+
+static int
+hf_encode_op(void *impl, const char *text, size_t n, struct ovl_u32vec *out,
+    size_t *bad_off)
+{
+	return ovl_hf_encode(impl, text, n, out, bad_off);
+}
+
+static int
+hf_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	return ovl_hf_decode(impl, ids, n, out);
+}
+
+static int64_t
+hf_special_op(void *impl, const char *name)
+{
+	return ovl_hf_token_id(impl, name);
+}
+
+static void
+hf_free_op(void *impl)
+{
+	ovl_hf_free(impl);
+}
+
+static const char *
+hf_error_op(void *impl)
+{
+	return ovl_hf_error(impl);
+}
+
+static int
+hf_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
+{
+	enum ovl_bpe_special p;
+
+	if (policy_of(policy, &p, err, errlen) != 0)
+		return -1;
+	ovl_hf_set_special(impl, p);
+	return 0;
+}
+
+static const struct ovl_tok_ops hf_ops = {
+	.encode = hf_encode_op,
+	.decode = hf_decode_op,
+	.special = hf_special_op,
+	.free = hf_free_op,
+	.set_special = hf_set_special_op,
+	.error = hf_error_op
+};
+
+/* ---- sentencepiece: a tokenizer.model through libsentencepiece ---- */
+
+struct spm_tok {
+	struct ovl_spm	*s;
+	char		 err[256];
+};
+
+static int
+spm_encode_op(void *impl, const char *text, size_t n, struct ovl_u32vec *out,
+    size_t *bad_off)
+{
+	struct spm_tok *st = impl;
+	size_t ok = ovl_utf8_valid(text, n), len = out->len;
+
+	st->err[0] = '\0';
+	if (ok != n) {
+		*bad_off = ok;
+		return -1;
+	}
+	if (ovl_spm_encode(st->s, text, n, &out->p, &len, &out->cap, st->err,
+	    sizeof(st->err)) != 0) {
+		*bad_off = 0;
+		return -1;
+	}
+	out->len = len;
+	return 0;
+}
+
+static int
+spm_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
+{
+	struct spm_tok *st = impl;
+	size_t len;
+	char *s = ovl_spm_decode(st->s, ids, n, &len);
+
+	if (s == NULL)
+		return -1;
+	ovl_buf_append(out, s, len);
+	free(s);
+	return 0;
+}
+
+static int64_t
+spm_special_op(void *impl, const char *name)
+{
+	return ovl_spm_piece_id(((struct spm_tok *)impl)->s, name);
+}
+
+static void
+spm_free_op(void *impl)
+{
+	struct spm_tok *st = impl;
+
+	ovl_spm_free(st->s);
+	free(st);
+}
+
+static const char *
+spm_error_op(void *impl)
+{
+	return ((struct spm_tok *)impl)->err;
+}
+
+static const struct ovl_tok_ops spm_ops = {
+	.encode = spm_encode_op,
+	.decode = spm_decode_op,
+	.special = spm_special_op,
+	.free = spm_free_op,
+	.error = spm_error_op
+};
+
+static struct ovl_tok *tok_new(const struct ovl_tok_ops *ops, void *impl,
+    const char *name, uint32_t vocab, uint32_t eod);
+
+static struct ovl_tok *
+spm_open(const char *path, char *err, size_t errlen)
+{
+	struct spm_tok *st;
+	struct ovl_spm *s;
+	int64_t eos;
+
+	if (*path == '\0') {
+		snprintf(err, errlen, "sentencepiece: no file given "
+		    "(sentencepiece:PATH/tokenizer.model)");
+		return NULL;
+	}
+	if ((s = ovl_spm_open(path, err, errlen)) == NULL)
+		return NULL;
+	st = ovl_xcalloc(1, sizeof(*st));
+	st->s = s;
+	eos = ovl_spm_eos(s);
+	return tok_new(&spm_ops, st, ovl_spm_name(s), ovl_spm_vocab(s),
+	    eos >= 0 ? (uint32_t)eos : OVL_TOK_NONE);
+}
 
 static struct ovl_tok *
 tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
@@ -161,6 +351,7 @@ tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
 	t->name = ovl_xstrdup(name);
 	t->vocab = vocab;
 	t->eod = eod;
+	t->bos = OVL_TOK_NONE;
 	return t;
 }
 
@@ -201,6 +392,23 @@ tiktoken_open(const char *rest, char *err, size_t errlen)
 	return t;
 }
 
+static struct ovl_tok *
+hf_open(const char *path, char *err, size_t errlen)
+{
+	struct ovl_hf *h;
+	int64_t eod;
+
+	if (*path == '\0') {
+		snprintf(err, errlen, "hf: no file given (hf:PATH/tokenizer.json)");
+		return NULL;
+	}
+	if ((h = ovl_hf_open(path, err, errlen)) == NULL)
+		return NULL;
+	eod = ovl_hf_default_eod(h);
+	return tok_new(&hf_ops, h, ovl_hf_name(h), ovl_hf_vocab(h),
+	    eod >= 0 ? (uint32_t)eod : OVL_TOK_NONE);
+}
+
 struct ovl_tok *
 ovl_tok_open(const char *spec, char *err, size_t errlen)
 {
@@ -208,8 +416,12 @@ ovl_tok_open(const char *spec, char *err, size_t errlen)
 		return tok_new(&bytes_ops, NULL, "bytes", 257, BYTES_EOD);
 	if (strncmp(spec, "tiktoken:", 9) == 0)
 		return tiktoken_open(spec + 9, err, errlen);
+	if (strncmp(spec, "hf:", 3) == 0)
+		return hf_open(spec + 3, err, errlen);
+	if (strncmp(spec, "sentencepiece:", 14) == 0)
+		return spm_open(spec + 14, err, errlen);
 	snprintf(err, errlen, "unknown tokenizer '%s' (known: bytes, "
-	    "tiktoken:FILE[:PATTERN])", spec);
+	    "tiktoken:FILE[:PATTERN], hf:FILE, sentencepiece:FILE)", spec);
 	return NULL;
 }
 
@@ -264,30 +476,64 @@ ovl_tok_eod(const struct ovl_tok *t)
 	return t->eod;
 }
 
-int
-ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+/* A token by decimal id or by its text: 0 with *id, or -1 with err. */
+static int
+tok_resolve(const struct ovl_tok *t, const char *what, const char *name,
+    uint32_t *id, char *err, size_t errlen)
 {
-	uint64_t id;
+	uint64_t n;
 	int64_t sid = -1;
 
-	if (ovl_num_u64(name, &id) == 0) {
-		if (id >= t->vocab) {
-			snprintf(err, errlen, "end-of-document id %" PRIu64
-			    " is not below the vocabulary size %" PRIu32, id,
-			    t->vocab);
+	if (ovl_num_u64(name, &n) == 0) {
+		if (n >= t->vocab) {
+			snprintf(err, errlen, "%s id %" PRIu64 " is not below "
+			    "the vocabulary size %" PRIu32, what, n, t->vocab);
 			return -1;
 		}
-		t->eod = (uint32_t)id;
+		*id = (uint32_t)n;
 		return 0;
 	}
 	if (t->ops->special != NULL)
 		sid = t->ops->special(t->impl, name);
-	if (sid < 0) {
-		snprintf(err, errlen, "unknown special token '%s' for tokenizer %s",
+	if (sid < 0 || sid >= t->vocab) {
+		snprintf(err, errlen, "unknown %s token '%s' for tokenizer %s",
+		    strcmp(what, "end-of-document") == 0 ? "special" : what,
 		    name, t->name);
 		return -1;
 	}
-	t->eod = (uint32_t)sid;
+	*id = (uint32_t)sid;
+	return 0;
+}
+
+int
+ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+{
+	return tok_resolve(t, "end-of-document", name, &t->eod, err, errlen);
+}
+
+int
+ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err, size_t errlen)
+{
+	return tok_resolve(t, "beginning-of-document", name, &t->bos, err,
+	    errlen);
+}
+
+uint32_t
+ovl_tok_bos(const struct ovl_tok *t)
+{
+	return t->bos;
+}
+
+int
+ovl_tok_decode(const struct ovl_tok *t, const uint32_t *ids, size_t n,
+    struct ovl_buf *out)
+{
+	size_t start = out->len;
+
+	if (t->ops->decode == NULL || t->ops->decode(t->impl, ids, n, out) != 0) {
+		out->len = start;
+		return -1;
+	}
 	return 0;
 }
 

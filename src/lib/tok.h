@@ -2,8 +2,8 @@
  * tok: tokenizers behind one small interface.
  *
  * A spec names the tokenizer: "bytes" (UTF-8 bytes as ids 0..255, end of
- * document 256, vocabulary 257) or "tiktoken:FILE[:PATTERN]" (BPE, see
- * bpe.h). A tokenizer is used by one thread; encoding allocates nothing
+ * document 256, vocabulary 257), "tiktoken:FILE[:PATTERN]" (BPE, see
+ * bpe.h) or "hf:FILE" (a Hugging Face tokenizer.json, see hf.h). A tokenizer is used by one thread; encoding allocates nothing
  * once its buffers have grown.
  */
 #ifndef OVL_TOK_H
@@ -26,7 +26,13 @@ void	ovl_tok_free(struct ovl_tok *t);
 const char *ovl_tok_name(const struct ovl_tok *t);
 /* Ids are below this (special tokens included). */
 uint32_t ovl_tok_vocab(const struct ovl_tok *t);
-/* The end-of-document id appended after every document. */
+#define OVL_TOK_NONE	UINT32_MAX
+
+/*
+ * The end-of-document id appended after every document: OVL_TOK_NONE when
+ * the tokenizer has no usual one (a tokenizer.json of an unknown model)
+ * and none was set.
+ */
 uint32_t ovl_tok_eod(const struct ovl_tok *t);
 /*
  * Choose the end-of-document token by its text ("<|endoftext|>") or its
@@ -34,6 +40,21 @@ uint32_t ovl_tok_eod(const struct ovl_tok *t);
  */
 int	ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err,
 	    size_t errlen);
+/*
+ * A beginning-of-document token put before every document, by text
+ * ("<|begin_of_text|>") or decimal id, as for ovl_tok_set_eod. There is
+ * none until one is set: ovl_tok_bos() is OVL_TOK_NONE.
+ */
+int	ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err,
+	    size_t errlen);
+uint32_t ovl_tok_bos(const struct ovl_tok *t);
+/*
+ * Append the text of ids[0..n) to out: 0, or -1 (out unchanged) when an id
+ * is not a token.
+ */
+int	ovl_tok_decode(const struct ovl_tok *t, const uint32_t *ids, size_t n,
+	    struct ovl_buf *out);
+
 /*
  * Append the ids of text[0..n) to out (the end-of-document id is not
  * appended). Returns 0, or -1 when text is not valid UTF-8, with the byte
@@ -67,6 +88,8 @@ size_t	ovl_utf8_valid(const char *s, size_t n);
 struct ovl_tok_ops {
 	int	(*encode)(void *impl, const char *text, size_t n,
 		    struct ovl_u32vec *out, size_t *bad_off);
+	int	(*decode)(void *impl, const uint32_t *ids, size_t n,
+		    struct ovl_buf *out);
 	/* Id of a special token's text, or -1. May be NULL. */
 	int64_t	(*special)(void *impl, const char *name);
 	void	(*free)(void *impl);
@@ -83,6 +106,7 @@ struct ovl_tok {
 	char		*name;
 	uint32_t	 vocab;
 	uint32_t	 eod;
+	uint32_t	 bos;
 };
 
 #endif

@@ -62,7 +62,7 @@ static const struct option longopts[] = {
 static int
 cmd_check(const struct mix_opts *o)
 {
-	struct ovl_plan *p = load_plan(o->plan, 0);
+	struct ovl_plan *p = load_plan(o->plan, OVL_PLAN_TOKENIZERS);
 
 	if (ovl_plan_print(p, stdout) != 0)
 		ovl_io_check_stdout();
@@ -440,6 +440,7 @@ main(int argc, char **argv)
 	m.active = ovl_xcalloc(m.nsrc, 1);
 	for (i = 0; i < m.nsrc; i++) {
 		m.src[i].ps = &m.plan->sources[i];
+		m.src[i].long_policy = ovl_plan_long_docs(m.plan, i);
 		m.active[i] = 1;
 	}
 	ovl_plan_stepcfg(m.plan, &m.cfg);
@@ -491,6 +492,7 @@ main(int argc, char **argv)
 	free(m.pfd);
 	free(m.pin);
 	free(m.bars);
+	ovl_u32vec_free(&m.trunc);
 	free(m.target);
 	free(m.w8);
 	free(m.active);

@@ -93,6 +93,9 @@ struct source {
 	uint64_t	  empty_run;	/* chunks ended without a document */
 	int		  state;
 	double		  base;		/* target at the last drop */
+	enum ovl_long_docs long_policy;	/* documents longer than seq-len */
+	uint64_t	  long_n[3];	/* split, truncated, dropped */
+	uint64_t	  long_cut;	/* tokens truncated or dropped */
 	struct ovl_buf	  meta;		/* META lines of partition 0 passed on */
 };
 
@@ -136,6 +139,7 @@ struct mixer {
 	int		 stdin_used;
 	int		 starting;	/* reading the META of every input */
 	const char	*end_reason;
+	struct ovl_u32vec trunc;	/* a truncated document's tokens (--json) */
 };
 
 

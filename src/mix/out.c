@@ -77,6 +77,10 @@ state_text(struct mixer *m, uint64_t n, struct ovl_buf *b)
 		PUT("source.%s.docs %" PRIu64 "\n", nm, s->docs);
 		PUT("source.%s.nchunks %u\n", nm, s->nchunks);
 		PUT("source.%s.state %s\n", nm, names[s->state]);
+		if (s->long_n[0] + s->long_n[1] + s->long_n[2] > 0)
+			PUT("source.%s.long %" PRIu64 " %" PRIu64 " %" PRIu64
+			    " %" PRIu64 "\n", nm, s->long_n[0], s->long_n[1],
+			    s->long_n[2], s->long_cut);
 		if (m->any_drop)
 			PUT("source.%s.base %a\n", nm, s->base);
 	}
@@ -155,11 +159,46 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 {
 	struct source *s = &m->src[k];
 	struct ovl_stepcut c2 = m->cut;
-	uint64_t left = d->ntokens, off = 0, stop = m->plan->stop_steps;
-	uint32_t plen;
+	uint64_t left, off = 0, stop = m->plan->stop_steps;
+	uint32_t plen, ntok = d->ntokens;
 	size_t nb = 0, i;
 	int opened, stopped = 0;
 
+	/* the sequence length of the step the document starts in */
+	(void)ovl_stepcut_next(&c2, d->ntokens, &opened);
+	if (d->ntokens > c2.seq_len && c2.seq_len > 0) {
+		char cb[OVL_CURSOR_STRLEN];
+		struct ovl_cursor cur;
+
+		switch (s->long_policy) {
+		case OVL_LONG_ERROR:
+			ovl_doc_cursor(d, &cur);
+			ovl_errx(OVL_EXIT_DATA, "source '%s': record %" PRIu64
+			    " of chunk %u, epoch %u (just before cursor %s) has "
+			    "%u tokens, longer than seq-len %u (long-docs=error)",
+			    s->ps->name, d->record, d->chunk, d->epoch,
+			    ovl_cursor_format(&cur, cb), d->ntokens, c2.seq_len);
+		case OVL_LONG_DROP:
+			/* consumed, never mixed: the cursor moves past it */
+			if (stop != 0 && m->cut.step >= stop)
+				return 0;
+			s->long_n[2]++;
+			s->long_cut += d->ntokens;
+			in->has_pend = 0;
+			ovl_doc_cursor(d, &s->cur);
+			return 1;
+		case OVL_LONG_TRUNCATE:
+			s->long_n[1]++;
+			s->long_cut += d->ntokens - c2.seq_len;
+			ntok = c2.seq_len;
+			break;
+		default:
+			s->long_n[0]++;
+			break;
+		}
+	}
+	c2 = m->cut;
+	left = ntok;
 	while (left > 0) {
 		plen = ovl_stepcut_next(&c2, left, &opened);
 		if (opened && stop != 0 && c2.step >= stop && !stopped) {
@@ -185,7 +224,28 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	}
 	for (i = 0; i < nb; i++)
 		emit_barrier(m, &m->bars[i], st);
-	if (m->o->json)
+	if (ntok < d->ntokens) {
+		/* truncated: its first ntok - 1 tokens and its end token */
+		struct ovl_doc d2 = *d;
+
+		d2.ntokens = ntok;
+		if (m->o->json) {
+			uint32_t *t = ovl_u32vec_reserve(&m->trunc, ntok);
+			memcpy(t, d->tokens, (size_t)ntok * 4);
+			t[ntok - 1] = d->tokens[d->ntokens - 1];
+			d2.tokens = t;
+			emit_json_doc(m, &d2, (uint32_t)k);
+		} else {
+			uint8_t *p = ovl_writer_begin(m->w,
+			    ovl_doc_payload_len(ntok, d->text_len));
+
+			ovl_doc_encode(p, &d2);
+			ovl_put32(p + OVL_DOC_FIXED + (ntok - 1) * 4,
+			    d->tokens[d->ntokens - 1]);
+			ovl_doc_set_mixed(p, (uint32_t)k, m->pos, m->tokens);
+			ovl_writer_finish(m->w, OVL_DOC, 0);
+		}
+	} else if (m->o->json)
 		emit_json_doc(m, d, (uint32_t)k);
 	else {
 		/* rewritten in the reader's buffer, then passed through */
@@ -195,12 +255,12 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	in->has_pend = 0;
 	m->cut = c2;
 	m->pos++;
-	m->tokens += d->ntokens;
-	s->tokens += d->ntokens;
+	m->tokens += ntok;
+	s->tokens += ntok;
 	s->docs++;
 	s->empty_run = 0;
 	ovl_doc_cursor(d, &s->cur);
-	in->tokens += d->ntokens;
+	in->tokens += ntok;
 	in->docs++;
 	return stopped ? 2 : 1;
 }
@@ -245,6 +305,10 @@ stats_kv(struct mixer *m, FILE *fp, int final, double T)
 		    100.0 * (T > 0 ? m->target[i] / T : m->w8[i]), n,
 		    (uint64_t)(blocked * 1000), n, ovl_cursor_format(&s->cur, c),
 		    n, s->nparts);
+		fprintf(fp, "source.%s.long_split %" PRIu64 "\nsource.%s."
+		    "long_truncated %" PRIu64 "\nsource.%s.long_dropped %" PRIu64
+		    "\nsource.%s.long_cut_tokens %" PRIu64 "\n", n, s->long_n[0],
+		    n, s->long_n[1], n, s->long_n[2], n, s->long_cut);
 		for (j = 0; j < s->nparts; j++) {
 			const struct input *in = s->in[j];
 
@@ -458,6 +522,12 @@ resume_from(struct mixer *m, const char *path)
 				else
 					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
 					    "state '%s'", path, lineno, val);
+			} else if (strcmp(field, "long") == 0) {
+				if (sscanf(val, "%" SCNu64 " %" SCNu64 " %" SCNu64
+				    " %" SCNu64, &s->long_n[0], &s->long_n[1],
+				    &s->long_n[2], &s->long_cut) != 4)
+					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
+					    "long '%s'", path, lineno, val);
 			} else if (strcmp(field, "base") == 0) {
 				char *end;
 				errno = 0;

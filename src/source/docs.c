@@ -195,6 +195,8 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 		size_t badoff;
 
 		s->toks.len = 0;
+		if (s->bos != OVL_TOK_NONE)
+			ovl_u32vec_push(&s->toks, s->bos);
 		if (ovl_tok_encode(s->tok, text, len, &s->toks, &badoff) != 0) {
 			bad(s, R_TOK, r, "%s at byte %zu of the document",
 			    ovl_tok_error(s->tok), badoff);

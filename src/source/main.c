@@ -13,8 +13,10 @@ static const struct ovl_cli cli = {
 	"  --json-parser P       fast (default) or jansson\n"
 	"  --doc-per MODE        text: line (default), blank-line or file\n"
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
-	"  --tokenizer SPEC      bytes (default) or tiktoken:FILE[:PATTERN]\n"
+	"  --tokenizer SPEC      bytes (default), tiktoken:FILE[:PATTERN] or\n"
+	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
+	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
 	"  --special POLICY      special-token text in documents: plain (default),\n"
 	"                        error, allow or strip (tiktoken)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
@@ -49,7 +51,7 @@ static const struct ovl_cli cli = {
 
 enum {
 	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
-	O_EOD, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
+	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL
 };
@@ -63,6 +65,7 @@ static const struct option longopts[] = {
 	{ "member-ext", required_argument, NULL, O_EXT },
 	{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 	{ "eod-token", required_argument, NULL, O_EOD },
+	{ "bos-token", required_argument, NULL, O_BOS },
 	{ "min-tokens", required_argument, NULL, O_MIN },
 	{ "max-tokens", required_argument, NULL, O_MAX },
 	{ "match", required_argument, NULL, O_MATCH },
@@ -191,6 +194,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_EOD:
 			o->eod_token = optarg;
+			break;
+		case O_BOS:
+			o->bos_token = optarg;
 			break;
 		case O_MIN:
 			o->min_tokens = opt_u64("min-tokens", optarg, UINT32_MAX);
@@ -418,8 +424,17 @@ setup(struct src *s, struct src_opts *o)
 	if (o->eod_token != NULL &&
 	    ovl_tok_set_eod(s->tok, o->eod_token, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	if (o->bos_token != NULL &&
+	    ovl_tok_set_bos(s->tok, o->bos_token, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
 	s->eod = ovl_tok_eod(s->tok);
-	s->tok_bytes = strcmp(ovl_tok_name(s->tok), "bytes") == 0;
+	if (s->eod == OVL_TOK_NONE)
+		ovl_errx(OVL_EXIT_USAGE, "tokenizer %s (%s) has no usual "
+		    "end-of-document token: name one with --eod-token",
+		    ovl_tok_name(s->tok), o->tokenizer);
+	s->bos = ovl_tok_bos(s->tok);
+	s->tok_bytes = strcmp(ovl_tok_name(s->tok), "bytes") == 0 &&
+	    s->bos == OVL_TOK_NONE;
 	if (ovl_jsonl_path_init(&s->path, o->field) != 0)
 		ovl_cli_usagex(&cli, "bad --field '%s' (dotted keys, none empty)",
 		    o->field);

@@ -305,6 +305,8 @@ write_meta(struct src *s)
 	    "source.%s.partition %" PRIu32 "/%" PRIu32 "\n",
 	    ovl_tok_name(s->tok), ovl_tok_vocab(s->tok), s->eod, o->id, o->name,
 	    o->name, s->cs.n, o->name, o->part_p, o->part_n);
+	if (s->bos != OVL_TOK_NONE)
+		fprintf(fp, "bos %" PRIu32 "\n", s->bos);
 	/*
 	 * Where every chunk comes from, in chunk order, and the shuffle that
 	 * orders them per epoch: a manifest can name each piece's file.

@@ -73,6 +73,7 @@ struct src_opts {
 	int		 next;
 	const char	*tokenizer;
 	const char	*eod_token;
+	const char	*bos_token;
 	const char	*special;
 	uint64_t	 min_tokens;
 	uint64_t	 max_tokens;	/* 0: no limit */
@@ -131,6 +132,7 @@ struct src {
 	struct ovl_tok	*tok;
 	int		 tok_bytes;
 	uint32_t	 eod;
+	uint32_t	 bos;		/* OVL_TOK_NONE: none */
 	pcre2_code	*re_match, *re_drop;
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // unicode-extras.js: the C string macros for src/lib/bpe.c that teach
 // PCRE2 10.42 (Unicode 14) the letters, marks and numbers that the
-// reference tokenizer's Rust regex knows from Unicode 15.0 to 16.0.
+// reference tokenizer's Rust regex knows from Unicode 15.0 to 16.0 (and
+// the punctuation and symbols, for Hugging Face files' \p{P} and \p{S}).
 //
 //   node unicode-extras.js NODE_MODULES
 //
@@ -22,7 +23,7 @@ const cn14 = execFileSync('python3', ['-c', py], { maxBuffer: 1 << 26 })
     .toString().trim().split(' ').map(Number);
 const cl = get_encoding('cl100k_base'), o2 = get_encoding('o200k_base');
 const sTok = o2.encode_ordinary('s')[0];
-const groups = { Lu: [], Ll: [], Lt: [], Lm: [], Lo: [], M: [], N: [] };
+const groups = { Lu: [], Ll: [], Lt: [], Lm: [], Lo: [], M: [], N: [], P: [], S: [] };
 const cat = (s) => {
 	for (const k of ['Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'M', 'N'])
 		if (new RegExp('\\p{' + k + '}', 'u').test(s))
@@ -32,8 +33,14 @@ const cat = (s) => {
 for (const c of cn14) {
 	const s = String.fromCodePoint(c);
 	const k = cat(s);
-	if (k === null)
+	if (k === null) {
+		// punctuation and symbols: no tiktoken pattern tells them apart;
+		// Hugging Face files (DeepSeek V3) do, and t73 checks them
+		for (const q of ['P', 'S'])
+			if (new RegExp('\\p{' + q + '}', 'u').test(s))
+				groups[q].push(c);
 		continue;
+	}
 	const ln = cl.encode_ordinary(s + "'s").includes(596);
 	const o = o2.encode_ordinary(s + "'s");
 	const lm = o[o.length - 1] !== sTok;

@@ -680,6 +680,55 @@ driver(int argc, char **argv)
 	return rc;
 }
 
+/* t-bpe decode SPEC FILE: each line of ids to its text, NUL-terminated. */
+static int
+decode_driver(int argc, char **argv)
+{
+	char err[512], *line = NULL, *p, *e;
+	size_t cap = 0;
+	struct ovl_tok *t;
+	struct ovl_u32vec v = { 0 };
+	struct ovl_buf out = { 0 };
+	FILE *fp;
+	int rc = 0;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: t-bpe decode SPEC FILE\n");
+		return 2;
+	}
+	if ((t = ovl_tok_open(argv[2], err, sizeof(err))) == NULL) {
+		fprintf(stderr, "t-bpe: %s\n", err);
+		return 2;
+	}
+	if ((fp = fopen(argv[3], "r")) == NULL) {
+		perror(argv[3]);
+		ovl_tok_free(t);
+		return 2;
+	}
+	while (getline(&line, &cap, fp) > 0) {
+		v.len = 0;
+		for (p = line;; p = e) {
+			unsigned long x = strtoul(p, &e, 10);
+			if (e == p)
+				break;
+			ovl_u32vec_push(&v, (uint32_t)x);
+		}
+		out.len = 0;
+		if (ovl_tok_decode(t, v.p, v.len, &out) != 0) {
+			fprintf(stderr, "t-bpe: an id is not a token\n");
+			rc = 1;
+		}
+		fwrite(out.p, 1, out.len, stdout);
+		putchar('\0');
+	}
+	free(line);
+	fclose(fp);
+	ovl_buf_free(&out);
+	ovl_u32vec_free(&v);
+	ovl_tok_free(t);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -688,6 +737,8 @@ main(int argc, char **argv)
 	if (argc > 1) {
 		if (strcmp(argv[1], "encode") == 0 || strcmp(argv[1], "bench") == 0)
 			return driver(argc, argv);
+		if (strcmp(argv[1], "decode") == 0)
+			return decode_driver(argc, argv);
 		fprintf(stderr, "usage: t-bpe [encode|bench [--special=P] SPEC FILE...]\n");
 		return 2;
 	}

@@ -1,0 +1,115 @@
+/*
+ * plan-tok: a plan's tokenizer choices: files resolved against the plan's
+ * directory, and loaded for ovl-mix --check (OVL_PLAN_TOKENIZERS); and
+ * what becomes of documents longer than seq-len (long-docs).
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "plan-int.h"
+#include "tok.h"
+
+/*
+ * Resolve the FILE of "tiktoken:FILE[:PATTERN]", "hf:FILE" and
+ * "sentencepiece:FILE" against the plan's directory.
+ */
+char *
+ovl_plan__resolve_tokenizer(const char *dir, const char *spec)
+{
+	const char *f, *colon;
+	char *file, *joined, *r;
+	size_t n;
+
+	static const char *const whole[] = { "hf:", "sentencepiece:" };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		n = strlen(whole[i]);
+		if (strncmp(spec, whole[i], n) != 0 || spec[n] == '/' ||
+		    spec[n] == '\0' || dir == NULL || strcmp(dir, ".") == 0)
+			continue;
+		joined = ovl_plan__join_dir(dir, spec + n);
+		r = ovl_xmalloc(n + strlen(joined) + 1);
+		strcpy(r, whole[i]);
+		strcat(r, joined);
+		free(joined);
+		return r;
+	}
+	if (strncmp(spec, "tiktoken:", 9) != 0)
+		return ovl_xstrdup(spec);
+	f = spec + 9;
+	colon = strchr(f, ':');
+	n = colon != NULL ? (size_t)(colon - f) : strlen(f);
+	if (n == 0 || f[0] == '/' || dir == NULL || strcmp(dir, ".") == 0)
+		return ovl_xstrdup(spec);
+	file = ovl_xmalloc(n + 1);
+	memcpy(file, f, n);
+	file[n] = '\0';
+	joined = ovl_plan__join_dir(dir, file);
+	r = ovl_xmalloc(9 + strlen(joined) + (colon != NULL ? strlen(colon) :
+	    0) + 1);
+	strcpy(r, "tiktoken:");
+	strcat(r, joined);
+	if (colon != NULL)
+		strcat(r, colon);
+	free(file);
+	free(joined);
+	return r;
+}
+
+/*
+ * Load a source's tokenizer with its end- and beginning-of-document
+ * tokens, as ovl-source will: a missing or bad file is a plan error at the
+ * source's line. The same choice as the previous source's is not loaded
+ * again.
+ */
+int
+ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
+    const char **prev)
+{
+	const struct ovl_plan *p = c->p;
+	const char *spec = s->tokenizer ? s->tokenizer : p->tokenizer;
+	const char *eod = s->eod_token ? s->eod_token : p->eod_token;
+	const char *bos = s->bos_token ? s->bos_token : p->bos_token;
+	struct ovl_tok *t;
+	char err[512];
+	int rc = 0;
+
+	if (spec == NULL || strcmp(spec, "bytes") == 0)
+		spec = "bytes";
+	if (prev[0] != NULL && strcmp(prev[0], spec) == 0 &&
+	    (eod == prev[1] || (eod && prev[1] && strcmp(eod, prev[1]) == 0)) &&
+	    (bos == prev[2] || (bos && prev[2] && strcmp(bos, prev[2]) == 0)))
+		return 0;
+	c->line = s->line;
+	if ((t = ovl_tok_open(spec, err, sizeof(err))) == NULL)
+		return ovl_plan__perr(c, "source %s: %s", s->name, err);
+	if ((eod != NULL && ovl_tok_set_eod(t, eod, err, sizeof(err)) != 0) ||
+	    (bos != NULL && ovl_tok_set_bos(t, bos, err, sizeof(err)) != 0))
+		rc = ovl_plan__perr(c, "source %s: %s", s->name, err);
+	else if (ovl_tok_eod(t) == OVL_TOK_NONE)
+		rc = ovl_plan__perr(c, "source %s: tokenizer %s has no usual "
+		    "end-of-document token: name one with eod-token=", s->name,
+		    spec);
+	ovl_tok_free(t);
+	prev[0] = spec;
+	prev[1] = eod;
+	prev[2] = bos;
+	return rc;
+}
+
+enum ovl_long_docs
+ovl_plan_long_docs(const struct ovl_plan *p, size_t i)
+{
+	const char *v = p->sources[i].long_docs != NULL ?
+	    p->sources[i].long_docs : p->long_docs;
+	size_t k;
+
+	for (k = 0; v != NULL && ovl_plan_longdocs[k] != NULL; k++)
+		if (strcmp(v, ovl_plan_longdocs[k]) == 0)
+			return (enum ovl_long_docs)k;
+	return OVL_LONG_SPLIT;
+}

