@@ -61,6 +61,7 @@ struct construct_opts {
 	uint64_t	 image_tokens;
 	/* per source id: 1 when its pieces' positions go on (long-docs) */
 	unsigned char	 cont_pos[OVL_PLAN_MAX_SOURCES];
+	uint64_t	 stop_steps;	/* the plan's stop steps= (0: none) */
 	int		 pad_set;
 	uint32_t	 pad_id;
 	int		 json;
@@ -158,6 +159,7 @@ struct construct {
 	size_t		 nheld, heldcap;
 	uint64_t	 resume_n;	/* barriers up to this one are done */
 	int		 skipping;
+	int		 stopped;	/* the plan's stop steps= reached */
 	uint64_t	 skip_pos;
 	uint32_t	 skip_off;
 	uint64_t	 next_pos;	/* arrival numbering of unmixed DOCs */

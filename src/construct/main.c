@@ -178,6 +178,7 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 	for (i = 0; i < p->nsources; i++)
 		o->cont_pos[i] = ovl_plan_long_docs(p, i) ==
 		    OVL_LONG_SPLIT_CONTINUE;
+	o->stop_steps = p->stop_steps;
 	if (!set['c'] && p->cost_set == 1) {
 		o->cost.a = p->cost_a;
 		o->cost.b = p->cost_b;

@@ -283,7 +283,7 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		off = c->skip_off;
 		c->skipping = 0;
 	}
-	while (off < d.ntokens) {
+	while (off < d.ntokens && !c->stopped) {
 		struct wstep prev;
 		int opened, fresh = c->cut.used == 0;
 		uint32_t len;
@@ -292,6 +292,17 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.budget = c->cut.budget;
 		prev.seq_len = c->cut.seq_len;
 		len = ovl_stepcut_next(&c->cut, d.ntokens - off, &opened);
+		/*
+		 * The plan's stop steps=: ovl-mix ends its stream after the
+		 * document that reaches it, whole; its tokens from that step on
+		 * are not trained on.
+		 */
+		if (opened && c->o->stop_steps != 0 &&
+		    c->cut.step >= c->o->stop_steps) {
+			close_step(c, &prev, c->cut.seq_len);
+			c->stopped = 1;
+			break;
+		}
 		if (opened)
 			close_step(c, &prev, c->cut.seq_len);
 		if (c->nheld > 0)

@@ -162,7 +162,7 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	uint64_t left, off = 0, stop = m->plan->stop_steps;
 	uint32_t plen, ntok = d->ntokens;
 	size_t nb = 0, i;
-	int opened, stopped = 0;
+	int opened, stopped = 0, longk = -1;
 
 	/* the sequence length of the step the document starts in */
 	(void)ovl_stepcut_next(&c2, d->ntokens, &opened);
@@ -188,12 +188,11 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 			ovl_doc_cursor(d, &s->cur);
 			return 1;
 		case OVL_LONG_TRUNCATE:
-			s->long_n[1]++;
-			s->long_cut += d->ntokens - c2.seq_len;
+			longk = 1;
 			ntok = c2.seq_len;
 			break;
 		default:
-			s->long_n[0]++;
+			longk = 0;
 			break;
 		}
 	}
@@ -224,6 +223,11 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	}
 	for (i = 0; i < nb; i++)
 		emit_barrier(m, &m->bars[i], st);
+	/* counted with the document, after the checkpoints before it */
+	if (longk >= 0) {
+		s->long_n[longk]++;
+		s->long_cut += d->ntokens - ntok;
+	}
 	if (ntok < d->ntokens) {
 		/* truncated: its first ntok - 1 tokens and its end token */
 		struct ovl_doc d2 = *d;

@@ -1,0 +1,139 @@
+"""Megatron-LM trains in the loader's order.
+
+Megatron's ``GPTDataset`` reshuffles documents and samples, so the
+curriculum, the step order and the rank balance overlord computed are
+lost. ``LoaderOrderDataset`` reads the indexed dataset ``ovl-ckpt`` writes
+(``output format=megatron``) and hands Megatron's sequential sampler
+(``--dataloader-type single``, the default) each sequence where the loader
+put it: global batch ``g`` is the loader's step ``g``; within it Megatron
+takes micro-batch after micro-batch, each split over the data-parallel
+ranks, so sample ``i`` is mapped to the sequence the loader wrote for that
+step, micro-batch and rank.
+
+The recipe (the plan, then Megatron's flags)::
+
+    # the plan: fixed shapes, so every rank has micro-batches sequences a step
+    ranks R
+    micro-batches M
+    uniform yes
+    output format=megatron path=data/packed
+
+    # pretrain_gpt.py: the provider, and these flags
+    from overlord.megatron import datasets_provider
+    ...  pretrain(datasets_provider("data/packed", seq_length=S, eod=EOD, ranks=R,
+                                    micro_batches=M), ...)
+    --micro-batch-size 1 --global-batch-size R*M  (data-parallel size R)
+    --seq-length S --eod-mask-loss --reset-position-ids --reset-attention-mask
+    --tokenizer-type / --vocab-size as ``megatron_flags`` prints them
+
+Each sample is a dict as ``GPTDataset`` gives it: ``tokens`` and
+``labels`` (the next token, never across a document: a document's last
+token predicts nothing), ``loss_mask`` (0 there and on padding) and
+``position_ids`` (from 0 in every document), as numpy arrays of
+``seq_length``.
+"""
+
+import numpy as np
+
+from .offline import megatron as _sequences
+
+
+class LoaderOrderDataset:
+    """The sequences of ``prefix`` (.bin/.idx by ovl-ckpt) as Megatron
+    samples in the loader's step, micro-batch and rank order.
+
+    ``ranks`` and ``micro_batches`` are the plan's; the plan must have
+    fixed shapes (``uniform yes``): every step holds ranks x micro_batches
+    sequences, which is checked. ``eod`` is the end-of-document id (the
+    stream's META ``eod``), ``pad`` the id written after a short sequence.
+    """
+
+    def __init__(self, prefix, seq_length, eod, ranks=1, micro_batches=1, pad=0):
+        self.seqs = [s.tokens for s in _sequences(prefix)]
+        self.seq_length, self.eod, self.pad = int(seq_length), int(eod), int(pad)
+        self.ranks, self.mb = int(ranks), int(micro_batches)
+        per = self.ranks * self.mb
+        if per < 1 or len(self.seqs) % per != 0:
+            raise ValueError(
+                "%s: %d sequences are not whole steps of %d ranks x %d micro-batches "
+                "(the plan needs uniform yes)" % (prefix, len(self.seqs), self.ranks, self.mb))
+        for i, s in enumerate(self.seqs):
+            if len(s) > self.seq_length:
+                raise ValueError("%s: sequence %d has %d tokens, more than seq_length %d"
+                                 % (prefix, i, len(s), self.seq_length))
+
+    def __len__(self):
+        return len(self.seqs)
+
+    def index(self, i):
+        """The written sequence of Megatron's sample i: global batch i //
+        (R x M) is the step; inside it micro-batch k takes R consecutive
+        samples, one per data-parallel rank."""
+        per = self.ranks * self.mb
+        step, j = divmod(int(i), per)
+        mb, rank = divmod(j, self.ranks)
+        return step * per + rank * self.mb + mb
+
+    def __getitem__(self, i):
+        if not 0 <= i < len(self.seqs):
+            raise IndexError(i)
+        t = np.asarray(self.seqs[self.index(i)], dtype=np.int64)
+        n, S = len(t), self.seq_length
+        tokens = np.full(S, self.pad, dtype=np.int64)
+        tokens[:n] = t
+        labels = np.full(S, self.pad, dtype=np.int64)
+        labels[:n - 1] = t[1:]
+        loss_mask = np.zeros(S, dtype=np.float32)
+        loss_mask[:n - 1] = 1.0
+        # a document's end token predicts the next document: no loss
+        ends = np.nonzero(t == self.eod)[0]
+        loss_mask[ends[ends < S]] = 0.0
+        position_ids = np.zeros(S, dtype=np.int64)
+        start = 0
+        for e in list(ends) + [n - 1]:
+            e = int(e)
+            if e < start:
+                continue
+            position_ids[start:e + 1] = np.arange(e + 1 - start)
+            start = e + 1
+        return {"tokens": tokens, "labels": labels, "loss_mask": loss_mask,
+                "position_ids": position_ids}
+
+
+def datasets_provider(prefix, seq_length, eod, ranks=1, micro_batches=1, pad=0):
+    """A ``train_valid_test_datasets_provider`` for Megatron's
+    ``pretrain()``: the training set in the loader's order, no validation
+    or test set (overlord's plan decides what is trained on)."""
+
+    def provider(train_val_test_num_samples):
+        del train_val_test_num_samples    # the loader decided the samples
+        return (LoaderOrderDataset(prefix, seq_length, eod, ranks, micro_batches, pad),
+                None, None)
+
+    provider.is_distributed = True
+    return provider
+
+
+def megatron_flags(tokenizer, vocab, eod, seq_length, ranks, micro_batches):
+    """The Megatron-LM flags that match a run: its tokenizer (the META
+    ``tokenizer`` name and the file it came from), vocabulary, end of
+    document and shapes, as a list of arguments."""
+    kind, _, path = tokenizer.partition(":")
+    if kind == "hf":
+        tok = ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", path]
+    elif kind == "sentencepiece":
+        tok = ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", path]
+    elif kind == "tiktoken":
+        tok = ["--tokenizer-type", "TikTokenizer", "--tokenizer-model", path]
+    else:
+        # Megatron's NullTokenizer has its end of document at vocab-size
+        if int(eod) != int(vocab) - 1:
+            raise ValueError("NullTokenizer needs the end of document last (eod %d, "
+                             "vocab %d)" % (eod, vocab))
+        tok = ["--tokenizer-type", "NullTokenizer"]
+        vocab = int(vocab) - 1
+    return tok + ["--vocab-size", str(vocab), "--seq-length", str(seq_length),
+                  "--micro-batch-size", "1",
+                  "--global-batch-size", str(ranks * micro_batches),
+                  "--eod-mask-loss", "--reset-position-ids", "--reset-attention-mask",
+                  "--dataloader-type", "single"]
