@@ -174,7 +174,7 @@ slow_web_plan() {
 	PATH=$BATS_TEST_TMPDIR/nobin run -0 "$OVL_RUN" -v -d run --autoscale \
 	    --scale-interval 1 --status-interval 0.5 --max-partitions 4 p.plan
 	[[ "$output" == *"autoscale: web 1 -> 2 partitions (the mixer waited "*"% of the last "*" s on it)"* ]]
-	[[ "$output" == *"step "*" tokens | web "*" tok/s "*"%/"*"%, book "* ]]
+	[[ "$output" == *"step "*" tokens, "*" tok/s"*" | web "*" tok/s "*"%/"*"%, book "* ]]
 	[[ "$output" != *"command not found"* ]]
 	cmp out/small.jsonl ref.jsonl
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
