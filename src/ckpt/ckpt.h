@@ -34,6 +34,7 @@
 #include "hash64.h"
 #include "io.h"
 #include "json.h"
+#include "net.h"
 #include "num.h"
 #include "plan.h"
 
@@ -66,13 +67,15 @@ struct ckpt_opts {
 	uint32_t	 rank;
 	uint32_t	 plan_ranks;
 	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
+	const char	*input;		/* --input, or NULL: standard input */
 };
 
 /* One output file or stream. */
 enum { OT_FRAMES, OT_RAW, OT_NPY };
 struct out {
 	char		*name;		/* key in the "out" section */
-	char		*path;		/* absolute; NULL for standard output */
+	char		*path;		/* absolute (or an endpoint); NULL for standard output */
+	char		*peer;		/* an endpoint's peer, for messages; or NULL */
 	int		 fd;
 	int		 type;		/* OT_* */
 	int		 regular;	/* a regular file: truncated, appended on resume */
@@ -219,9 +222,10 @@ void	 open_outputs(struct ckpt_run *R);
 int	 fifo_open(struct ckpt_run *R, struct out *o);
 /*
  * Before the end of the run is committed: wait until the reader of a FIFO
- * output has taken every byte. A reader that went away, or that read
- * nothing for --wait-readers seconds, is an error naming the output (the
- * END record is not written: the run can be resumed).
+ * output (or the peer of an endpoint) has taken every byte. A reader that
+ * went away, or that read nothing for --wait-readers seconds, is an error
+ * naming the output (the END record is not written: the run can be
+ * resumed).
  */
 void	 fifo_drain(struct ckpt_run *R, struct out *o);
 

@@ -307,6 +307,8 @@ static const struct option longopts[] = {
 	{ "verify-all", no_argument, NULL, 'A' },
 	{ "adopt", no_argument, NULL, 'O' },
 	{ "step", required_argument, NULL, 'S' },
+	{ "input", required_argument, NULL, 'i' },
+	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -331,9 +333,16 @@ ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc, char **argv,
 		if (c == '?' && optopt != 0 && strncmp(arg, "--", 2) != 0)
 			ovl_cli_usagex(cli, "unknown option '-%c'%s%s", optopt,
 			    sub != NULL ? " for " : "", sub != NULL ? sub : "");
+		/* the network options: the sink's only */
+		if (c >= OVL_NET_OPT_CONNECT_TIMEOUT && c <= OVL_NET_OPT_LAST &&
+		    sub == NULL) {
+			(void)ovl_net_cli(cli, c, optarg);
+			continue;
+		}
 		/* unknown, or another (sub)command's */
-		if (c == '?' || (c > 0 && strchr(OVL_CLI_SHORTOPTS, c) == NULL &&
-		    strchr(shortopts, c) == NULL && strchr(longonly, c) == NULL))
+		if (c == '?' || (c > 0 && (c >= 256 ||
+		    (strchr(OVL_CLI_SHORTOPTS, c) == NULL &&
+		    strchr(shortopts, c) == NULL && strchr(longonly, c) == NULL))))
 			ovl_cli_usagex(cli, "unknown option '%s'%s%s", arg,
 			    sub != NULL ? " for " : "", sub != NULL ? sub : "");
 		if (c == ':')

@@ -26,6 +26,10 @@ static const struct ovl_cli cli = {
 	"  -R, --rank R            only the sequences of rank R\n"
 	"  -j, --json              standard output as JSON lines (for people)\n"
 	"  -W, --wait-readers S    a FIFO output waits S s for its reader (60)\n"
+	"  -i, --input SPEC        read SPEC (a file, FIFO or tcp: endpoint), not\n"
+	"                          standard input\n"
+	"Outputs (-o for frames, -p, -m) may be tcp: endpoints too.\n"
+	OVL_NET_HELP
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 	"Subcommands, each with its own options (ovl-ckpt SUBCOMMAND --help):\n"
 	"  show      a checkpoint's state: the last one, or --at N\n"
@@ -99,9 +103,12 @@ main(int argc, char **argv)
 			argv[1] = argv[0];
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
-	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:",
+	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:",
 	    "")) != -1) {
 		switch (c) {
+		case 'i':
+			o.input = optarg;
+			break;
 		case 'd':
 			o.dir = optarg;
 			break;
@@ -177,6 +184,20 @@ main(int argc, char **argv)
 	if (o.per_rank != NULL && !pattern_ok(o.per_rank))
 		ovl_cli_usagex(&cli, "per-rank pattern '%s' needs exactly one "
 		    "%%d", o.per_rank);
+	if (o.format != FMT_NONE && o.format != FMT_FRAMES &&
+	    ovl_net_is_endpoint(o.prefix))
+		ovl_cli_usagex(&cli, "--format %s writes files: an endpoint "
+		    "takes frames (--format frames, or --per-rank)",
+		    fmt_label(o.format));
+	ovl_net_check(o.input, OVL_NET_READ);
+	ovl_net_check(o.format == FMT_FRAMES ? o.prefix : NULL, OVL_NET_WRITE);
+	if (o.per_rank != NULL) {
+		char *r0 = pattern_path(o.per_rank, 0);
+
+		ovl_net_check(r0, OVL_NET_WRITE);
+		free(r0);
+	}
+	ovl_net_check(o.manifest, OVL_NET_WRITE);
 	if (o.base_every == 0)
 		o.base_every = 16;
 	if (!wait_set)

@@ -15,9 +15,12 @@ out_flush(struct out *o)
 		return;
 	if (ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
 		/* a named stream's reader leaving loses data: an error */
-		if (errno == EPIPE && o->path != NULL)
+		if ((errno == EPIPE || errno == ECONNRESET) && o->path != NULL)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
-			    "away", o->name, o->path);
+			    "away", o->name, o->peer != NULL ? o->peer : o->path);
+		if (o->peer != NULL)
+			ovl_err(OVL_EXIT_DATA, "%s: write error on '%s'",
+			    o->name, o->peer);
 		if (errno == EPIPE)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'",
@@ -91,7 +94,8 @@ out_new(struct ckpt_run *R, const char *name, const char *path, int type)
 	struct out *o = ovl_xcalloc(1, sizeof(*o));
 
 	o->name = ovl_xstrdup(name);
-	o->path = path != NULL ? abspath(path, 1) : NULL;
+	o->path = path == NULL ? NULL : ovl_net_is_endpoint(path) ?
+	    ovl_xstrdup(path) : abspath(path, 1);
 	o->type = type;
 	o->fd = -1;
 	o->itemsize = 1;
@@ -134,6 +138,19 @@ out_open(struct ckpt_run *R, struct out *o)
 	if (o->path == NULL) {
 		o->fd = STDOUT_FILENO;
 		o->regular = 0;	/* standard output always starts a new stream */
+	} else if (ovl_net_is_endpoint(o->path)) {
+		char peer[512];
+
+		/* a new stream on every run, like a FIFO's */
+		o->fd = ovl_net_open(o->path, OVL_NET_WRITE, peer, sizeof(peer));
+		if (o->fd < 0) {
+			ovl_info(0, "stopped while %s waited for its peer on "
+			    "'%s'; resume with 'ovl-ckpt restore %s'", o->name,
+			    o->path, R->dir);
+			exit(EXIT_STOPPED);
+		}
+		o->peer = ovl_xstrdup(peer);
+		o->regular = 0;
 	} else {
 		struct stat fst;
 
@@ -454,6 +471,17 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 	struct pollfd p = { o->fd, POLLOUT, 0 };
 	struct timespec t0;
 	int n, last = -1;
+
+	if (o->peer != NULL) {	/* every byte acknowledged by the peer */
+		if (ovl_net_drain(o->fd, (double)R->o->wait_readers) == 0)
+			return;
+		if (errno == ETIMEDOUT)
+			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' took "
+			    "nothing for %" PRIu64 " s (--wait-readers)", o->name,
+			    o->peer, R->o->wait_readers);
+		ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went away (%s)",
+		    o->name, o->peer, strerror(errno));
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {

@@ -634,6 +634,7 @@ run_free(struct ckpt_run *R)
 			ovl_err(OVL_EXIT_DATA, "cannot close '%s'", o->path);
 		free(o->name);
 		free(o->path);
+		free(o->peer);
 		ovl_buf_free(&o->buf);
 		free(o);
 	}
@@ -668,6 +669,7 @@ int
 run(struct ckpt_opts *o)
 {
 	struct ckpt_run R;
+	char inname[512];
 	struct ovl_reader *rd;
 	struct ovl_frame f;
 	struct sigaction sa;
@@ -694,7 +696,11 @@ run(struct ckpt_opts *o)
 	/* a reader that goes away is a write error (EPIPE), said by name */
 	signal(SIGPIPE, SIG_IGN);
 
-	rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	ovl_net_redirect(o->input != NULL ? o->input : "-", OVL_NET_READ,
+	    STDIN_FILENO, inname, sizeof(inname));
+	/* a SIGTERM while an output waits for its peer stops the sink */
+	ovl_net_set_stop(ckpt_stopping);
+	rd = ovl_reader_new(STDIN_FILENO, inname, 0);
 	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",
 	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE |
 	    1u << OVL_STEP,

@@ -29,6 +29,7 @@
 #include "frameio.h"
 #include "io.h"
 #include "json.h"
+#include "net.h"
 #include "num.h"
 #include "pack.h"
 #include "plan.h"
@@ -66,6 +67,8 @@ struct construct_opts {
 	int		 json;
 	const char	*stats_path;
 	const char	*resume_path;
+	const char	*input;		/* --input, or NULL: standard input */
+	const char	*output;	/* --output, or NULL: standard output */
 };
 
 struct piece {

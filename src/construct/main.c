@@ -27,8 +27,12 @@ static const struct ovl_cli cli = {
 	"  --image-tokens N       each image of a document costs as N tokens\n"
 	"  --pad-id ID            padding token (default: the stream's eod)\n"
 	"  --json                 JSON lines instead of frames\n"
+	"  --input SPEC           read SPEC (a file, FIFO or tcp: endpoint), not\n"
+	"                         standard input\n"
+	"  --output SPEC          write SPEC instead of standard output\n"
 	"  --stats FILE           one JSON line of figures per step\n"
 	"  --resume FILE          continue from this stage's STATE text\n"
+	OVL_NET_HELP
 	"  -v, --verbose          a line per step on standard error\n"
 	"  -q, --quiet            errors only\n"
 	"  -h, --help             this help\n"
@@ -210,6 +214,9 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		{ "step-tokens", required_argument, NULL, 'T' },
 		{ "uniform", no_argument, NULL, 'u' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "input", required_argument, NULL, 'I' },
+		{ "output", required_argument, NULL, 'O' },
+		OVL_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned char set[256];
@@ -229,7 +236,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 	o->window = 1;
 	while ((opt = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
-		if (ovl_cli_common(&cli, opt))
+		if (ovl_cli_common(&cli, opt) || ovl_net_cli(&cli, opt, optarg))
 			continue;
 		set[opt & 0xff] = 1;
 		switch (opt) {
@@ -285,6 +292,12 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		case 'w':
 			o->window = (uint32_t)opt_u64("--window", optarg, 1,
 			    MAX_WINDOW);
+			break;
+		case 'I':
+			o->input = optarg;
+			break;
+		case 'O':
+			o->output = optarg;
 			break;
 		default:
 			ovl_cli_usage(&cli);
@@ -358,6 +371,7 @@ main(int argc, char **argv)
 {
 	struct construct_opts o;
 	struct construct c;
+	char inname[512], outname[512];
 
 	ovl_cli_init(&cli);
 	parse_args(argc, argv, &o);
@@ -377,14 +391,20 @@ main(int argc, char **argv)
 	if (o.stats_path != NULL &&
 	    (c.stats = fopen(o.stats_path, "w")) == NULL)
 		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o.stats_path);
+	ovl_net_check(o.input, OVL_NET_READ);
+	ovl_net_check(o.output, OVL_NET_WRITE);
+	ovl_net_redirect(o.input != NULL ? o.input : "-", OVL_NET_READ,
+	    STDIN_FILENO, inname, sizeof(inname));
+	ovl_net_redirect(o.output != NULL ? o.output : "-", OVL_NET_WRITE,
+	    STDOUT_FILENO, outname, sizeof(outname));
 	if (!o.json) {
 		ovl_io_refuse_tty(STDOUT_FILENO);
-		c.wr = ovl_writer_new(STDOUT_FILENO, "standard output");
+		c.wr = ovl_writer_new(STDOUT_FILENO, outname);
 	} else {
 		static char obuf[1 << 16];
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	}
-	c.rd = ovl_reader_new(STDIN_FILENO, "standard input", 0);
+	c.rd = ovl_reader_new(STDIN_FILENO, inname, 0);
 	ovl_reader_expect(c.rd, &(struct ovl_expect){
 	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
 	    1u << OVL_CHUNK_END | 1u << OVL_BARRIER | 1u << OVL_STATE,

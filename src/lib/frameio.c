@@ -538,6 +538,16 @@ write_out(struct ovl_writer *w, size_t n)
 	if (n == 0)
 		return;
 	if (ovl_io_write_full(w->fd, w->buf, n) != 0) {
+		/*
+		 * A socket's reader leaving is said, naming the peer, before
+		 * the writer ends as a pipe's does (by SIGPIPE).
+		 */
+		if ((errno == EPIPE || errno == ECONNRESET) &&
+		    ovl_io_issock(w->fd)) {
+			ovl_warnx("the reader of '%s' went away (%s)", w->name,
+			    strerror(errno));
+			ovl_io_die_epipe();
+		}
 		if (errno == EPIPE)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'", w->name);

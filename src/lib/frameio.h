@@ -102,7 +102,8 @@ unsigned ovl_reader_minor(const struct ovl_reader *r);
 /*
  * A writer to fd, named name in messages. The stream header goes out with
  * the first frame. Write errors exit 1 with a message; EPIPE dies quietly
- * by SIGPIPE like any pipeline member.
+ * by SIGPIPE like any pipeline member (on a socket, EPIPE and ECONNRESET
+ * die so too, after a message naming the peer).
  */
 struct ovl_writer *ovl_writer_new(int fd, const char *name);
 void	ovl_writer_free(struct ovl_writer *w);

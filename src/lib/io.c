@@ -86,11 +86,19 @@ ovl_io_die_epipe(void)
 	_exit(128 + SIGPIPE);
 }
 
+int
+ovl_io_issock(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 void
 ovl_io_check_stdout(void)
 {
 	if (ferror(stdout)) {
-		if (errno == EPIPE)
+		if (errno == EPIPE && !ovl_io_issock(STDOUT_FILENO))
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on standard output");
 	}
@@ -112,7 +120,7 @@ ovl_io_close_stdout(void)
 	(void)fflush(stdout);	/* a failure sets the error flag */
 	ovl_io_check_stdout();
 	if (fclose(stdout) != 0) {
-		if (errno == EPIPE)
+		if (errno == EPIPE && !ovl_io_issock(STDOUT_FILENO))
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "cannot close standard output");
 	}

@@ -26,6 +26,8 @@ ssize_t	ovl_io_read_full(int fd, void *buf, size_t n);
 int	ovl_io_write_full(int fd, const void *buf, size_t n);
 /* Raise the buffer of fd to OVL_PIPE_SIZE when it is a pipe or FIFO; errors ignored. */
 void	ovl_io_pipe_grow(int fd);
+/* 1 when fd is a socket (a stream over TCP: see net.h). */
+int	ovl_io_issock(int fd);
 /* 1 when fd is a terminal. */
 int	ovl_io_isatty(int fd);
 /*
@@ -35,7 +37,8 @@ int	ovl_io_isatty(int fd);
 void	ovl_io_refuse_tty(int fd);
 /*
  * Die quietly the way a pipeline member does on EPIPE: restore SIGPIPE's
- * default action and raise it.
+ * default action and raise it. (Not for a socket: its peer leaving is an
+ * error that names it.)
  */
 void	ovl_io_die_epipe(void) __attribute__((noreturn));
 /* Flush and close stdout, checking both; exits 1 with a message on error. */

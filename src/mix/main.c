@@ -11,8 +11,8 @@ static const struct ovl_cli cli = {
 	"ovl-mix --source-args NAME PLAN\n"
 	"ovl-mix --get KEY PLAN",
 	"Mix the DOC streams of a plan's sources into one stream.\n"
-	"INPUT is NAME=PATH (a FIFO, a file or -), one per partition of each\n"
-	"source, in partition order.\n"
+	"INPUT is NAME=PATH (a FIFO, a file, - or a tcp: endpoint), one per\n"
+	"partition of each source, in partition order.\n"
 	"  --by tokens|docs      weights count tokens (default) or documents\n"
 	"  --every K             a checkpoint every K steps (plan: checkpoint every=)\n"
 	"  --resume FILE         continue from a mix STATE text\n"
@@ -20,10 +20,13 @@ static const struct ovl_cli cli = {
 	"  --stats FILE          per-input statistics as JSON, rewritten every second\n"
 	"  --stats-format F    json (default) or kv: flat \"key value\" lines\n"
 	"  --json                JSON lines for people instead of frames\n"
+	"  --output SPEC         write SPEC (a file, FIFO or tcp: endpoint), not\n"
+	"                        standard output\n"
 	"  --check               validate the plan and print it normalized\n"
 	"  --list-sources        name, partitions, shadows, on-exhaust per source (NUL-separated)\n"
 	"  --source-args NAME    the ovl-source arguments of a source (NUL-separated)\n"
 	"  --get KEY             one plan value, NUL-terminated (checkpoint.dir, ...)\n"
+	OVL_NET_HELP
 	"  -v, --verbose         per-input statistics on stderr at the end\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
@@ -32,7 +35,7 @@ static const struct ovl_cli cli = {
 
 enum {
 	O_BY = 256, O_EVERY, O_RESUME, O_REOPEN, O_STATS, O_JSON, O_CHECK,
-	O_LIST, O_ARGS, O_GET, O_STATS_FMT
+	O_LIST, O_ARGS, O_GET, O_STATS_FMT, O_OUTPUT
 };
 
 static const struct option longopts[] = {
@@ -48,6 +51,8 @@ static const struct option longopts[] = {
 	{ "list-sources", no_argument, NULL, O_LIST },
 	{ "source-args", required_argument, NULL, O_ARGS },
 	{ "get", required_argument, NULL, O_GET },
+	{ "output", required_argument, NULL, O_OUTPUT },
+	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -210,6 +215,8 @@ setup_inputs(struct mixer *m)
 			in->path = NULL;
 		} else
 			in->path = ovl_xstrdup(eq + 1);
+		if (ovl_net_is_endpoint(in->path))
+			in->net = ovl_net_new(in->path, OVL_NET_READ);
 		in->src = (uint32_t)si;
 		in->part = count[si]++;
 	}
@@ -232,6 +239,18 @@ setup_inputs(struct mixer *m)
 	if (m->stdin_used) {
 		m->stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
 	}
+	/* every listener at once: a source may connect before its turn */
+	for (i = 0; i < m->nin; i++)
+		if (m->in[i].net != NULL)
+			ovl_net_listen(m->in[i].net);
+}
+
+/* Open every input and read its META (they must agree). */
+static void
+open_inputs(struct mixer *m)
+{
+	size_t i;
+
 	for (i = 0; i < m->nin; i++)
 		open_input(&m->in[i]);
 	/* every input's META first: they must agree */
@@ -312,9 +331,12 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 	o->by = -1;
 	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
-		if (ovl_cli_common(&cli, c))
+		if (ovl_cli_common(&cli, c) || ovl_net_cli(&cli, c, optarg))
 			continue;
 		switch (c) {
+		case O_OUTPUT:
+			o->output = optarg;
+			break;
 		case O_BY:
 			if (strcmp(optarg, "tokens") == 0)
 				o->by = OVL_MIXBY_TOKENS;
@@ -392,6 +414,7 @@ main(int argc, char **argv)
 {
 	struct mix_opts o;
 	struct mixer m;
+	char outname[512];
 	size_t i;
 
 	ovl_cli_init(&cli);
@@ -424,13 +447,19 @@ main(int argc, char **argv)
 	ovl_stepcut_init(&m.cut, &m.cfg);
 	if (o.resume != NULL)
 		resume_from(&m, o.resume);
-	if (!o.json)
+	if (!o.json && o.output == NULL)
+		ovl_io_refuse_tty(STDOUT_FILENO);
+	setup_inputs(&m);
+	ovl_net_check(o.output, OVL_NET_WRITE);
+	ovl_net_redirect(o.output != NULL ? o.output : "-", OVL_NET_WRITE,
+	    STDOUT_FILENO, outname, sizeof(outname));
+	if (!o.json && o.output != NULL)
 		ovl_io_refuse_tty(STDOUT_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &m.t0);
 	m.last_stats = m.t0;
-	setup_inputs(&m);
+	open_inputs(&m);
 	if (!o.json) {
-		m.w = ovl_writer_new(STDOUT_FILENO, "standard output");
+		m.w = ovl_writer_new(STDOUT_FILENO, outname);
 	}
 	write_meta(&m);
 	run(&m);
@@ -448,6 +477,7 @@ main(int argc, char **argv)
 	ovl_writer_free(m.w);
 	for (i = 0; i < m.nin; i++) {
 		ovl_reader_free(m.in[i].r);
+		ovl_net_free(m.in[i].net);
 		if (m.in[i].path != NULL)
 			close(m.in[i].fd);
 		free(m.in[i].label);

@@ -36,6 +36,7 @@
 #include "frameio.h"
 #include "io.h"
 #include "json.h"
+#include "net.h"
 #include "num.h"
 #include "plan.h"
 #include "step.h"
@@ -54,6 +55,7 @@ struct mix_opts {
 	const char	 *stats;
 	int		  stats_kv;	/* --stats-format kv */
 	int		  json;
+	const char	 *output;	/* --output, or NULL: standard output */
 	char		**inputs;
 	int		  ninputs;
 };
@@ -65,6 +67,7 @@ struct input {
 	int		 fd;
 	int		 is_fifo;
 	int		 connected;	/* a FIFO's writer has shown up (poll) */
+	struct ovl_net	*net;		/* a tcp: endpoint, or NULL */
 	struct ovl_reader *r;
 	struct ovl_frame pend;		/* the next frame, read ahead */
 	int		 has_pend;

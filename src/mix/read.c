@@ -60,7 +60,11 @@ open_input(struct input *in)
 
 	if (in->path == NULL)
 		in->fd = STDIN_FILENO;
-	else {
+	else if (in->net != NULL) {
+		in->fd = ovl_net_wait(in->net);
+		if (in->fd < 0)
+			ovl_err(OVL_EXIT_DATA, "input %s", in->label);
+	} else {
 		in->fd = open(in->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (in->fd < 0)
 			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", in->path);
@@ -76,7 +80,8 @@ open_input(struct input *in)
 	fl = fcntl(in->fd, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		(void)fcntl(in->fd, F_SETFL, fl | O_NONBLOCK);
-	in->r = ovl_reader_new(in->fd, in->path != NULL ? in->path : "-", 0);
+	in->r = ovl_reader_new(in->fd, in->net != NULL ? ovl_net_name(in->net) :
+	    in->path != NULL ? in->path : "-", 0);
 	ovl_reader_expect(in->r, &(struct ovl_expect){
 	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
 	    1u << OVL_CHUNK_END, .what = "a source stream",
@@ -92,7 +97,8 @@ open_input(struct input *in)
 }
 
 /*
- * The writer of a FIFO input failed: wait for a new one on the same path.
+ * The writer of a FIFO input failed: wait for a new one on the same path
+ * (on a tcp: endpoint, connect again or take the listener's next peer).
  * Documents it repeats are dropped by canonical position (see take_doc).
  */
 static void
@@ -206,8 +212,8 @@ try_read(struct mixer *m, struct input *in)
 		if (rc == OVL_RD_EOF)
 			ovl_errx(OVL_EXIT_FRAME, "'%s': read after END",
 			    in->label);
-		if (rc == OVL_F_ETRUNC && m->o->reopen && in->is_fifo &&
-		    in->path != NULL) {
+		if (rc == OVL_F_ETRUNC && m->o->reopen && (in->is_fifo ||
+		    in->net != NULL) && in->path != NULL) {
 			reopen_input(in);
 			/*
 			 * Say so at once: a supervisor hands the FIFO to a

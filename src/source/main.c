@@ -35,9 +35,11 @@ static const struct ovl_cli cli = {
 	"  --text                include the text in DOC frames\n"
 	"  --throttle RATE       at most RATE input bytes/s (4M) or docs/s (200docs)\n"
 	"  --json                one JSON object per document, for people\n"
-	"  --output FILE         write to FILE (a FIFO, say) instead of standard output\n"
+	"  --output FILE         write to FILE (a FIFO, say, or a tcp: endpoint)\n"
+	"                        instead of standard output\n"
 	"  --standby CTL         warm standby: load, then wait for a cursor line on\n"
 	"                        CTL and resume there (shadow loaders; needs --output)\n"
+	OVL_NET_HELP
 	"  -v, --verbose         per-chunk figures on stderr\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
@@ -83,6 +85,7 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, O_OUTPUT },
 	{ "standby", required_argument, NULL, O_STANDBY },
 	{ "special", required_argument, NULL, O_SPECIAL },
+	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -153,7 +156,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	o->max_doc = 32ull << 20;
 	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
-		if (ovl_cli_common(&cli, c))
+		if (ovl_cli_common(&cli, c) || ovl_net_cli(&cli, c, optarg))
 			continue;
 		switch (c) {
 		case O_FORMAT:
@@ -286,6 +289,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	if (o->standby != NULL && o->output == NULL)
 		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
 		    "over)");
+	ovl_net_check(o->output, OVL_NET_WRITE);
 }
 
 /*
@@ -510,15 +514,12 @@ static void
 open_output(struct src *s)
 {
 	const struct src_opts *o = s->o;
-	int fd;
+	char name[512];
 
+	snprintf(name, sizeof(name), "standard output");
 	if (o->output != NULL) {
-		fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		if (fd < 0)
-			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", o->output);
-		if (dup2(fd, STDOUT_FILENO) < 0)
-			ovl_err(OVL_EXIT_DATA, "cannot redirect to '%s'", o->output);
-		close(fd);
+		ovl_net_redirect(o->output, OVL_NET_WRITE, STDOUT_FILENO, name,
+		    sizeof(name));
 		if (!o->json)
 			ovl_io_refuse_tty(STDOUT_FILENO);
 	}
@@ -526,8 +527,7 @@ open_output(struct src *s)
 		static char obuf[1 << 20];
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	} else
-		s->w = ovl_writer_new(STDOUT_FILENO, o->output != NULL ?
-		    o->output : "standard output");
+		s->w = ovl_writer_new(STDOUT_FILENO, name);
 }
 
 static void

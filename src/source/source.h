@@ -46,6 +46,7 @@
 #include "json.h"
 #include "jsonl.h"
 #include "lines.h"
+#include "net.h"
 #include "num.h"
 #include "plan.h"
 #include "tok.h"

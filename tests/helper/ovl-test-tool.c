@@ -27,6 +27,10 @@
  *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead
  *   ovl-test-tool minor FILE N
  *	set the stream header's minor version to N (header CRC resealed)
+ *   ovl-test-tool net-cat IN OUT
+ *	copy the bytes of IN to OUT, each a file, - or a tcp: endpoint
+ *	(net.h; settings from the environment: OVL_SECRET_FILE, ...): a
+ *	trainer's end of a stream, or a plain writer for the benchmarks
  *
  * Exits 0, 1 on a bad file, 2 on bad arguments.
  */
@@ -35,10 +39,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crc32c.h"
+#include "err.h"
 #include "frame.h"
 #include "hash64.h"
+#include "io.h"
+#include "net.h"
 #include "num.h"
 
 static uint8_t *
@@ -268,6 +276,29 @@ poke_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 	return 1;
 }
 
+static int
+net_cat(const char *in, const char *out)
+{
+	static uint8_t buf[1 << 20];
+	char name[512];
+	ssize_t n;
+
+	ovl_err_setprog("ovl-test-tool");
+	ovl_net_redirect(in, OVL_NET_READ, STDIN_FILENO, name, sizeof(name));
+	ovl_net_redirect(out, OVL_NET_WRITE, STDOUT_FILENO, name, sizeof(name));
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ovl_err(1, "read error on '%s'", in);
+		if (ovl_io_write_full(STDOUT_FILENO, buf, (size_t)n) != 0)
+			ovl_err(1, "write error on '%s'", out);
+	}
+	if (ovl_io_issock(STDOUT_FILENO) && ovl_net_drain(STDOUT_FILENO, 60) != 0)
+		ovl_err(1, "'%s' did not take the end of the stream", out);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -276,6 +307,8 @@ main(int argc, char **argv)
 	struct poke k = { 0, 0, 0, 0, 0 };
 	FILE *fp;
 
+	if (argc == 4 && strcmp(argv[1], "net-cat") == 0)
+		return net_cat(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "minor") == 0) {
 		uint64_t v;
 
@@ -323,7 +356,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: ovl-test-tool frames FILE\n"
 		    "       ovl-test-tool dump FILE|-\n"
 		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
-		    "       ovl-test-tool minor FILE N\n");
+		    "       ovl-test-tool minor FILE N\n"
+		    "       ovl-test-tool net-cat IN OUT\n");
 		return 2;
 	}
 	b = slurp(argv[2], &n);

@@ -1,0 +1,303 @@
+/*
+ * net: the run's secret and the handshake. See net.h and net-int.h.
+ *
+ * Each side sends a hello:
+ *   "OVLAUTH\n"  version (1)  role ('R' reads, 'W' writes)  run id length
+ *   0  nonce (32 random bytes)  run id
+ * then, once the peer's hello is checked (magic, version, the other
+ * direction, the same run id), its proof: HMAC-SHA256 under the secret of
+ * "overlord stream proof ", 'L' (listener) or 'C' (connecting side), the
+ * listener's hello and the connecting side's hello. Both proofs cover
+ * both fresh nonces; the role letter keeps a proof from being replayed to
+ * its own side.
+ */
+#include "net-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "buf.h"
+#include "err.h"
+
+#define HELLO_MAGIC	"OVLAUTH\n"	/* 8 bytes, first on the wire */
+#define HELLO_VERSION	1
+#define NONCE_LEN	32
+#define HELLO_FIXED	(12 + NONCE_LEN)	/* then the run id */
+#define MAC_LEN		32
+#define RUNID_MAX	OVL_NET__RUNID_MAX
+#define SECRET_MIN	16
+#define SECRET_MAX	4096
+
+/* ---- the secret ---- */
+
+static void
+take_secret(struct ovl_net__cfg *c, const uint8_t *p, size_t n,
+    const char *from)
+{
+	if (n > 0 && p[n - 1] == '\n')
+		n--;
+	if (n > 0 && p[n - 1] == '\r')
+		n--;
+	if (n < SECRET_MIN || n > SECRET_MAX)
+		ovl_errx(OVL_EXIT_USAGE, "the secret in %s has %zu bytes: it "
+		    "needs %d to %d", from, n, SECRET_MIN, SECRET_MAX);
+	c->secret = ovl_xmalloc(n);
+	memcpy(c->secret, p, n);
+	c->secret_len = n;
+}
+
+/*
+ * The run's secret, once: the file (--secret-file, OVL_SECRET_FILE),
+ * readable by its owner only, or else OVL_SECRET. Exits 2 without one.
+ */
+void
+ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec)
+{
+	uint8_t buf[SECRET_MAX + 8];
+	char from[512];
+	struct stat st;
+	ssize_t n;
+	size_t len = 0;
+	const char *env;
+	int fd;
+
+	if (c->secret != NULL)
+		return;
+	if (c->secret_file != NULL) {
+		fd = open(c->secret_file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			ovl_err(OVL_EXIT_USAGE, "cannot open secret file '%s'",
+			    c->secret_file);
+		if (fstat(fd, &st) != 0)
+			ovl_err(OVL_EXIT_USAGE, "cannot stat '%s'",
+			    c->secret_file);
+		if (!S_ISREG(st.st_mode))
+			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' is not a "
+			    "regular file", c->secret_file);
+		if ((st.st_mode & 077) != 0)
+			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' has mode %04o: "
+			    "it must be readable by its owner only (chmod 600)",
+			    c->secret_file, (unsigned)(st.st_mode & 07777));
+		if (st.st_uid != geteuid())
+			ovl_errx(OVL_EXIT_USAGE, "secret file '%s' belongs to "
+			    "uid %u, not to this user", c->secret_file,
+			    (unsigned)st.st_uid);
+		while (len < sizeof(buf)) {
+			n = read(fd, buf + len, sizeof(buf) - len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				ovl_err(OVL_EXIT_USAGE, "cannot read '%s'",
+				    c->secret_file);
+			if (n == 0)
+				break;
+			len += (size_t)n;
+		}
+		close(fd);
+		snprintf(from, sizeof(from), "'%s'", c->secret_file);
+		take_secret(c, buf, len, from);
+		OPENSSL_cleanse(buf, sizeof(buf));
+		return;
+	}
+	env = getenv("OVL_SECRET");
+	if (env != NULL && *env != '\0') {
+		take_secret(c, (const uint8_t *)env, strlen(env), "OVL_SECRET");
+		return;
+	}
+	ovl_errx(OVL_EXIT_USAGE, "'%s' needs the run's secret: --secret-file "
+	    "FILE, OVL_SECRET_FILE or OVL_SECRET", spec);
+}
+
+/*
+ * Exactly n bytes in or out before the deadline: 0; -1 with errno (EOF is
+ * ECONNRESET, the deadline ETIMEDOUT, the stop function EINTR). *done
+ * (when not NULL) counts the bytes moved either way.
+ */
+static int
+xfer_n(int fd, void *buf, size_t n, int out, double deadline, size_t *done)
+{
+	uint8_t *p = buf;
+	ssize_t k;
+	int rc;
+
+	while (n > 0) {
+		rc = ovl_net__wait_fd(fd, out ? POLLOUT : POLLIN, deadline);
+		if (rc == 0)
+			errno = ETIMEDOUT;
+		if (rc <= 0)
+			return -1;
+		k = out ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) :
+		    recv(fd, p, n, MSG_DONTWAIT);
+		if (k == 0 && !out) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (k < 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+		*done += (size_t)k;
+	}
+	return 0;
+}
+
+static int
+xfer(int fd, void *buf, size_t n, int out, double deadline)
+{
+	size_t done = 0;
+
+	return xfer_n(fd, buf, n, out, deadline, &done);
+}
+
+static int
+xfer_some(int fd, void *buf, size_t n, double deadline, size_t *got)
+{
+	*got = 0;
+	return xfer_n(fd, buf, n, 0, deadline, got);
+}
+
+/* ---- the handshake ---- */
+
+static size_t
+hello_encode(const struct ovl_net__cfg *c, uint8_t *h, int dir,
+    const uint8_t *nonce)
+{
+	const char *id = c->run_id != NULL ? c->run_id : "";
+	size_t idlen = strlen(id);
+
+	memcpy(h, HELLO_MAGIC, 8);
+	h[8] = HELLO_VERSION;
+	h[9] = dir == OVL_NET_WRITE ? 'W' : 'R';
+	h[10] = (uint8_t)idlen;
+	h[11] = 0;
+	memcpy(h + 12, nonce, NONCE_LEN);
+	memcpy(h + HELLO_FIXED, id, idlen);
+	return HELLO_FIXED + idlen;
+}
+
+/*
+ * The proof of side who ('L' the listener, 'C' the connecting side):
+ * HMAC-SHA256 under the secret of a label, who, and both hellos (the
+ * listener's first). Each side's proof covers the other's fresh nonce, and
+ * who keeps one side's proof from being replayed as the other's.
+ */
+static void
+proof(const struct ovl_net__cfg *c, char who, const uint8_t *lh, size_t llen,
+    const uint8_t *ch, size_t clen, uint8_t out[MAC_LEN])
+{
+	static const char label[] = "overlord stream proof ";
+	uint8_t msg[sizeof(label) + 2 * (HELLO_FIXED + RUNID_MAX)];
+	size_t n = sizeof(label) - 1;
+	unsigned olen = MAC_LEN;
+
+	memcpy(msg, label, n);
+	msg[n++] = (uint8_t)who;
+	memcpy(msg + n, lh, llen);
+	n += llen;
+	memcpy(msg + n, ch, clen);
+	n += clen;
+	if (HMAC(EVP_sha256(), c->secret, (int)c->secret_len, msg, n, out,
+	    &olen) == NULL || olen != MAC_LEN)
+		ovl_errx(OVL_EXIT_DATA, "HMAC-SHA256 failed (libcrypto)");
+}
+
+int
+ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
+    int fd, double deadline, char *why, size_t wlen)
+{
+	uint8_t mine[HELLO_FIXED + RUNID_MAX], theirs[HELLO_FIXED + RUNID_MAX];
+	uint8_t nonce[NONCE_LEN], mac[MAC_LEN], got[MAC_LEN];
+	const char *myid = c->run_id != NULL ? c->run_id : "";
+	char id[RUNID_MAX + 1];
+	size_t mlen, tlen, got_n;
+	int listener = n->kind == EP_LISTEN, e;
+
+	if (RAND_bytes(nonce, sizeof(nonce)) != 1)
+		ovl_errx(OVL_EXIT_DATA, "cannot draw a random nonce (RAND_bytes)");
+	mlen = hello_encode(c, mine, n->dir, nonce);
+	got_n = 0;
+	if (xfer(fd, mine, mlen, 1, deadline) != 0 ||
+	    xfer_some(fd, theirs, HELLO_FIXED, deadline, &got_n) != 0) {
+		e = errno;
+		if (got_n > 0 && memcmp(theirs, HELLO_MAGIC, got_n < 8 ?
+		    got_n : 8) != 0)
+			goto garbage;
+		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ?
+		    "the connection closed" : strerror(e));
+		errno = e;
+		return OVL_NET__HS_IO;
+	}
+	if (memcmp(theirs, HELLO_MAGIC, 8) != 0) {
+garbage:
+		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
+		    "but %zu other bytes)", got_n);
+		return OVL_NET__HS_REFUSED;
+	}
+	if (theirs[8] != HELLO_VERSION || (theirs[9] != 'R' &&
+	    theirs[9] != 'W') || theirs[10] > RUNID_MAX || theirs[11] != 0) {
+		snprintf(why, wlen, "a greeting of another version (%u)",
+		    theirs[8]);
+		return OVL_NET__HS_REFUSED;
+	}
+	tlen = HELLO_FIXED + theirs[10];
+	if (xfer(fd, theirs + HELLO_FIXED, theirs[10], 0, deadline) != 0) {
+		e = errno;
+		snprintf(why, wlen, "a greeting cut short: %s", strerror(e));
+		errno = e;
+		return OVL_NET__HS_IO;
+	}
+	memcpy(id, theirs + HELLO_FIXED, theirs[10]);
+	id[theirs[10]] = '\0';
+	if (!ovl_net__valid_run_id(id) || strlen(id) != theirs[10]) {
+		snprintf(why, wlen, "a bad run id in its greeting");
+		return OVL_NET__HS_REFUSED;
+	}
+	if ((theirs[9] == 'W') == (n->dir == OVL_NET_WRITE)) {
+		snprintf(why, wlen, "it %s the stream too", n->dir ==
+		    OVL_NET_WRITE ? "writes" : "reads");
+		return OVL_NET__HS_REFUSED;
+	}
+	if (strcmp(id, myid) != 0) {
+		snprintf(why, wlen, "it is of run '%s', not '%s' (--run-id)",
+		    id, myid);
+		return OVL_NET__HS_REFUSED;
+	}
+	if (listener)
+		proof(c, 'L', mine, mlen, theirs, tlen, mac);
+	else
+		proof(c, 'C', theirs, tlen, mine, mlen, mac);
+	if (xfer(fd, mac, MAC_LEN, 1, deadline) != 0 ||
+	    xfer(fd, got, MAC_LEN, 0, deadline) != 0) {
+		e = errno;
+		snprintf(why, wlen, "no proof: %s", e == ECONNRESET ?
+		    "the connection closed (a wrong secret?)" : strerror(e));
+		errno = e;
+		/* a peer that leaves here refused us: retrying will not help */
+		return e == ECONNRESET || e == EPIPE ? OVL_NET__HS_REFUSED :
+		    OVL_NET__HS_IO;
+	}
+	if (listener)
+		proof(c, 'C', mine, mlen, theirs, tlen, mac);
+	else
+		proof(c, 'L', theirs, tlen, mine, mlen, mac);
+	if (CRYPTO_memcmp(mac, got, MAC_LEN) != 0) {
+		snprintf(why, wlen, "a wrong proof (another secret)");
+		return OVL_NET__HS_REFUSED;
+	}
+	return OVL_NET__HS_OK;
+}
+
