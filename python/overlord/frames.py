@@ -96,8 +96,15 @@ class Barrier:
 
 
 def _source(src):
-    """(read_into(buf) -> n, name, close) for a path, an fd, a file object
-    or a socket."""
+    """(read_into(buf) -> n, name, close) for a path, an fd, a file object,
+    a socket, or "tcp:HOST:PORT" (overlord.net.connect: the handshake with
+    the run's secret and id from OVL_SECRET_FILE or OVL_SECRET and
+    OVL_RUN_ID)."""
+    if isinstance(src, str) and src.startswith("tcp:"):
+        # a stage's tcp-listen: output, through the run's handshake
+        from . import net
+        s = net.connect(src)
+        return s.recv_into, src, s.close
     if isinstance(src, (str, bytes, os.PathLike)):
         f = open(src, "rb", buffering=0)
         return f.readinto, os.fsdecode(src), f.close

@@ -1,0 +1,158 @@
+"""Streams over TCP for the trainer's side: ``connect("tcp:HOST:PORT")``
+opens a socket to a stage that listens with ``tcp-listen:`` (an ovl-ckpt
+per-rank output ``-p 'tcp-listen::7100+%d'``), passes the handshake of
+ovl-frame(5) as the reading side, and returns the socket, ready for
+``overlord.read`` (which also takes the endpoint string itself).
+
+The handshake, as src/lib/net-auth.c does it: each side sends a hello
+(``OVLAUTH\\n``, version 1, role ``R`` or ``W``, the run id's length, 0, a
+32-byte random nonce, the run id), checks the other's (magic, version, the
+other role, the same run id), then sends its proof, HMAC-SHA256 under the
+run's secret of ``"overlord stream proof "``, ``L`` (the listener) or
+``C`` (the connecting side), the listener's hello and the connecting
+side's hello, and checks the other's. The secret comes from the file
+``OVL_SECRET_FILE`` names (readable by its owner only) or ``OVL_SECRET``;
+the run id from ``OVL_RUN_ID`` (default empty), as for the tools.
+"""
+
+import hashlib
+import hmac
+import os
+import socket
+import stat
+import struct
+import time
+
+MAGIC = b"OVLAUTH\n"
+VERSION = 1
+NONCE = 32
+FIXED = 12 + NONCE
+LABEL = b"overlord stream proof "
+
+
+class AuthError(OSError):
+    """The peer was refused (or refused us): not an overlord stage of this
+    run with this secret."""
+
+
+def load_secret(secret=None, secret_file=None):
+    """The run's secret, as the tools take it: an explicit value, else the
+    file (readable by its owner only), else OVL_SECRET."""
+    if secret is not None:
+        s = secret.encode() if isinstance(secret, str) else bytes(secret)
+    else:
+        path = secret_file or os.environ.get("OVL_SECRET_FILE")
+        if path:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise AuthError("secret file '%s' is not a regular file" % path)
+            if st.st_mode & 0o077:
+                raise AuthError("secret file '%s' has mode %04o: it must be readable "
+                                "by its owner only (chmod 600)" % (path, st.st_mode & 0o7777))
+            with open(path, "rb") as f:
+                s = f.read(4104)
+        elif "OVL_SECRET" in os.environ:
+            s = os.environ["OVL_SECRET"].encode()
+        else:
+            raise AuthError("no secret: set OVL_SECRET_FILE or OVL_SECRET")
+    if s.endswith(b"\n"):
+        s = s[:-1]
+    if s.endswith(b"\r"):
+        s = s[:-1]
+    if not 16 <= len(s) <= 4096:
+        raise AuthError("the secret has %d bytes: it needs 16 to 4096" % len(s))
+    return s
+
+
+def parse(endpoint):
+    """("HOST", PORT) of "tcp:HOST:PORT" (IPv6 as [ADDR])."""
+    if not endpoint.startswith("tcp:"):
+        raise ValueError("not a tcp:HOST:PORT endpoint: %r" % endpoint)
+    rest = endpoint[4:].split(",", 1)[0]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError("bad endpoint %r (tcp:HOST:PORT)" % endpoint)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _recv(s, n):
+    b = bytearray()
+    while len(b) < n:
+        chunk = s.recv(n - len(b))
+        if not chunk:
+            raise ConnectionResetError("the connection closed")
+        b += chunk
+    return bytes(b)
+
+
+def _proof(secret, who, listener_hello, connector_hello):
+    return hmac.new(secret, LABEL + who + listener_hello + connector_hello,
+                    hashlib.sha256).digest()
+
+
+def handshake(s, secret, run_id=None, role=b"R", listener=False):
+    """Pass the handshake on a connected socket; raises AuthError."""
+    rid = (run_id if run_id is not None else os.environ.get("OVL_RUN_ID", "")).encode()
+    if len(rid) > 255:
+        raise ValueError("run id too long")
+    mine = MAGIC + struct.pack("<BcBB", VERSION, role, len(rid), 0) + os.urandom(NONCE) + rid
+    s.sendall(mine)
+    head = _recv(s, FIXED)
+    if head[:8] != MAGIC:
+        raise AuthError("not an overlord peer (no greeting)")
+    version, prole, idlen, zero = struct.unpack_from("<BcBB", head, 8)
+    if version != VERSION or prole not in (b"R", b"W") or zero != 0:
+        raise AuthError("a greeting of another version (%d)" % version)
+    theirs = head + _recv(s, idlen)
+    if prole == role:
+        raise AuthError("the peer %s the stream too" % ("reads" if role == b"R" else "writes"))
+    if theirs[FIXED:] != rid:
+        raise AuthError("the peer is of run %r, not %r" % (theirs[FIXED:].decode(errors="replace"),
+                                                           rid.decode()))
+    lh, ch = (mine, theirs) if listener else (theirs, mine)
+    s.sendall(_proof(secret, b"L" if listener else b"C", lh, ch))
+    try:
+        got = _recv(s, 32)
+    except ConnectionResetError:
+        raise AuthError("the peer closed the connection (a wrong secret?)") from None
+    if not hmac.compare_digest(got, _proof(secret, b"C" if listener else b"L", lh, ch)):
+        raise AuthError("a wrong proof (another secret)")
+
+
+def connect(endpoint, secret=None, secret_file=None, run_id=None, timeout=60.0,
+            keepalive=10):
+    """A socket reading the stream at endpoint ("tcp:HOST:PORT"), after the
+    handshake; connects with retries (50 ms to 1 s apart) within timeout
+    seconds, as the tools do. The socket blocks (back-pressure) and has
+    TCP keepalive, so a dead writer is noticed within about keepalive
+    seconds."""
+    host, port = parse(endpoint)
+    key = load_secret(secret, secret_file)
+    deadline = time.monotonic() + timeout
+    wait = 0.05
+    while True:
+        try:
+            s = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
+            break
+        except OSError as e:
+            if time.monotonic() + wait > deadline:
+                raise OSError(e.errno, "%s: cannot connect to %s:%d within %g s: %s"
+                              % (endpoint, host, port, timeout, e.strerror)) from None
+            time.sleep(wait)
+            wait = min(1.0, wait * 2)
+    try:
+        s.settimeout(max(0.1, deadline - time.monotonic()))
+        handshake(s, key, run_id, role=b"R", listener=False)
+        s.settimeout(None)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            idle = max(1, int(keepalive) // 2)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, idle // 2 or 1))
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    except BaseException:
+        s.close()
+        raise
+    return s

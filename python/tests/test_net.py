@@ -1,0 +1,99 @@
+"""overlord.net: a trainer reads its rank's stream from an ovl-ckpt that
+listens on TCP (-p 'tcp-listen::0,...'), through the run's handshake, and
+gets the bytes a file output holds; a wrong secret or another run's id is
+refused on both sides."""
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+import overlord
+from overlord import net
+
+
+def wait_for(path, proc, timeout=60):
+    t = time.monotonic() + timeout
+    while not (os.path.exists(path) and os.path.getsize(path) > 0):
+        assert proc.poll() is None, "the listener ended"
+        assert time.monotonic() < t, "no %s" % path
+        time.sleep(0.02)
+    return int(open(path).read())
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    secret = tmp_path / "secret"
+    secret.write_bytes(os.urandom(24).hex().encode())
+    secret.chmod(0o600)
+    monkeypatch.setenv("OVL_SECRET_FILE", str(secret))
+    monkeypatch.setenv("OVL_RUN_ID", "pytest-net")
+    monkeypatch.delenv("OVL_SECRET", raising=False)
+    return tmp_path
+
+
+def test_a_rank_stream_over_tcp_equals_the_file(env, pipeline, tools):
+    t, (plan, con) = env, pipeline
+    plan = str(plan)
+    ref = subprocess.run([tools("ovl-ckpt"), "--dir", str(t / "ref"), "-p", str(t / "ref" / "rank%d"),
+                          plan], stdin=open(con, "rb"), check=True)
+    ck = subprocess.Popen([tools("ovl-ckpt"), "--dir", str(t / "ck"), "-p",
+                           "tcp-listen:127.0.0.1:0,port-file=%s" % (t / "port.%d"), plan],
+                          stdin=open(con, "rb"), stderr=subprocess.PIPE)
+    try:
+        # the two ranks read at once, as a trainer's ranks do (ovl-ckpt
+        # writes every rank's stream as the steps come)
+        got, errors = {}, []
+
+        def rank(r):
+            try:
+                port = wait_for(str(t / ("port.%d" % r)), ck)
+                got[r] = [s for s in overlord.read("tcp:127.0.0.1:%d" % port)
+                          if isinstance(s, overlord.Seq)]
+            except Exception as e:      # reported below
+                errors.append(e)
+        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        assert not errors, errors
+        assert ck.wait(timeout=60) == 0, ck.stderr.read()
+    finally:
+        if ck.poll() is None:
+            ck.kill()
+    del ref
+    for r in (0, 1):
+        want = [s for s in overlord.read(str(t / "ref" / ("rank%d" % r)))
+                if isinstance(s, overlord.Seq)]
+        assert len(want) == len(got[r]) > 0
+        for a, b in zip(want, got[r]):
+            assert (a.step, a.rank, a.mb) == (b.step, b.rank, b.mb)
+            assert bytes(a.tokens) == bytes(b.tokens)
+
+
+def test_the_handshake_refuses_another_secret_and_another_run(env, pipeline, tools, monkeypatch):
+    t, (plan, con) = env, pipeline
+    plan = str(plan)
+    ck = subprocess.Popen([tools("ovl-ckpt"), "--dir", str(t / "ck"), "-p",
+                           "tcp-listen:127.0.0.1:0,port-file=%s" % (t / "port.%d"), plan],
+                          stdin=open(con, "rb"), stderr=subprocess.PIPE)
+    try:
+        port = wait_for(str(t / "port.0"), ck)
+        with pytest.raises(net.AuthError):
+            net.connect("tcp:127.0.0.1:%d" % port, secret="another secret of enough bytes")
+        with pytest.raises(net.AuthError):
+            net.connect("tcp:127.0.0.1:%d" % port, run_id="another-run")
+    finally:
+        ck.kill()
+        err = ck.stderr.read().decode()
+    assert "refused" in err or "wrong" in err, err
+    bad = t / "open-secret"
+    bad.write_bytes(b"x" * 20)
+    bad.chmod(0o644)
+    with pytest.raises(net.AuthError, match="chmod 600"):
+        net.load_secret(secret_file=str(bad))
+    with pytest.raises(OSError, match="cannot connect"):
+        net.connect("tcp:127.0.0.1:1", timeout=0.3)
