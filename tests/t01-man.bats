@@ -8,6 +8,7 @@ load test_helper
 
 @test "every section 1 page: SYNOPSIS equals --help, --help/--version on stdout, bad options exit 2, EXAMPLES present" {
 	local page tool n=0 bad=
+	cd "$BATS_TEST_TMPDIR"
 	for page in "$OVL_SRCDIR"/man/*.1; do
 		page=${page##*/}
 		tool=$OVL_BUILDDIR/${page%.1}
