@@ -134,3 +134,9 @@ resume_all() {
 	run -2 "$OVL_SOURCE" --json --resume 0:0:999:1 --format wds wds "$SAMPLES/wds/shard-000000.tar"
 	[[ "$output" == *"beyond the last member group"* ]]
 }
+
+@test "resume: pre-tokenized jsonl (--field-type ids), chunked" {
+	ids_jsonl "$BATS_TEST_TMPDIR/ids.jsonl" "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-2.jsonl.zst
+	resume_all --field ids --field-type ids --chunk-size 20000 \
+		--tokenizer "hf:$SAMPLES/tokenizers/sample-tokenizer.json" web "$BATS_TEST_TMPDIR/ids.jsonl"
+}

@@ -143,3 +143,16 @@ got = open(sys.argv[2]).read().split("\n")
 assert got == want, (len(got), len(want))' "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/rest"
 	done
 }
+
+@test "partitions 1, 2, 3, 5 agree for pre-tokenized jsonl (--field-type ids)" {
+	ids_jsonl "$BATS_TEST_TMPDIR/ids.jsonl" "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-1.jsonl
+	for n in 1 2 3 5; do
+		run_parts "$n" "$BATS_TEST_TMPDIR/i.$n" --chunk-size 15000 --shuffle-seed 3 \
+		    --field ids --field-type ids --tokenizer "hf:$SAMPLES/tokenizers/sample-tokenizer.json" \
+		    web "$BATS_TEST_TMPDIR/ids.jsonl"
+	done
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/i.1")" -ge 200 ]
+	for n in 2 3 5; do
+		cmp "$BATS_TEST_TMPDIR/i.1" "$BATS_TEST_TMPDIR/i.$n"
+	done
+}

@@ -158,3 +158,22 @@ kill_stage_once() {
 	# a stage that ended meanwhile was not killed
 	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
 }
+
+# ids_jsonl OUT TEXT-JSONL...: the same documents pre-tokenized, as jsonl
+# lines {"ids": [...]} by the sample tokenizer.json (ovl-tok encode), for
+# --field-type ids
+ids_jsonl() {
+	local out=$1 f
+	shift
+	for f in "$@"; do
+		case $f in
+		*.zst) zstdcat "$f" ;;
+		*) cat "$f" ;;
+		esac
+	done | python3 -c '
+import json, sys
+for l in sys.stdin:
+    sys.stdout.buffer.write(json.loads(l)["text"].encode() + b"\0")' |
+	    "$OVL_BUILDDIR/ovl-tok" -0 -t "hf:$SAMPLES/tokenizers/sample-tokenizer.json" encode |
+	    sed 's/ /, /g; s/^/{"ids": [/; s/$/]}/' > "$out"
+}

@@ -22,6 +22,7 @@ const char *const ovl_plan_formats[] = { "jsonl", "text", "tar", "wds",
 	NULL };
 const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
+static const char *const fieldtypes[] = { "text", "ids", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
@@ -87,6 +88,8 @@ static const struct key source_keys[] = {
 	{ "format", PK_CHOICE, SRC(format), 0, 0, ovl_plan_formats, "--format",
 	    0, 0, 0 },
 	{ "field", PK_STR, SRC(field), 0, 0, NULL, "--field", 0, 0, 0 },
+	{ "field-type", PK_CHOICE, SRC(field_type), 0, 0, fieldtypes,
+	    "--field-type", 0, 0, 0 },
 	{ "doc-per", PK_CHOICE, SRC(doc_per), 0, 0, ovl_plan_docpers,
 	    "--doc-per", 0, 0, 0 },
 	{ "member-ext", PK_LIST, SRC(member_ext), 0, 0, NULL, "--member-ext", 0,

@@ -1084,6 +1084,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->eod_token);
 		free(s->bos_token);
 		free(s->long_docs);
+		free(s->field_type);
 		free(s->special);
 		free(s->match);
 		free(s->drop);

@@ -101,6 +101,7 @@ struct ovl_plan_source {
 	char		 *drop;		/* drop=REGEX: drop matching documents */
 	char		 *on_error;	/* on-error=fail|skip */
 	char		 *long_docs;	/* long-docs=, else the plan's long-docs */
+	char		 *field_type;	/* field-type=text|ids */
 	char		 *throttle;	/* throttle=RATE (ovl-source --throttle): a slow source, for tests and benchmarks */
 	uint64_t	  min_tokens;	/* min-tokens=, 0 unset */
 	uint64_t	  max_tokens;	/* max-tokens=, 0 unset */

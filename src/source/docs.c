@@ -173,6 +173,13 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 
 	s->recs++;
 	s->cx.recs++;
+	if (s->pre) {
+		/* pre-tokenized: json_record checked the ids; no text */
+		s->pre = 0;
+		ntok = s->toks.len;
+		toks = s->toks.p;
+		goto counted;
+	}
 	if (!r->utf8_ok || !s->tok_bytes) {
 		size_t ok = ovl_utf8_valid(text, len);
 		if (ok != len) {
@@ -205,6 +212,7 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 		ntok = s->toks.len;
 		toks = s->toks.p;
 	}
+counted:
 	if (ntok < o->min_tokens || (o->max_tokens != 0 && ntok > o->max_tokens)) {
 		s->filtered_len++;
 		return;
@@ -261,6 +269,59 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 		throttle(s, len);
 }
 
+/*
+ * A JSON line whose field is an array of token ids (--field-type ids):
+ * every id an integer below the tokenizer's vocabulary, then recorded
+ * as the document's tokens (the end-of-document token appended, no text).
+ */
+static void
+ids_record(struct src *s, struct rec *r, const char *line, size_t len)
+{
+	json_error_t je;
+	json_t *root = json_loadb(line, len, 0, &je), *v, *x;
+	uint32_t vocab = ovl_tok_vocab(s->tok);
+	size_t i;
+
+	if (root == NULL) {
+		bad(s, R_JSON, r, "invalid JSON at column %d: %s", je.column,
+		    je.text);
+		return;
+	}
+	v = root;
+	for (i = 0; i < s->path.n && v != NULL; i++)
+		v = json_is_object(v) ? json_object_get(v, s->path.key[i]) : NULL;
+	if (v == NULL) {
+		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		goto out;
+	}
+	if (!json_is_array(v)) {
+		bad(s, R_NOTSTRING, r, "field '%s' is not an array of token ids",
+		    s->o->field);
+		goto out;
+	}
+	s->toks.len = 0;
+	if (s->bos != OVL_TOK_NONE)
+		ovl_u32vec_push(&s->toks, s->bos);
+	json_array_foreach(v, i, x) {
+		json_int_t id = json_integer_value(x);
+
+		if (!json_is_integer(x) || id < 0 || id >= vocab) {
+			bad(s, R_TOK, r, "token %zu of field '%s' is %s: not an "
+			    "id of %s (vocabulary %" PRIu32 ")", i, s->o->field,
+			    json_is_integer(x) ? "out of range" : "not an integer",
+			    ovl_tok_name(s->tok), vocab);
+			goto out;
+		}
+		ovl_u32vec_push(&s->toks, (uint32_t)id);
+	}
+	json_decref(root);
+	s->pre = 1;
+	record(s, r, "", 0);
+	return;
+out:
+	json_decref(root);
+}
+
 /* A JSON line: extract the field, then record it. */
 void
 json_record(struct src *s, struct rec *r, const char *line, size_t len)
@@ -268,6 +329,10 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 	struct ovl_jsonl_result jr;
 	int rc;
 
+	if (s->o->ids) {
+		ids_record(s, r, line, len);
+		return;
+	}
 	if (s->o->parser == PARSER_JANSSON) {
 		json_error_t je;
 		json_t *root = json_loadb(line, len, 0, &je), *v;

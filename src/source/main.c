@@ -11,6 +11,8 @@ static const struct ovl_cli cli = {
 	"  --format F            jsonl, text, tar or wds (default: from the name)\n"
 	"  --field PATH          jsonl field, dotted (default text)\n"
 	"  --json-parser P       fast (default) or jansson\n"
+	"  --field-type T        jsonl: text (default) or ids (an array of token\n"
+	"                        ids, pre-tokenized, checked against the tokenizer)\n"
 	"  --doc-per MODE        text: line (default), blank-line or file\n"
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
 	"  --tokenizer SPEC      bytes (default), tiktoken:FILE[:PATTERN] or\n"
@@ -50,7 +52,7 @@ static const struct ovl_cli cli = {
 /* ---- options -------------------------------------------------------- */
 
 enum {
-	O_FORMAT = 256, O_FIELD, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
+	O_FORMAT = 256, O_FIELD, O_FIELD_TYPE, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL
@@ -61,6 +63,7 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, O_FORMAT },
 	{ "field", required_argument, NULL, O_FIELD },
 	{ "json-parser", required_argument, NULL, O_PARSER },
+	{ "field-type", required_argument, NULL, O_FIELD_TYPE },
 	{ "doc-per", required_argument, NULL, O_DOCPER },
 	{ "member-ext", required_argument, NULL, O_EXT },
 	{ "tokenizer", required_argument, NULL, O_TOKENIZER },
@@ -164,6 +167,15 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_FIELD:
 			o->field = optarg;
+			break;
+		case O_FIELD_TYPE:
+			if (strcmp(optarg, "text") == 0)
+				o->ids = 0;
+			else if (strcmp(optarg, "ids") == 0)
+				o->ids = 1;
+			else
+				ovl_cli_usagex(&cli, "unknown --field-type '%s' "
+				    "(text, ids)", optarg);
 			break;
 		case O_PARSER:
 			if (strcmp(optarg, "fast") == 0)

@@ -68,6 +68,7 @@ struct src_opts {
 	int		 format;
 	const char	*field;
 	int		 parser;
+	int		 ids;		/* --field-type ids: pre-tokenized */
 	int		 per;
 	const char	*ext[MAX_EXT];
 	int		 next;
@@ -133,6 +134,7 @@ struct src {
 	int		 tok_bytes;
 	uint32_t	 eod;
 	uint32_t	 bos;		/* OVL_TOK_NONE: none */
+	int		 pre;		/* the record's ids are in toks already */
 	pcre2_code	*re_match, *re_drop;
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
