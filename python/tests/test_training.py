@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from overlord import torch as otorch  # noqa: E402
 
 STOP = 24       # steps in the plan
-KILL_AT = 11    # the trainer's checkpoint: steps before it are trained
+KILL_AT = 6     # the trainer's checkpoint: steps before it are trained
 
 
 class TinyLM(torch.nn.Module):
@@ -66,16 +66,41 @@ def digest(mbs):
     return h.hexdigest()
 
 
-def start_run(tools, plan, ck, *extra):
-    return subprocess.Popen([tools("ovl-run"), "-q", "-c", str(ck)] + list(extra)
-                            + [str(plan)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+def start_run(tools, plan, ck, *extra, fifos=()):
+    """ovl-run in the background. A watchdog: when it fails by itself
+    (not killed by kill_run) while a reader still waits in open() for a
+    writer that will never come, it opens those FIFOs and closes them, so
+    the reader sees an empty stream and the test fails with the run's
+    messages instead of hanging."""
+    import threading
+    run = subprocess.Popen([tools("ovl-run"), "-q", "-c", str(ck)] + list(extra)
+                           + [str(plan)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    run.killed = False
+    run.t0 = __import__("time").monotonic()
+
+    def watch():
+        if run.wait() == 0 or run.killed:
+            return
+        for f in fifos:
+            try:
+                fd = os.open(str(f), os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue        # no reader waiting
+            os.close(fd)
+    threading.Thread(target=watch, daemon=True).start()
+    return run
 
 
 def kill_run(run):
     """SIGKILL ovl-run and its stages, and wait until every one of them is
     gone (a dying sink still holds its FIFOs)."""
     import time
+    run.killed = True
+    if run.poll() is not None:
+        raise AssertionError("the run ended before the kill (status %s, %.1f s after "
+                             "its start): %s" % (run.returncode, time.monotonic() - run.t0,
+                                                 run.stderr.read().decode()))
     os.killpg(run.pid, signal.SIGKILL)
     run.wait(60)
     for _ in range(3000):
@@ -117,7 +142,10 @@ def setup(tmp_path, samples):
         os.mkfifo(f)
     plan = tmp_path / "train.plan"
     plan.write_text(
-        "source web path=%s\nranks 2\nseq-len 128\ncheckpoint every=4\n"
+        # throttled, so the loader is still running when it is killed
+        # (else the whole small stream fits in the readers' buffers and
+        # the run ends first)
+        "source web path=%s throttle=1K\nranks 2\nseq-len 128\ncheckpoint every=4\n"
         "stop steps=%d\noutput format=frames per-rank=%s/rank%%d\n"
         % (os.path.join(samples, "web", "web-0.jsonl"), STOP, tmp_path))
     return tmp_path, plan, fifos
@@ -129,7 +157,7 @@ def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
     # the uninterrupted run
     model, opt = fresh()
     ref_seen = {}
-    run = start_run(tools, plan, tmp / "ckA")
+    run = start_run(tools, plan, tmp / "ckA", fifos=fifos)
     consume(model, opt, fifos, {"step": 0}, ref_seen)
     assert run.wait(60) == 0, run.stderr.read().decode()
     ref_weights = copy.deepcopy(model.state_dict())
@@ -140,7 +168,7 @@ def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
     # dies; the loader is killed (SIGKILL to ovl-run and its stages)
     model, opt = fresh()
     seen = {}
-    run = start_run(tools, plan, tmp / "ckB")
+    run = start_run(tools, plan, tmp / "ckB", fifos=fifos)
     dss = []
     state = consume(model, opt, fifos, {"step": 0}, seen, stop_before=KILL_AT,
                     dss=dss)
@@ -158,7 +186,7 @@ def test_kill_loader_and_trainer_resume_bitwise(setup, tools):
     opt.load_state_dict(saved["opt"])
     assert saved["data"] == {"step": KILL_AT}
     run = start_run(tools, plan, tmp / "ckB", "--resume", "--resume-step",
-                    str(saved["data"]["step"]))
+                    str(saved["data"]["step"]), fifos=fifos)
     consume(model, opt, fifos, saved["data"], seen)
     assert run.wait(60) == 0, run.stderr.read().decode()
 
@@ -176,7 +204,7 @@ def test_resume_with_more_ranks_keeps_every_steps_tokens(tmp_path, tools, sample
     fifos = [tmp_path / ("rank%d" % r) for r in range(4)]
     for f in fifos:
         os.mkfifo(f)
-    text = ("source web path=%s\nranks %%d\nseq-len 128\nstep-tokens 512\n"
+    text = ("source web path=%s throttle=1K\nranks %%d\nseq-len 128\nstep-tokens 512\n"
             "checkpoint every=4\nstop steps=%d\noutput format=frames per-rank=%s/rank%%%%d\n"
             % (os.path.join(samples, "web", "web-0.jsonl"), STOP, tmp_path))
     plan2, plan4 = tmp_path / "p2.plan", tmp_path / "p4.plan"
@@ -202,17 +230,17 @@ def test_resume_with_more_ranks_keeps_every_steps_tokens(tmp_path, tools, sample
             used.update(r for r, i in enumerate(items) if i["micro_batches"])
         return out
 
-    run = start_run(tools, plan2, tmp_path / "ckA")
+    run = start_run(tools, plan2, tmp_path / "ckA", fifos=fifos)
     ref = tokens_per_step(2, {"step": 0})
     assert run.wait(60) == 0, run.stderr.read().decode()
 
-    run = start_run(tools, plan2, tmp_path / "ckB")
+    run = start_run(tools, plan2, tmp_path / "ckB", fifos=fifos)
     got = tokens_per_step(2, {"step": 0}, stop_before=KILL_AT)
     kill_run(run)
     # the dead trainer's readers let go of the FIFOs before the new run
     assert all(ds.close() for ds in opened)
     run = start_run(tools, plan4, tmp_path / "ckB", "--resume", "--resume-step",
-                    str(KILL_AT))
+                    str(KILL_AT), fifos=fifos)
     used.clear()
     got.update(tokens_per_step(4, {"step": KILL_AT}))
     assert run.wait(60) == 0, run.stderr.read().decode()

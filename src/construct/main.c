@@ -335,6 +335,12 @@ format_schedule(const struct construct_opts *o, char *buf, size_t size)
 }
 
 static void
+flush_writer(void *w)
+{
+	ovl_writer_flush(w);
+}
+
+static void
 run(struct construct *c)
 {
 	struct ovl_frame f;
@@ -405,6 +411,9 @@ main(int argc, char **argv)
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	}
 	c.rd = ovl_reader_new(STDIN_FILENO, inname, 0);
+	/* sequences made so far go out before waiting for more documents */
+	if (c.wr != NULL)
+		ovl_reader_on_idle(c.rd, flush_writer, c.wr);
 	ovl_reader_expect(c.rd, &(struct ovl_expect){
 	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
 	    1u << OVL_CHUNK_END | 1u << OVL_BARRIER | 1u << OVL_STATE,

@@ -1,6 +1,7 @@
 #include "frameio.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ struct ovl_reader {
 	int		 state;		/* 0 header, 1 frames, 2 done, <0 error */
 	int		 eof;
 	unsigned	 minor;
+	void		(*idle)(void *);	/* before a read that would wait */
+	void		*idle_arg;
 	char		 errmsg[512];
 
 	/* the grammar the stage declared (ovl_reader_expect) */
@@ -91,6 +94,13 @@ ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
 		r->cap = chunk;
 		r->buf = ovl_xmalloc(r->cap);
 	}
+}
+
+void
+ovl_reader_on_idle(struct ovl_reader *r, void (*fn)(void *), void *arg)
+{
+	r->idle = fn;
+	r->idle_arg = arg;
 }
 
 void
@@ -328,6 +338,11 @@ fill(struct ovl_reader *r, size_t need)
 		if (want > c && want > need - (r->end - r->start))
 			want = c > need - (r->end - r->start) ? c :
 			    need - (r->end - r->start);
+		if (r->idle != NULL) {
+			struct pollfd p = { r->fd, POLLIN, 0 };
+			if (poll(&p, 1, 0) == 0)
+				r->idle(r->idle_arg);
+		}
 		n = read(r->fd, r->buf + r->end, want);
 		if (n > 0) {
 			r->end += (size_t)n;

@@ -40,6 +40,12 @@ void	ovl_reader_free(struct ovl_reader *r);
  */
 void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
 /*
+ * Call fn(arg) before a read that would wait for more input (nothing is
+ * readable yet): a stage flushes its output there, so what it made so far
+ * never waits for its next input.
+ */
+void	ovl_reader_on_idle(struct ovl_reader *r, void (*fn)(void *), void *arg);
+/*
  * The stream grammar a stage relies on, declared with ovl_reader_expect and
  * checked by the reader on frames whose CRC holds (a violation is
  * OVL_F_EGRAMMAR, or OVL_F_EPAYLOAD for a payload that does not decode,

@@ -253,6 +253,13 @@ wait_for(struct mixer *m, struct input *need)
 			m->pin[n++] = in;
 		}
 		timeout = m->o->stats != NULL ? 1000 : -1;
+		/*
+		 * Nothing to read now: what is mixed so far goes downstream
+		 * before waiting, so a slow source never holds back documents
+		 * already mixed (a live trainer waits for them).
+		 */
+		if (poll(m->pfd, n, 0) == 0 && m->w != NULL)
+			ovl_writer_flush(m->w);
 		t0 = now_s();
 		rc = poll(m->pfd, n, timeout);
 		need->blocked += now_s() - t0;
