@@ -213,7 +213,7 @@ print(len(ln), len(m), len(d))' "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/len" 
 	[[ "${lines[1]}" =~ ^web\ +325\ +[0-9]+\ +474012$ ]]
 	[[ "${lines[5]}" =~ ^lines\ +300\ +49523\ +49523$ ]]
 	# then ovl-run packs the sample plan into a Megatron dataset
-	[[ "$output" == *"ovl-run samples/plans/mix.plan"* ]]
+	[[ "$output" == *"ovl-run samples/plans/bpe.plan"* ]]
 	# it ends with the summary, and says where the report is
 	[[ "$stderr" == *"run in $BATS_TEST_TMPDIR/job/ckpt: complete"* ]]
 	[[ "$stderr" == *"  source "*" share "*" planned"* ]]
