@@ -8,7 +8,6 @@
 #include "ckpt.h"
 
 #include <glob.h>
-#include <math.h>
 
 #include <jansson.h>
 

@@ -56,6 +56,7 @@ struct ovl_hf {
 	size_t		 nadded;
 	struct tnode	*trie;
 	size_t		 ntrie;
+	unsigned char	 first[256];	/* 1: an added token starts with it */
 	int		 any_normalized;
 	struct hf_text	 text;
 	enum ovl_bpe_special special;
@@ -415,6 +416,8 @@ trie_add(struct ovl_hf *h, const unsigned char *s, size_t n, uint32_t idx)
 	uint32_t node = 0;
 	size_t i;
 
+	if (n > 0)
+		h->first[s[0]] = 1;
 	for (i = 0; i < n; i++) {
 		uint32_t c = h->trie[node].child;
 
@@ -934,7 +937,8 @@ encode_span(struct ovl_hf *h, const unsigned char *s, size_t from, size_t to,
 	size_t i = from, prev = from;
 
 	while (i < to) {
-		long a = h->ntrie > 1 ? added_at(h, s + i, to - i, pass) : -1;
+		/* most bytes start no added token: no walk down the trie */
+		long a = h->first[s[i]] ? added_at(h, s + i, to - i, pass) : -1;
 		const struct added *t;
 
 		if (a < 0) {
