@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "parquet.h"
 #include "rng.h"
 
 #define CUT_BLOCK	(64u << 10)
@@ -56,6 +57,7 @@ add_chunk(struct listing *l, uint32_t file, int comp, uint64_t off,
 	cs->v[cs->n].comp = (uint32_t)comp;
 	cs->v[cs->n].off = off;
 	cs->v[cs->n].len = len;
+	cs->v[cs->n].part = 0;
 	cs->n++;
 	return 0;
 }
@@ -178,6 +180,38 @@ find_cut(int fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
 	return (int64_t)size;
 }
 
+/* A parquet file: one chunk per row group, over the row group's bytes. */
+static int
+add_row_groups(struct listing *l, int fd, uint32_t file, char *err,
+    size_t errlen)
+{
+	struct ovl_pq_io io;
+	struct ovl_pq_file *f;
+	char msg[400];
+	uint32_t i, n;
+
+	if (ovl_pq_io_fd(&io, fd) != 0) {
+		snprintf(err, errlen, "cannot stat '%s': %s", l->cs->files[file],
+		    strerror(errno));
+		return -1;
+	}
+	if ((f = ovl_pq_open(&io, NULL, msg, sizeof(msg))) == NULL) {
+		snprintf(err, errlen, "'%s': %s", l->cs->files[file], msg);
+		return -1;
+	}
+	n = ovl_pq_row_groups(f);
+	for (i = 0; i < n; i++) {
+		uint64_t off, len;
+
+		ovl_pq_range(f, i, &off, &len);
+		if (add_chunk(l, file, OVL_COMP_NONE, off, len, err, errlen) != 0)
+			break;
+		l->cs->v[l->cs->n - 1].part = i;
+	}
+	ovl_pq_close(f);
+	return i == n ? 0 : -1;
+}
+
 static int
 add_path(struct listing *l, const char *path, uint64_t chunk_size,
     enum ovl_chunk_cut cut, char *err, size_t errlen)
@@ -194,6 +228,12 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 		 * Never opened here: a FIFO opened and closed again loses what
 		 * its writer wrote, and the next open may wait forever.
 		 */
+		if (cut == OVL_CUT_ROWGROUPS) {
+			snprintf(err, errlen, "'%s' is a stream: a parquet file is "
+			    "read from its end (its footer) and must be a regular "
+			    "file", path);
+			return -1;
+		}
 		if (strcmp(path, "-") != 0 && access(path, R_OK) != 0) {
 			snprintf(err, errlen, "cannot open '%s': %s", path,
 			    strerror(errno));
@@ -230,6 +270,12 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 	}
 	comp = comp_of(m, (size_t)n);
 	size = (uint64_t)st.st_size;
+	if (cut == OVL_CUT_ROWGROUPS) {
+		int rc = add_row_groups(l, fd, file, err, errlen);
+
+		close(fd);
+		return rc;
+	}
 	if (comp != OVL_COMP_NONE || cut == OVL_CUT_NONE || chunk_size == 0 ||
 	    size <= chunk_size) {
 		close(fd);

@@ -5,7 +5,8 @@
  * A source is a list of chunks: its files in the order given (a pattern
  * with glob characters expands to its matches, sorted), and, for large
  * uncompressed files of a record-per-line or record-per-paragraph format,
- * record-aligned byte ranges of about chunk_size bytes. The list depends
+ * record-aligned byte ranges of about chunk_size bytes, and for parquet
+ * files one chunk per row group. The list depends
  * only on the files and these options, never on partitions.
  *
  * Epoch e visits the chunks in canonical order: identity, or with a
@@ -23,7 +24,8 @@
 enum ovl_chunk_cut {
 	OVL_CUT_NONE = 0,	/* never: one chunk per file */
 	OVL_CUT_LINES = 1,	/* after a newline */
-	OVL_CUT_PARAGRAPHS = 2	/* after a blank line (only spaces, tabs, CR) */
+	OVL_CUT_PARAGRAPHS = 2,	/* after a blank line (only spaces, tabs, CR) */
+	OVL_CUT_ROWGROUPS = 3	/* parquet: every row group, whatever its size */
 };
 
 /* Compression of a file, judged by its first bytes (not its name). */
@@ -44,6 +46,8 @@ struct ovl_chunk {
 	uint32_t	comp;		/* enum ovl_chunk_comp of the file */
 	uint64_t	off;		/* first byte of the range in the file */
 	uint64_t	len;		/* bytes, or OVL_CHUNK_WHOLE */
+	uint32_t	part;		/* parquet: the row group (off, len: its
+					   bytes in the file) */
 };
 
 struct ovl_chunks {

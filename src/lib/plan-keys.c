@@ -19,7 +19,7 @@
 #include "plan-int.h"
 
 const char *const ovl_plan_formats[] = { "jsonl", "text", "tar", "wds",
-	NULL };
+	"parquet", NULL };
 const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
 static const char *const fieldtypes[] = { "text", "ids", NULL };

@@ -8,8 +8,10 @@ static const struct ovl_cli cli = {
 	"ovl-source [options] NAME PATH...",
 	"Read one source and write its documents as DOC frames (or --json lines).\n"
 	"\n"
-	"  --format F            jsonl, text, tar or wds (default: from the name)\n"
-	"  --field PATH          jsonl field, dotted (default text)\n"
+	"  --format F            jsonl, text, tar, wds or parquet (default: from\n"
+	"                        the name)\n"
+	"  --field PATH          jsonl field or parquet column, dotted (default\n"
+	"                        text)\n"
 	"  --json-parser P       fast (default) or jansson\n"
 	"  --field-type T        jsonl: text (default) or ids (an array of token\n"
 	"                        ids, pre-tokenized, checked against the tokenizer)\n"
@@ -142,7 +144,7 @@ parse_format(const char *v)
 
 	if (i < 0)
 		ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, "
-		    "wds)", v);
+		    "wds, parquet)", v);
 	return FMT_JSONL + i;
 }
 
@@ -363,6 +365,8 @@ guess_format(const char *path)
 		return FMT_TAR;
 	if (ENDS(".txt") || ENDS(".text") || ENDS(".md"))
 		return FMT_TEXT;
+	if (ENDS(".parquet") || ENDS(".pq"))
+		return FMT_PARQUET;
 #undef ENDS
 	return FMT_AUTO;
 }
@@ -471,6 +475,10 @@ setup(struct src *s, struct src_opts *o)
 		cut = OVL_CUT_LINES;
 	else if (o->format == FMT_TEXT && o->per == PER_BLANK)
 		cut = OVL_CUT_PARAGRAPHS;
+	else if (o->format == FMT_PARQUET)
+		cut = OVL_CUT_ROWGROUPS;
+	if (o->ids && o->format != FMT_JSONL)
+		ovl_cli_usagex(&cli, "--field-type ids reads jsonl only");
 	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
 	    cut, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);

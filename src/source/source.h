@@ -3,8 +3,8 @@
  * docs.c (records become documents: filters, tokenizing, frames, counted
  * skips) and run.c (chunks in canonical order: lines, tar, the run).
  *
- * ovl-source: read one source (jsonl, text, tar, WebDataset; zstd, gzip or
- * plain), tokenize every document and write DOC frames in canonical order,
+ * ovl-source: read one source (jsonl, text, tar, WebDataset, parquet; zstd,
+ * gzip or plain), tokenize every document and write DOC frames in canonical order,
  * each with its cursor; CHUNK_END after every chunk this partition owns.
  * See ovl-source(1) and HACKING.md ("Sources, chunks, cursors").
  */
@@ -48,12 +48,13 @@
 #include "lines.h"
 #include "net.h"
 #include "num.h"
+#include "parquet.h"
 #include "plan.h"
 #include "tok.h"
 #include "wds.h"
 
 /* FMT_JSONL.. and PER_* follow ovl_plan_formats and ovl_plan_docpers */
-enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS };
+enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS, FMT_PARQUET };
 enum per { PER_LINE, PER_BLANK, PER_FILE };
 enum { PARSER_FAST, PARSER_JANSSON };
 
@@ -124,6 +125,7 @@ struct rec {
 	uint32_t	 nimages;
 	int		 utf8_ok;	/* already validated */
 	const char	*member;	/* tar member name, for messages */
+	int		 row;		/* parquet: start_off is a row */
 };
 
 struct src {

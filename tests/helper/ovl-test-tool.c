@@ -32,6 +32,12 @@
  *	(net.h; settings from the environment: OVL_SECRET_FILE, ...): a
  *	trainer's end of a stream, or a plain writer for the benchmarks
  *
+ *   ovl-test-tool parquet FILE COLUMN
+ *	read every row of COLUMN through lib/parquet.c and print what was
+ *	met: "rowgroups= rows= values= nulls= pages= v1= v2= dict=
+ *	enc=<names> sum=<XXH64 of the values>", then "rg=K off= len= rows="
+ *	per row group; a reader error goes to stderr (exit 1)
+ *
  * Exits 0, 1 on a bad file, 2 on bad arguments.
  */
 #include <errno.h>
@@ -48,6 +54,7 @@
 #include "io.h"
 #include "net.h"
 #include "num.h"
+#include "parquet.h"
 
 static uint8_t *
 slurp(const char *path, size_t *n)
@@ -299,6 +306,71 @@ net_cat(const char *in, const char *out)
 	return 0;
 }
 
+static int
+parquet_info(const char *path, const char *column)
+{
+	static const char *const enames[] = { "PLAIN", "", "PLAIN_DICTIONARY",
+	    "RLE", "BIT_PACKED", "DELTA_BINARY_PACKED",
+	    "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "RLE_DICTIONARY" };
+	struct ovl_pq_io io;
+	struct ovl_pq_file *f;
+	struct ovl_pq_reader r;
+	uint64_t rows = 0, vals = 0, nulls = 0, sum = 0, off, len;
+	uint32_t pages[4] = { 0, 0, 0, 0 }, encs = 0, g, i;
+	char err[512];
+	FILE *fp = fopen(path, "rb");
+
+	if (fp == NULL || ovl_pq_io_fd(&io, fileno(fp)) != 0 ||
+	    (f = ovl_pq_open(&io, column, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "ovl-test-tool: '%s': %s\n", path, fp == NULL ?
+		    strerror(errno) : err);
+		return 1;
+	}
+	for (g = 0; g < ovl_pq_row_groups(f); g++) {
+		const uint8_t *p;
+		size_t n;
+		int k;
+
+		if (ovl_pq_reader_open(&r, f, g, 0) != 0) {
+			fprintf(stderr, "ovl-test-tool: '%s': %s\n", path, r.err);
+			return 1;
+		}
+		while ((k = ovl_pq_next(&r, &p, &n)) >= 0) {
+			rows++;
+			if (k == 0) {
+				nulls++;
+				continue;
+			}
+			vals++;
+			sum = ovl_hash64(p, n, sum);
+		}
+		if (k == -2) {
+			fprintf(stderr, "ovl-test-tool: '%s': %s\n", path, r.err);
+			return 1;
+		}
+		for (i = 0; i < 4; i++)
+			pages[i] += r.npages[i];
+		encs |= r.encs;
+		ovl_pq_reader_close(&r);
+	}
+	printf("rowgroups=%" PRIu32 " rows=%" PRIu64 " values=%" PRIu64
+	    " nulls=%" PRIu64 " pages=%" PRIu32 " v1=%" PRIu32 " v2=%" PRIu32
+	    " dict=%" PRIu32 " enc=", ovl_pq_row_groups(f), rows, vals, nulls,
+	    pages[0] + pages[2] + pages[3], pages[0], pages[3], pages[2]);
+	for (i = 0; i < sizeof(enames) / sizeof(enames[0]); i++)
+		if (encs & (1u << i))
+			printf("%s%s", enames[i], (encs >> (i + 1)) != 0 ? "," : "");
+	printf(" sum=%016" PRIx64 "\n", sum);
+	for (g = 0; g < ovl_pq_row_groups(f); g++) {
+		ovl_pq_range(f, g, &off, &len);
+		printf("rg=%" PRIu32 " off=%" PRIu64 " len=%" PRIu64 " rows=%"
+		    PRIu64 "\n", g, off, len, ovl_pq_rows(f, g));
+	}
+	ovl_pq_close(f);
+	fclose(fp);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -309,6 +381,8 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "net-cat") == 0)
 		return net_cat(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "parquet") == 0)
+		return parquet_info(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "minor") == 0) {
 		uint64_t v;
 
@@ -357,7 +431,8 @@ main(int argc, char **argv)
 		    "       ovl-test-tool dump FILE|-\n"
 		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
 		    "       ovl-test-tool minor FILE N\n"
-		    "       ovl-test-tool net-cat IN OUT\n");
+		    "       ovl-test-tool net-cat IN OUT\n"
+		    "       ovl-test-tool parquet FILE COLUMN\n");
 		return 2;
 	}
 	b = slurp(argv[2], &n);

@@ -1,0 +1,93 @@
+// pq-write.js: an independent parquet writer for the conformance tests.
+// Reads JSON lines, writes them as a parquet file with Apache Arrow's Rust
+// writer (the npm package parquet-wasm) and apache-arrow JS.
+//
+//   node pq-write.js NPMDIR IN.jsonl OUT.parquet [key=value ...]
+//
+// keys: compression=none|snappy|gzip|brotli|lz4|lz4_raw|zstd, version=1|2,
+//       dict=0|1, encoding=plain|delta_length|delta, row-group=N,
+//       page-size=BYTES, dict-size=BYTES (dictionary page limit: past it
+//       the writer falls back to plain pages), batch=N (rows per batch)
+// Every top-level key of the first record becomes a column: a string (or
+// null) is Utf8, an object is a struct of Utf8 fields, a number is Int64,
+// an array of numbers is List<Int32>.
+'use strict';
+const fs = require('fs');
+const { createRequire } = require('module');
+const [npmdir, inPath, outPath, ...kv] = process.argv.slice(2);
+if (!outPath) {
+	process.stderr.write('usage: pq-write.js NPMDIR IN.jsonl OUT.parquet [key=value ...]\n');
+	process.exit(2);
+}
+const req = createRequire(npmdir.replace(/\/?$/, '/'));
+const arrow = req('apache-arrow');
+const pq = req('parquet-wasm/node');
+
+const opt = {};
+for (const a of kv) {
+	const i = a.indexOf('=');
+	opt[a.slice(0, i)] = a.slice(i + 1);
+}
+const rows = fs.readFileSync(inPath, 'utf8').split('\n').filter((l) => l !== '')
+	.map((l) => JSON.parse(l));
+
+function typeOf(v) {
+	if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+		return new arrow.Struct(Object.keys(v).map((k) =>
+			new arrow.Field(k, typeOf(v[k]), true)));
+	}
+	if (Array.isArray(v))
+		return new arrow.List(new arrow.Field('item', new arrow.Int32(), true));
+	if (typeof v === 'number')
+		return new arrow.Int64();
+	return new arrow.Utf8();
+}
+function conv(v, t) {
+	if (v === null || v === undefined)
+		return null;
+	if (t instanceof arrow.Int64)
+		return BigInt(v);
+	if (t instanceof arrow.Struct) {
+		const o = {};
+		for (const f of t.children)
+			o[f.name] = conv(v[f.name], f.type);
+		return o;
+	}
+	return v;
+}
+const first = rows[0] || {};
+const cols = {};
+for (const k of Object.keys(first)) {
+	const t = typeOf(first[k]);
+	cols[k] = arrow.vectorFromArray(rows.map((r) => conv(r[k], t)), t);
+}
+const table = new arrow.Table(cols);
+
+const C = pq.Compression;
+const comp = { none: C.UNCOMPRESSED, snappy: C.SNAPPY, gzip: C.GZIP,
+	brotli: C.BROTLI, lz4: C.LZ4, lz4_raw: C.LZ4_RAW, zstd: C.ZSTD };
+const E = pq.Encoding;
+const enc = { plain: E.PLAIN, delta_length: E.DELTA_LENGTH_BYTE_ARRAY,
+	delta: E.DELTA_BYTE_ARRAY };
+let b = new pq.WriterPropertiesBuilder();
+if (opt.compression !== undefined) {
+	if (!(opt.compression in comp))
+		throw new Error('unknown compression ' + opt.compression);
+	b = b.setCompression(comp[opt.compression]);
+}
+if (opt.version !== undefined)
+	b = b.setWriterVersion(opt.version === '2' ? pq.WriterVersion.V2 : pq.WriterVersion.V1);
+if (opt.dict !== undefined)
+	b = b.setDictionaryEnabled(opt.dict === '1');
+if (opt.encoding !== undefined)
+	b = b.setEncoding(enc[opt.encoding]);
+if (opt['row-group'] !== undefined)
+	b = b.setMaxRowGroupSize(Number(opt['row-group']));
+if (opt['page-size'] !== undefined)
+	b = b.setDataPageSizeLimit(Number(opt['page-size']));
+if (opt['dict-size'] !== undefined)
+	b = b.setDictionaryPageSizeLimit(Number(opt['dict-size']));
+if (opt.batch !== undefined)
+	b = b.setWriteBatchSize(Number(opt.batch));
+const wt = pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream'));
+fs.writeFileSync(outPath, pq.writeParquet(wt, b.build()));
