@@ -140,3 +140,12 @@ resume_all() {
 	resume_all --field ids --field-type ids --chunk-size 20000 \
 		--tokenizer "hf:$SAMPLES/tokenizers/sample-tokenizer.json" web "$BATS_TEST_TMPDIR/ids.jsonl"
 }
+
+@test "resume: parquet, row groups as chunks, in dictionary pages v1 and plain pages v2, a struct column" {
+	resume_all web "$SAMPLES/parquet/web-0.parquet"
+	[ "$(grep -c '"pos":\[0,4,' "$BATS_TEST_TMPDIR/uncut")" -eq 10 ]
+	resume_all --field doc.text --shuffle-seed 9 --epochs 2 web "$SAMPLES/parquet/web-1.parquet"
+	# a cursor past a row group's last row, or a row past its end, is refused
+	run -2 "$OVL_SOURCE" --json --resume 0:0:26:26 web "$SAMPLES/parquet/web-0.parquet"
+	[[ "$output" == *"--resume offset 26 is beyond the last row"* ]]
+}

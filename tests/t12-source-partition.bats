@@ -156,3 +156,14 @@ assert got == want, (len(got), len(want))' "$BATS_TEST_TMPDIR/want" "$BATS_TEST_
 		cmp "$BATS_TEST_TMPDIR/i.1" "$BATS_TEST_TMPDIR/i.$n"
 	done
 }
+
+@test "partitions 1, 2, 3, 5 agree for parquet (row groups are the chunks), shuffled over two epochs" {
+	for n in 1 2 3 5; do
+		run_parts "$n" "$BATS_TEST_TMPDIR/q.$n" --shuffle-seed 5 --epochs 2 \
+		    --field doc.text web "$SAMPLES/parquet/web-1.parquet"
+	done
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/q.1")" -eq 190 ]
+	for n in 2 3 5; do
+		cmp "$BATS_TEST_TMPDIR/q.1" "$BATS_TEST_TMPDIR/q.$n"
+	done
+}

@@ -79,8 +79,23 @@ if (opt.version !== undefined)
 	b = b.setWriterVersion(opt.version === '2' ? pq.WriterVersion.V2 : pq.WriterVersion.V1);
 if (opt.dict !== undefined)
 	b = b.setDictionaryEnabled(opt.dict === '1');
-if (opt.encoding !== undefined)
-	b = b.setEncoding(enc[opt.encoding]);
+// the value encoding of the string columns (others keep their default:
+// the DELTA_*_BYTE_ARRAY encodings exist only for strings)
+function strings(t, prefix, out) {
+	if (t instanceof arrow.Struct) {
+		for (const f of t.children)
+			strings(f.type, prefix + f.name + '.', out);
+	} else if (t instanceof arrow.Utf8)
+		out.push(prefix.slice(0, -1));
+	return out;
+}
+if (opt.encoding !== undefined) {
+	if (!(opt.encoding in enc))
+		throw new Error('unknown encoding ' + opt.encoding);
+	for (const k of Object.keys(cols))
+		for (const path of strings(cols[k].type, k + '.', []))
+			b = b.setColumnEncoding(path, enc[opt.encoding]);
+}
 if (opt['row-group'] !== undefined)
 	b = b.setMaxRowGroupSize(Number(opt['row-group']));
 if (opt['page-size'] !== undefined)
