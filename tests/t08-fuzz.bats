@@ -51,3 +51,7 @@ fuzz_one() {	# fuzz_one TARGET: run it 10 s, expect its "ok" line
 @test "fuzz: Hugging Face tokenizer.json files loaded and used, and text through two fixed ones" {
 	fuzz_one hf
 }
+
+@test "fuzz: the parquet reader, read whole and resumed from a row group's middle" {
+	fuzz_one parquet
+}

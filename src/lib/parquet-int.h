@@ -16,6 +16,7 @@
 #define PQ_MAX_PAGE	(256u << 20)
 #define PQ_MAX_HEADER	(16u << 20)
 #define PQ_MAX_DEPTH	64
+#define PQ_MAX_PAGE_ROWS (1 << 24)
 
 enum { PQ_BYTE_ARRAY = 6 };
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };

@@ -575,7 +575,8 @@ start_data(struct ovl_pq_reader *r, const struct pq_page *pg)
 	} else {
 		if (pg->type == PQ_DATA_PAGE_V2)
 			p += pg->rep_len + pg->def_len;
-		memset(r->defs, 0, r->nvals);
+		if (r->nvals > 0)
+			memset(r->defs, 0, r->nvals);
 		nn = r->nvals;
 	}
 	r->enc = pg->enc;
@@ -643,6 +644,11 @@ next_page(struct ovl_pq_reader *r, uint64_t *skip)
 			    pg.nvals != pg.nrows))
 				return page_err(r, "%" PRId32 " values in %" PRId32
 				    " rows", pg.nvals, pg.nrows);
+			if ((uint64_t)pg.nvals > r->rows - r->row ||
+			    pg.nvals > PQ_MAX_PAGE_ROWS)
+				return page_err(r, "%" PRId32 " values in a page, "
+				    "with %" PRIu64 " rows left in the row group",
+				    pg.nvals, r->rows - r->row);
 			if (*skip > 0 && rows <= *skip) {
 				*skip -= rows;	/* passed over, never read */
 				r->row += rows;
@@ -657,6 +663,18 @@ next_page(struct ovl_pq_reader *r, uint64_t *skip)
 		/* index pages and unknown kinds carry nothing we read */
 		r->pos += pg.hlen + (uint64_t)pg.csize;
 	}
+}
+
+/* Free what a failed open holds, keeping its message. */
+static int
+open_failed(struct ovl_pq_reader *r)
+{
+	char e[sizeof(r->err)];
+
+	memcpy(e, r->err, sizeof(e));
+	ovl_pq_reader_close(r);
+	memcpy(r->err, e, sizeof(e));
+	return -1;
 }
 
 int
@@ -703,12 +721,12 @@ ovl_pq_reader_open(struct ovl_pq_reader *r, struct ovl_pq_file *f,
 		uint64_t left = skip;
 
 		if (next_page(r, &left) != 0)
-			return -1;
+			return open_failed(r);
 		while (left > 0) {
 			int k = ovl_pq_next(r, &p, &len);
 
 			if (k == -2)
-				return -1;
+				return open_failed(r);
 			left--;
 		}
 	} else

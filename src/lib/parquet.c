@@ -182,8 +182,9 @@ walk(struct walk *w, size_t plen, int def, int rep, int depth)
 	if (w->i >= w->n || depth > PQ_MAX_DEPTH)
 		return -1;
 	el = &w->el[w->i++];
-	if (el->nchildren < 0 || (uint32_t)el->nchildren > w->n)
-		return -1;
+	if (el->nchildren < 0 || (uint32_t)el->nchildren > w->n ||
+	    el->name == NULL)
+		return -1;	/* a name is required */
 	len = plen + (plen > 0) + el->nlen;
 	if (len >= sizeof(w->path))
 		return -1;
@@ -447,6 +448,11 @@ ovl_pq_open(const struct ovl_pq_io *io, const char *column, char *err,
 	t.err = 0;
 	while (!t.err && (ty = tr_field(&t, &id)) != TT_STOP) {
 		if (id == 2 && ty == TT_LIST) {
+			if (have_schema) {
+				snprintf(err, errlen, "malformed footer: two "
+				    "schemas");
+				goto fail_at;
+			}
 			if (read_schema(f, &t, err, errlen) != 0)
 				goto fail_at;
 			have_schema = 1;

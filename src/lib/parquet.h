@@ -100,7 +100,8 @@ struct ovl_pq_reader {
 
 /*
  * Start reading row group rg of f's column at row skip (pages before it
- * are passed over unread). Returns 0 or -1.
+ * are passed over unread). Returns 0, or -1 with r->err set and nothing
+ * left to free.
  */
 int	ovl_pq_reader_open(struct ovl_pq_reader *r, struct ovl_pq_file *f,
 	    uint32_t rg, uint64_t skip);
