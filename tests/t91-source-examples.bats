@@ -12,12 +12,15 @@ setup() {
 }
 
 @test "ovl-source(1) EXAMPLES run against samples/" {
-	run_examples ovl-source.1 6
+	run_examples ovl-source.1 7
 	# nothing on stderr
 	[ -z "$(cat "$EX"/err.*)" ]
 	# the resume example continues after the fifth document
-	grep -q '"pos":\[0,0,5\]' "$EX/out.5"
-	[ "$(wc -l < "$EX/out.5")" -eq 295 ]
+	grep -q '"pos":\[0,0,5\]' "$EX/out.6"
+	[ "$(wc -l < "$EX/out.6")" -eq 295 ]
+	# parquet: the first row, then the third row group's first row
+	[ "$(grep -c '"pos":\[0,0,0\]' "$EX/out.5")" -eq 1 ]
+	[ "$(grep -c '"pos":\[0,2,0\]' "$EX/out.5")" -eq 1 ]
 }
 
 @test "ovl(7) EXAMPLES run against samples/" {
