@@ -149,3 +149,13 @@ resume_all() {
 	run -2 "$OVL_SOURCE" --json --resume 0:0:26:26 web "$SAMPLES/parquet/web-0.parquet"
 	[[ "$output" == *"--resume offset 26 is beyond the last row"* ]]
 }
+
+@test "resume: token files (.npy by end-of-document and by offsets, Megatron .bin/.idx)" {
+	local py d=$BATS_TEST_TMPDIR/tok
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	mkdir -p "$d"
+	"$py" "$OVL_SRCDIR/tests/helper/tokfiles.py" "$d" "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl"
+	resume_all web "$d/eod16.npy" "$d/eod16b.npy"
+	resume_all --doc-per offsets --shuffle-seed 4 --epochs 2 web "$d/off.npy" "$d/offb.npy"
+	resume_all web "$d/mega16.bin" "$d/mega16b.bin"
+}

@@ -167,3 +167,22 @@ assert got == want, (len(got), len(want))' "$BATS_TEST_TMPDIR/want" "$BATS_TEST_
 		cmp "$BATS_TEST_TMPDIR/q.1" "$BATS_TEST_TMPDIR/q.$n"
 	done
 }
+
+@test "partitions 1, 2, 3 agree for token files (.npy and Megatron), shuffled over two epochs" {
+	local py d=$BATS_TEST_TMPDIR/tok n
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	mkdir -p "$d"
+	"$py" "$OVL_SRCDIR/tests/helper/tokfiles.py" "$d" "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl" "$SAMPLES/web/web-0.jsonl"
+	for n in 1 2 3; do
+		run_parts "$n" "$BATS_TEST_TMPDIR/t.$n" --shuffle-seed 5 --epochs 2 \
+		    web "$d/eod16.npy" "$d/eod16b.npy" "$d/off.npy"
+		run_parts "$n" "$BATS_TEST_TMPDIR/m.$n" --shuffle-seed 5 --epochs 2 \
+		    web "$d/mega16.bin" "$d/mega16b.bin" "$d/mega64.bin"
+	done
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/t.1")" -ge 400 ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/m.1")" -ge 400 ]
+	for n in 2 3; do
+		cmp "$BATS_TEST_TMPDIR/t.1" "$BATS_TEST_TMPDIR/t.$n"
+		cmp "$BATS_TEST_TMPDIR/m.1" "$BATS_TEST_TMPDIR/m.$n"
+	done
+}

@@ -19,8 +19,9 @@
 #include "plan-int.h"
 
 const char *const ovl_plan_formats[] = { "jsonl", "text", "tar", "wds",
-	"parquet", NULL };
-const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", NULL };
+	"parquet", "megatron", "npy", NULL };
+const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", "eod",
+	"offsets", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
 static const char *const fieldtypes[] = { "text", "ids", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",

@@ -41,7 +41,7 @@
  * so a name is spelled once. Balance and pack names are balance.h's and
  * pack.h's.
  */
-extern const char *const ovl_plan_formats[];	/* jsonl text tar wds parquet */
+extern const char *const ovl_plan_formats[];	/* jsonl text tar wds parquet megatron npy */
 extern const char *const ovl_plan_docpers[];	/* line blank-line file */
 extern const char *const ovl_plan_onerrors[];	/* fail skip */
 /* split split-continue truncate drop error: enum ovl_long_docs order */

@@ -27,9 +27,12 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 		where[0] = '\0';
 	else if (r->member != NULL)
 		snprintf(where, sizeof(where), " group %" PRIu64, r->start_off);
-	else if (r->row)
+	else if (r->row == 1)
 		snprintf(where, sizeof(where), " row group %" PRIu32 " row %"
 		    PRIu64, c->part, r->start_off);
+	else if (r->row == 2)
+		snprintf(where, sizeof(where), " document %" PRIu64,
+		    r->start_off);
 	else if (r->line != 0)
 		snprintf(where, sizeof(where), " line %" PRIu64, r->line);
 	else if (c->comp != OVL_COMP_NONE)

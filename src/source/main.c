@@ -8,14 +8,15 @@ static const struct ovl_cli cli = {
 	"ovl-source [options] NAME PATH...",
 	"Read one source and write its documents as DOC frames (or --json lines).\n"
 	"\n"
-	"  --format F            jsonl, text, tar, wds or parquet (default: from\n"
-	"                        the name)\n"
+	"  --format F            jsonl, text, tar, wds, parquet, megatron or npy\n"
+	"                        (default: from the name)\n"
 	"  --field PATH          jsonl field or parquet column, dotted (default\n"
 	"                        text)\n"
 	"  --json-parser P       fast (default) or jansson\n"
 	"  --field-type T        jsonl: text (default) or ids (an array of token\n"
 	"                        ids, pre-tokenized, checked against the tokenizer)\n"
-	"  --doc-per MODE        text: line (default), blank-line or file\n"
+	"  --doc-per MODE        text: line (default), blank-line or file;\n"
+	"                        npy: eod (default), offsets or file\n"
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
 	"  --tokenizer SPEC      bytes (default), tiktoken:FILE[:PATTERN] or\n"
 	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
@@ -144,7 +145,7 @@ parse_format(const char *v)
 
 	if (i < 0)
 		ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, "
-		    "wds, parquet)", v);
+		    "wds, parquet, megatron, npy)", v);
 	return FMT_JSONL + i;
 }
 
@@ -193,7 +194,8 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			if ((o->per = ovl_plan_choice(ovl_plan_docpers,
 			    optarg)) < 0)
 				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
-				    "(line, blank-line, file)", optarg);
+				    "(line, blank-line, file, eod, offsets)", optarg);
+			o->per_set = 1;
 			break;
 		case O_EXT:
 			if (o->next == MAX_EXT)
@@ -367,6 +369,10 @@ guess_format(const char *path)
 		return FMT_TEXT;
 	if (ENDS(".parquet") || ENDS(".pq"))
 		return FMT_PARQUET;
+	if (ENDS(".bin") || ENDS(".idx"))
+		return FMT_MEGATRON;
+	if (ENDS(".npy"))
+		return FMT_NPY;
 #undef ENDS
 	return FMT_AUTO;
 }
@@ -479,6 +485,14 @@ setup(struct src *s, struct src_opts *o)
 		cut = OVL_CUT_ROWGROUPS;
 	if (o->ids && o->format != FMT_JSONL)
 		ovl_cli_usagex(&cli, "--field-type ids reads jsonl only");
+	if (o->format == FMT_NPY) {
+		if (!o->per_set)
+			o->per = PER_EOD;
+		if (o->per != PER_EOD && o->per != PER_OFFSETS && o->per != PER_FILE)
+			ovl_cli_usagex(&cli, "npy: --doc-per eod, offsets or file");
+	} else if (o->per == PER_EOD || o->per == PER_OFFSETS)
+		ovl_cli_usagex(&cli, "--doc-per %s is for npy token files",
+		    ovl_plan_docpers[o->per]);
 	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
 	    cut, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);

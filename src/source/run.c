@@ -351,6 +351,10 @@ run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
 		bytes = run_tar(s, off0, rec0);
 	else if (s->o->format == FMT_PARQUET)
 		bytes = run_parquet(s, off0);
+	else if (s->o->format == FMT_MEGATRON)
+		bytes = run_megatron(s, off0);
+	else if (s->o->format == FMT_NPY)
+		bytes = run_npy(s, off0);
 	else
 		bytes = run_lines(s, off0, rec0);
 	chunk_end(s, bytes);

@@ -54,8 +54,9 @@
 #include "wds.h"
 
 /* FMT_JSONL.. and PER_* follow ovl_plan_formats and ovl_plan_docpers */
-enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS, FMT_PARQUET };
-enum per { PER_LINE, PER_BLANK, PER_FILE };
+enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS, FMT_PARQUET,
+	FMT_MEGATRON, FMT_NPY };
+enum per { PER_LINE, PER_BLANK, PER_FILE, PER_EOD, PER_OFFSETS };
 enum { PARSER_FAST, PARSER_JANSSON };
 
 #define MAX_EXT		16
@@ -71,6 +72,7 @@ struct src_opts {
 	int		 parser;
 	int		 ids;		/* --field-type ids: pre-tokenized */
 	int		 per;
+	int		 per_set;	/* --doc-per given */
 	const char	*ext[MAX_EXT];
 	int		 next;
 	const char	*tokenizer;
@@ -125,7 +127,8 @@ struct rec {
 	uint32_t	 nimages;
 	int		 utf8_ok;	/* already validated */
 	const char	*member;	/* tar member name, for messages */
-	int		 row;		/* parquet: start_off is a row */
+	int		 row;		/* start_off is a parquet row (1) or a
+					   token file's document (2) */
 };
 
 struct src {
@@ -168,6 +171,11 @@ void	record(struct src *s, const struct rec *r, const char *text,
 /* A JSON line: extract the field, then record it. */
 void	json_record(struct src *s, struct rec *r, const char *line,
 	    size_t len);
+
+/* ---- tokfile.c: Megatron .bin/.idx and .npy token files ---- */
+/* The documents of the current chunk (a file) from document doc0 on. */
+uint64_t run_megatron(struct src *s, uint64_t doc0);
+uint64_t run_npy(struct src *s, uint64_t doc0);
 
 /* ---- run.c ---- */
 /* Every chunk this partition owns, epoch after epoch, then END. */

@@ -1,0 +1,365 @@
+/*
+ * ovl-source: pre-tokenized token files as sources. See source.h.
+ *
+ * Megatron indexed datasets (PREFIX.bin with PREFIX.idx: every entry of
+ * the index is a document) and numpy .npy token arrays (one dimension,
+ * documents ended by the end-of-document token, or bounded by an offsets
+ * array PATH.offsets.npy, or the whole file). Ids of any integer dtype,
+ * every one checked below the vocabulary of the stream's tokenizer. A
+ * document's own trailing end-of-document token is dropped, since every
+ * document gets one appended. A chunk is a file; a cursor's offset is the
+ * document's number in it.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "source.h"
+
+/* A file mapped whole. */
+struct map {
+	const uint8_t	*p;
+	size_t		 n;
+};
+
+static int
+map_file(struct src *s, const char *path, struct map *m)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	m->p = NULL;
+	m->n = 0;
+	if (fd == -1 || fstat(fd, &st) != 0) {
+		bad(s, R_OPEN, NULL, "cannot open '%s': %s", path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	m->n = (size_t)st.st_size;
+	if (m->n > 0) {
+		void *p = mmap(NULL, m->n, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (p == MAP_FAILED) {
+			bad(s, R_OPEN, NULL, "cannot map '%s': %s", path,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
+		(void)madvise(p, m->n, MADV_SEQUENTIAL);
+		m->p = p;
+	}
+	close(fd);
+	return 0;
+}
+
+static void
+unmap(struct map *m)
+{
+	if (m->p != NULL)
+		munmap((void *)(uintptr_t)m->p, m->n);
+	m->p = NULL;
+}
+
+/* Token ids in one of numpy's and Megatron's integer dtypes. */
+enum dt { DT_U8, DT_I8, DT_I16, DT_U16, DT_I32, DT_U32, DT_I64, DT_U64 };
+static const int dt_size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+
+static int64_t
+id_at(const uint8_t *p, int dt, uint64_t i)
+{
+	int64_t v = 0;
+
+	switch (dt) {
+	case DT_U8: return p[i];
+	case DT_I8: return (int8_t)p[i];
+	case DT_I16: { int16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+	case DT_U16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+	case DT_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+	case DT_U32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+	case DT_I64: memcpy(&v, p + 8 * i, 8); return v;
+	default: {
+		uint64_t x;
+
+		memcpy(&x, p + 8 * i, 8);
+		return x > INT64_MAX ? -1 : (int64_t)x;
+	}
+	}
+}
+
+/* Document doc: ids [a, b) of the token array; checked, then recorded. */
+static void
+tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
+    uint64_t doc)
+{
+	uint32_t vocab = ovl_tok_vocab(s->tok);
+	struct rec rc;
+	uint64_t i;
+
+	memset(&rc, 0, sizeof(rc));
+	rc.row = 2;
+	rc.start_off = doc;
+	rc.next_off = doc + 1;
+	rc.index = doc;
+	if (b > a && id_at(p, dt, b - 1) == (int64_t)s->eod)
+		b--;	/* its own end; one is appended */
+	s->toks.len = 0;
+	if (s->bos != OVL_TOK_NONE)
+		ovl_u32vec_push(&s->toks, s->bos);
+	ovl_u32vec_reserve(&s->toks, (size_t)(b - a));
+	for (i = a; i < b; i++) {
+		int64_t id = id_at(p, dt, i);
+
+		if (id < 0 || id >= vocab) {
+			bad(s, R_TOK, &rc, "token %" PRIu64 " is %" PRId64 ": not "
+			    "an id of %s (vocabulary %" PRIu32 ")", i - a, id,
+			    ovl_tok_name(s->tok), vocab);
+			return;
+		}
+		s->toks.p[s->toks.len++] = (uint32_t)id;
+	}
+	s->pre = 1;
+	record(s, &rc, "", 0);
+}
+
+/* ---- Megatron .bin/.idx --------------------------------------------- */
+
+static int
+megatron_dtype(uint8_t code)
+{
+	/* megatron/core/datasets/indexed_dataset.py, DType */
+	switch (code) {
+	case 1: return DT_U8;
+	case 2: return DT_I8;
+	case 3: return DT_I16;
+	case 4: return DT_I32;
+	case 5: return DT_I64;
+	case 8: return DT_U16;
+	default: return -1;	/* 6, 7: floats are not token ids */
+	}
+}
+
+/* The .bin and .idx names of a path naming either, or their prefix. */
+static void
+megatron_names(const char *path, char **bin, char **idx)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && (strcmp(path + n - 4, ".bin") == 0 ||
+	    strcmp(path + n - 4, ".idx") == 0))
+		n -= 4;
+	if (asprintf(bin, "%.*s.bin", (int)n, path) < 0 ||
+	    asprintf(idx, "%.*s.idx", (int)n, path) < 0)
+		ovl_errx(OVL_EXIT_DATA, "out of memory");
+}
+
+uint64_t
+run_megatron(struct src *s, uint64_t doc0)
+{
+	struct map mi = { NULL, 0 }, mb = { NULL, 0 };
+	char *bin, *idx;
+	uint64_t count, i, hdr = 9 + 8 + 1 + 8 + 8;
+	const uint8_t *sizes, *ptrs;
+	int dt;
+
+	megatron_names(s->cx.path, &bin, &idx);
+	if (map_file(s, idx, &mi) != 0)
+		goto out0;
+	if (map_file(s, bin, &mb) != 0)
+		goto out1;
+	if (mi.n < hdr || memcmp(mi.p, "MMIDIDX\0\0", 9) != 0) {
+		bad(s, R_INPUT, NULL, "'%s' is not a Megatron index (no MMIDIDX "
+		    "header)", idx);
+		goto out;
+	}
+	memcpy(&i, mi.p + 9, 8);
+	memcpy(&count, mi.p + 18, 8);
+	if (i != 1 || (dt = megatron_dtype(mi.p[17])) < 0) {
+		bad(s, R_INPUT, NULL, "'%s': index version %" PRIu64 ", dtype "
+		    "code %u: not a Megatron index of integer token ids", idx, i,
+		    mi.p[17]);
+		goto out;
+	}
+	if (count > (mi.n - hdr) / 12) {
+		bad(s, R_INPUT, NULL, "'%s': %" PRIu64 " entries do not fit its "
+		    "%zu bytes", idx, count, mi.n);
+		goto out;
+	}
+	if (doc0 > count)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " is "
+		    "beyond its %" PRIu64 " documents", s->cx.path, doc0, count);
+	sizes = mi.p + hdr;
+	ptrs = sizes + 4 * count;
+	for (i = doc0; i < count; i++) {
+		int32_t len;
+		int64_t at;
+
+		memcpy(&len, sizes + 4 * i, 4);
+		memcpy(&at, ptrs + 8 * i, 8);
+		if (len < 0 || at < 0 || at % dt_size[dt] != 0 ||
+		    (uint64_t)at > mb.n || (uint64_t)len > (mb.n - (uint64_t)at) /
+		    (uint64_t)dt_size[dt]) {
+			struct rec rc;
+
+			memset(&rc, 0, sizeof(rc));
+			rc.row = 2;
+			rc.start_off = i;
+			bad(s, R_INPUT, &rc, "entry of %" PRId32 " tokens at byte %"
+			    PRId64 " does not fit '%s' (%zu bytes)", len, at, bin,
+			    mb.n);
+			break;
+		}
+		tok_doc(s, mb.p + at, dt, 0, (uint64_t)len, i);
+	}
+out:
+	unmap(&mb);
+out1:
+	unmap(&mi);
+out0:
+	free(bin);
+	free(idx);
+	return mb.n;
+}
+
+/* ---- numpy .npy ----------------------------------------------------- */
+
+/* A one-dimensional C-order integer array: its dtype, data and length. */
+static int
+npy_open(struct src *s, const char *path, const struct map *m, int *dt,
+    const uint8_t **data, uint64_t *n)
+{
+	char h[1024], *d, *sh;
+	size_t hl, off;
+	unsigned long long len;
+	static const char *const names[] = { "u1", "i1", "i2", "u2", "i4", "u4",
+	    "i8", "u8" };
+	int k;
+
+	if (m->n < 10 || memcmp(m->p, "\x93NUMPY", 6) != 0) {
+		bad(s, R_INPUT, NULL, "'%s' is not a .npy file", path);
+		return -1;
+	}
+	if (m->p[6] == 1) {
+		hl = (size_t)m->p[8] | (size_t)m->p[9] << 8;
+		off = 10;
+	} else {
+		if (m->n < 12) {
+			bad(s, R_INPUT, NULL, "'%s' is cut", path);
+			return -1;
+		}
+		hl = (size_t)m->p[8] | (size_t)m->p[9] << 8 |
+		    (size_t)m->p[10] << 16 | (size_t)m->p[11] << 24;
+		off = 12;
+	}
+	if (hl >= sizeof(h) || hl > m->n - off) {
+		bad(s, R_INPUT, NULL, "'%s': header of %zu bytes", path, hl);
+		return -1;
+	}
+	memcpy(h, m->p + off, hl);
+	h[hl] = '\0';
+	d = strstr(h, "'descr':");
+	sh = strstr(h, "'shape':");
+	if (d == NULL || sh == NULL || strstr(h, "'fortran_order': False") == NULL) {
+		bad(s, R_INPUT, NULL, "'%s': header '%s' is not a C-order array",
+		    path, h);
+		return -1;
+	}
+	d = strchr(d + 8, '\'');
+	for (k = 0; d != NULL && k < 8; k++)
+		if ((d[1] == '<' || d[1] == '|') && strncmp(d + 2, names[k], 2) == 0 &&
+		    d[4] == '\'')
+			break;
+	if (d == NULL || k == 8 || (dt_size[k] > 1 && d[1] != '<')) {
+		bad(s, R_INPUT, NULL, "'%s': dtype in '%s' is not a little-endian "
+		    "integer", path, h);
+		return -1;
+	}
+	if (sscanf(sh + 8, " (%llu,)", &len) != 1 || strchr(sh, ')') == NULL ||
+	    strchr(sh, ',') == NULL || strchr(sh, ',')[1] != ')') {
+		bad(s, R_INPUT, NULL, "'%s': shape in '%s' is not one-dimensional",
+		    path, h);
+		return -1;
+	}
+	off += hl;
+	if (len > (m->n - off) / (uint64_t)dt_size[k]) {
+		bad(s, R_INPUT, NULL, "'%s': %llu ids do not fit its %zu bytes",
+		    path, len, m->n);
+		return -1;
+	}
+	*dt = k;
+	*data = m->p + off;
+	*n = len;
+	return 0;
+}
+
+uint64_t
+run_npy(struct src *s, uint64_t doc0)
+{
+	const struct src_opts *o = s->o;
+	struct map m, mo = { NULL, 0 };
+	const uint8_t *p, *op = NULL;
+	uint64_t n, no = 0, doc = 0, a = 0, i;
+	int dt, odt = 0;
+	char *opath = NULL;
+
+	if (map_file(s, s->cx.path, &m) != 0)
+		return 0;
+	if (npy_open(s, s->cx.path, &m, &dt, &p, &n) != 0)
+		goto out;
+	if (o->per == PER_OFFSETS) {
+		size_t l = strlen(s->cx.path);
+
+		if (l > 4 && strcmp(s->cx.path + l - 4, ".npy") == 0)
+			l -= 4;
+		if (asprintf(&opath, "%.*s.offsets.npy", (int)l, s->cx.path) < 0)
+			ovl_errx(OVL_EXIT_DATA, "out of memory");
+		if (map_file(s, opath, &mo) != 0 ||
+		    npy_open(s, opath, &mo, &odt, &op, &no) != 0)
+			goto out;
+		if (no == 0 || id_at(op, odt, 0) != 0 ||
+		    id_at(op, odt, no - 1) != (int64_t)n) {
+			bad(s, R_INPUT, NULL, "'%s' does not run from 0 to the %"
+			    PRIu64 " ids of '%s'", opath, n, s->cx.path);
+			goto out;
+		}
+		if (doc0 >= no)
+			ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64
+			    " is beyond its %" PRIu64 " documents", s->cx.path,
+			    doc0, no - 1);
+		for (doc = doc0; doc + 1 < no; doc++) {
+			int64_t x = id_at(op, odt, doc), y = id_at(op, odt, doc + 1);
+
+			if (x < 0 || y < x || (uint64_t)y > n) {
+				bad(s, R_INPUT, NULL, "'%s': offsets %" PRIu64 " and %"
+				    PRIu64 " are %" PRId64 " and %" PRId64 ": not "
+				    "increasing within the ids", opath, doc, doc + 1,
+				    x, y);
+				break;
+			}
+			tok_doc(s, p, dt, (uint64_t)x, (uint64_t)y, doc);
+		}
+		goto out;
+	}
+	if (o->per == PER_FILE) {
+		if (doc0 == 0 && n > 0)
+			tok_doc(s, p, dt, 0, n, 0);
+		goto out;
+	}
+	/* documents end at the end-of-document token */
+	for (i = 0; i < n; i++) {
+		if (id_at(p, dt, i) != (int64_t)s->eod && i + 1 < n)
+			continue;
+		if (doc >= doc0)
+			tok_doc(s, p, dt, a, i + 1, doc);
+		doc++;
+		a = i + 1;
+	}
+	if (doc0 > doc)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " is "
+		    "beyond its %" PRIu64 " documents", s->cx.path, doc0, doc);
+out:
+	unmap(&mo);
+	unmap(&m);
+	free(opath);
+	return m.n;
+}

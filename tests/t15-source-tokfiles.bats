@@ -1,0 +1,86 @@
+#!/usr/bin/env bats
+# Pre-tokenized sources: Megatron indexed datasets (.bin/.idx, one document
+# per entry) and numpy token arrays (.npy; documents ended by the
+# end-of-document token, bounded by PATH.offsets.npy, or the whole file).
+# The files are written here with numpy from the sample text's byte ids,
+# so each must give exactly the documents ovl-source reads from the text.
+# Resume and partitions are in t11 and t12.
+
+load test_helper
+
+setup() {
+	local py
+	py=$(ovl_python_numpy) || skip "no python3 with numpy (scripts/bootstrap installs it)"
+	D=$BATS_TEST_TMPDIR
+	# the token files, and the documents of the text they hold
+	"$py" "$OVL_SRCDIR/tests/helper/tokfiles.py" "$D" \
+		"$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl"
+	docs_of "$SAMPLES/web/web-0.jsonl" "$SAMPLES/web/web-1.jsonl" > "$D/want"
+	[ "$(wc -l < "$D/want")" -eq 205 ]
+}
+
+# docs_of ARGS...: the documents ovl-source reads (source, tokens, no file
+# name or cursor, which differ by format)
+docs_of() {
+	"$OVL_SOURCE" --json t "$@" | sed -e 's/"cursor":"[^"]*",//' -e 's/"off":[0-9]*,//' \
+		-e 's/,"file":"[^"]*"//' -e 's/"pos":\[0,[0-9]*,[0-9]*\],//'
+}
+
+@test "npy: documents ended by the end-of-document token, in uint16 and int32" {
+	docs_of "$D/eod16.npy" "$D/eod16b.npy" | cmp - "$D/want"
+	docs_of "$D/eod32.npy" "$D/eod32b.npy" | cmp - "$D/want"
+}
+
+@test "npy: documents bounded by an offsets array; the whole file as one document" {
+	docs_of --doc-per offsets "$D/off.npy" "$D/offb.npy" | cmp - "$D/want"
+	run -0 "$OVL_SOURCE" --json --doc-per file t "$D/off.npy"
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *'"ntokens":'"$(stat -c %s "$D/off.npy.len")"','* ]]
+}
+
+@test "megatron: one document per entry, any integer dtype, named by .bin or .idx" {
+	docs_of "$D/mega16.bin" "$D/mega16b.idx" | cmp - "$D/want"
+	docs_of --format megatron "$D/mega64.bin" "$D/mega64b.bin" | cmp - "$D/want"
+}
+
+@test "megatron: ovl-ckpt's own Megatron output is a source, one document per packed sequence" {
+	local d=$BATS_TEST_TMPDIR
+	cat > "$d/p.plan" <<EOF2
+source web path=$SAMPLES/web/web-0.jsonl
+ranks 2
+seq-len 512
+output format=megatron path=$d/out/packed
+EOF2
+	mkdir -p "$d/out"
+	run -0 "$OVL_RUN" -q -c "$d/ckpt" "$d/p.plan"
+	run -0 "$OVL_CKPT" summary --json "$d/ckpt"
+	local seqs
+	seqs=$(sed 's/.*"sequences":\([0-9]*\).*/\1/' <<< "$output")
+	run -0 "$OVL_SOURCE" --json t "$d/out/packed.bin"
+	[ "${#lines[@]}" -eq "$seqs" ]
+}
+
+@test "token files: ids beyond the vocabulary, damaged files and wrong shapes are errors naming the file and document" {
+	run -1 "$OVL_SOURCE" t "$D/big.npy"
+	[[ "$output" == *"big.npy': document 1: token 3 is 300: not an id of bytes (vocabulary 257)"* ]]
+	run -0 "$OVL_SOURCE" --json --on-error skip t "$D/big.npy"
+	[[ "$output" == *"skipped 1 bad record (1 tokenizer error)"* ]]
+	# the same ids are fine for a tokenizer with a larger vocabulary
+	run -0 "$OVL_SOURCE" --json --tokenizer "hf:$SAMPLES/tokenizers/sample-tokenizer.json" t "$D/big.npy"
+	run -1 "$OVL_SOURCE" t "$D/twod.npy"
+	[[ "$output" == *"twod.npy': shape in "*" is not one-dimensional"* ]]
+	run -1 "$OVL_SOURCE" t "$D/float.npy"
+	[[ "$output" == *"float.npy': dtype in "*" is not a little-endian integer"* ]]
+	run -1 "$OVL_SOURCE" --doc-per offsets t "$D/eod16.npy"
+	[[ "$output" == *"cannot open '$D/eod16.offsets.npy'"* ]]
+	run -1 "$OVL_SOURCE" --doc-per offsets t "$D/badoff.npy"
+	[[ "$output" == *"badoff.offsets.npy' does not run from 0 to the "* ]]
+	run -1 "$OVL_SOURCE" t "$D/cut.bin"
+	[[ "$output" == *"cut.bin' (+"* || "$output" == *"does not fit '$D/cut.bin'"* ]]
+	run -1 "$OVL_SOURCE" t "$D/notidx.bin"
+	[[ "$output" == *"notidx.idx' is not a Megatron index"* ]]
+	run -2 "$OVL_SOURCE" --doc-per eod t "$SAMPLES/web/web-0.jsonl"
+	[[ "$output" == *"--doc-per eod is for npy token files"* ]]
+	run -2 "$OVL_SOURCE" --doc-per blank-line t "$D/eod16.npy"
+	[[ "$output" == *"npy: --doc-per eod, offsets or file"* ]]
+}
