@@ -188,10 +188,10 @@ plan_refused() {
 		run -3 "$OVL_CKPT" --dir "ck.$v" --format "$v" -o "o/$v" < /dev/null
 		[[ "$output" == *"empty stream"* ]]
 	done
-	for v in jsonl text tar wds; do
+	for v in jsonl text tar wds parquet megatron npy; do
 		run -0 "$OVL_SOURCE" --format "$v" --help
 	done
-	run -2 "$OVL_SOURCE" --format parquet x y
+	run -2 "$OVL_SOURCE" --format arrow x y
 	run -2 "$OVL_SOURCE" --doc-per para x y
 	run -2 "$OVL_SOURCE" --on-error ignore x y
 }
