@@ -45,7 +45,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	int jsonl = o->format == FMT_JSONL;
 
 	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 0) != 0) {
-		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
+		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;
 	}
@@ -67,20 +67,21 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		}
 		if (in.comp == OVL_COMP_NONE && !in.stream &&
 		    in.kind != OVL_INPUT_ARCHIVE) {
+			/* a remote file is asked for its bytes from off0 on */
 			unsigned char prev;
-			ssize_t n = pread(in.fd, &prev, 1,
-			    (off_t)(s->cx.c->off + off0 - 1));
+			ssize_t n = ovl_input_pread(&in, &prev, 1, off0 - 1);
+
+			if (n < 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.path,
+				    in.err);
 			if (n != 1)
 				resume_error(s, off0, "is beyond the end");
 			if (prev != '\n' && !(o->format == FMT_TEXT &&
 			    o->per == PER_FILE))
 				resume_error(s, off0, "is not at a record start");
-			if (lseek(in.fd, (off_t)(s->cx.c->off + off0),
-			    SEEK_SET) == -1)
-				ovl_err(OVL_EXIT_DATA, "'%s': cannot seek",
-				    s->cx.path);
-			if (in.remain != OVL_CHUNK_WHOLE)
-				in.remain -= off0;
+			if (ovl_input_skip(&in, off0) != 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.path,
+				    in.err);
 			r->base = off0;
 		} else if ((k = ovl_lines_skip(r, off0)) != 0) {
 			if (k == -1) {
@@ -94,6 +95,9 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				resume_error(s, off0, "is not at a record start");
 		}
 	}
+	/* A remote plain file: its GET streams into blocks ahead of us. */
+	if (in.remote != NULL && in.kind == OVL_COMP_NONE && in.zt == NULL)
+		ovl_input_readahead(&in);
 	if (o->format == FMT_TEXT && o->per == PER_FILE) {
 		/* One record: the whole chunk, unless the cursor is past it. */
 		int got;
@@ -225,7 +229,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 	struct ovl_input in;
 
 	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1) != 0) {
-		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
+		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;
 	}

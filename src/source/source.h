@@ -49,6 +49,7 @@
 #include "net.h"
 #include "num.h"
 #include "plan.h"
+#include "remote.h"
 #include "tok.h"
 #include "wds.h"
 
@@ -97,6 +98,7 @@ struct src_opts {
 	int		 throttle_docs;
 	const char	*output;	/* NULL: standard output */
 	const char	*standby;	/* control FIFO of a warm standby */
+	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
 };
 
 /* Why a record was skipped (--on-error=skip). */
