@@ -65,13 +65,32 @@ in_raw(struct ovl_input *in, unsigned char *buf, size_t n)
 	return r;
 }
 
-/* "read error: ..." after in_raw failed, the URL and offset for a remote. */
+/*
+ * A remote file's message without the URL it begins with: the caller
+ * names the file ("cannot open 'URL': why" becomes "cannot open: why").
+ */
+static void
+remote_msg(char *dst, size_t n, const char *msg, const char *name)
+{
+	size_t l = strlen(name);
+
+	if (strncmp(msg, "cannot open '", 13) == 0 &&
+	    strncmp(msg + 13, name, l) == 0 && strncmp(msg + 13 + l, "': ", 3) == 0)
+		snprintf(dst, n, "cannot open: %s", msg + 16 + l);
+	else if (msg[0] == '\'' && strncmp(msg + 1, name, l) == 0 &&
+	    strncmp(msg + 1 + l, "': ", 3) == 0)
+		snprintf(dst, n, "%s", msg + 4 + l);
+	else
+		snprintf(dst, n, "%s", msg);
+}
+
+/* "read error: ..." after in_raw failed; the byte offset for a remote. */
 static void
 raw_err(struct ovl_input *in)
 {
 	if (in->remote != NULL)
-		snprintf(in->err, sizeof(in->err), "%s",
-		    ovl_remote_err(in->remote));
+		remote_msg(in->err, sizeof(in->err), ovl_remote_err(in->remote),
+		    ovl_remote_name(in->remote));
 	else
 		snprintf(in->err, sizeof(in->err), "read error: %s",
 		    strerror(errno));
@@ -136,9 +155,13 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 	in->x = x;
 	in->fd = -1;
 	if (comp != OVL_COMP_STREAM && ovl_remote_is(path)) {
-		in->remote = ovl_remote_open(path, in->err, sizeof(in->err));
+		char msg[1024], name[512];
+
+		in->remote = ovl_remote_open(path, msg, sizeof(msg));
 		if (in->remote == NULL) {
 			in->unopened = errno == ENOENT || errno == EACCES;
+			remote_msg(in->err, sizeof(in->err), msg,
+			    ovl_remote_shown(path, name, sizeof(name)));
 			return -1;
 		}
 	} else if (comp == OVL_COMP_STREAM) {

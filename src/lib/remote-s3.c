@@ -197,6 +197,10 @@ ovl_remote__s3(const char *s3url, const char *query, char *err,
 		sprintf(r->userpwd, "%s:%s", c.key, c.secret);
 		snprintf(sig, sizeof(sig), "aws:amz:%s:s3", region());
 		r->sigv4 = ovl_xstrdup(sig);
+		/* S3 wants the body's hash (here: of no body), signed; curl
+		   7.88 does not add it */
+		r->hdrs = curl_slist_append(r->hdrs, "x-amz-content-sha256: "
+		    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 		if (c.token[0] != '\0') {
 			char *h = ovl_xmalloc(strlen(c.token) + 32);
 
@@ -377,7 +381,8 @@ ovl_remote_glob(const char *pattern, char ***out, size_t *n, char *err,
 		if (token == NULL)
 			break;
 	}
-	qsort(v, cnt, sizeof(*v), cmp_str);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), cmp_str);
 	*out = v;
 	*n = cnt;
 	v = NULL;

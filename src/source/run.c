@@ -29,7 +29,7 @@ static void
 resume_error(struct src *s, uint64_t off, const char *why)
 {
 	ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " %s "
-	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.path, off, why,
+	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.name, off, why,
 	    s->cx.k, s->cx.epoch);
 }
 
@@ -72,7 +72,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 			ssize_t n = ovl_input_pread(&in, &prev, 1, off0 - 1);
 
 			if (n < 0)
-				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.path,
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.name,
 				    in.err);
 			if (n != 1)
 				resume_error(s, off0, "is beyond the end");
@@ -80,7 +80,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 			    o->per == PER_FILE))
 				resume_error(s, off0, "is not at a record start");
 			if (ovl_input_skip(&in, off0) != 0)
-				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.path,
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.name,
 				    in.err);
 			r->base = off0;
 		} else if ((k = ovl_lines_skip(r, off0)) != 0) {
@@ -252,7 +252,7 @@ chunk_end(struct src *s, uint64_t bytes)
 	s->bytes += bytes;
 	ovl_info(1, "%s: chunk %" PRIu32 ":%" PRIu32 " '%s': %" PRIu64
 	    " docs, %" PRIu64 " tokens, %" PRIu64 " bytes, %.1f MB/s", o->name,
-	    s->cx.epoch, s->cx.k, s->cx.path, s->cx.docs, s->cx.tokens, bytes,
+	    s->cx.epoch, s->cx.k, s->cx.name, s->cx.docs, s->cx.tokens, bytes,
 	    t > 0 ? (double)bytes / t / 1e6 : 0.0);
 	if (o->json)
 		return;
@@ -283,6 +283,9 @@ run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
 	s->cx.ci = s->perm[k];
 	s->cx.c = &s->cs.v[s->cx.ci];
 	s->cx.path = ovl_chunks_path(&s->cs, s->cx.ci);
+	/* messages never show a URL's query or password */
+	s->cx.name = ovl_remote_is(s->cx.path) ? ovl_remote_shown(s->cx.path,
+	    s->cx.shown, sizeof(s->cx.shown)) : s->cx.path;
 	clock_gettime(CLOCK_MONOTONIC, &s->cx.t0);
 	if (s->o->format == FMT_TAR || s->o->format == FMT_WDS)
 		bytes = run_tar(s, off0, rec0);

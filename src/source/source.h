@@ -113,6 +113,8 @@ struct cx {
 	uint32_t	 epoch, k, ci;
 	const struct ovl_chunk *c;
 	const char	*path;
+	const char	*name;		/* path for messages (lib/remote.h) */
+	char		 shown[512];
 	uint64_t	 docs, tokens, recs;
 	struct timespec	 t0;
 };
