@@ -19,6 +19,16 @@ remote_wait_file() {
 	done
 }
 
+# remote_wait_grep PATTERN FILE [SECONDS]: wait until grep -q finds
+# PATTERN in FILE (default 60 s)
+remote_wait_grep() {
+	local end=$((SECONDS + ${3:-60}))
+	until grep -q -e "$1" "$2" 2>/dev/null; do
+		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for '$1' in $2" >&2; return 1; }
+		sleep 0.05
+	done
+}
+
 # remote_wait_url URL [SECONDS]: wait until URL answers (any status)
 remote_wait_url() {
 	local end=$((SECONDS + ${2:-30}))
@@ -70,13 +80,19 @@ EOF
 	remote_wait_file "$dir/nginx.pid" && remote_wait_url "http://127.0.0.1:$NGINX_PORT/"
 }
 
-# remote_nginx_kill DIR: SIGKILL nginx's master and workers (a crash)
+# remote_nginx_kill DIR: SIGKILL nginx's master, then its workers (a
+# crash; the master first, or it would start a new worker)
 remote_nginx_kill() {
-	local pid
+	local pid workers w
 	[ -s "$1/nginx.pid" ] || return 0
 	pid=$(cat "$1/nginx.pid")
-	kill -9 $(pgrep -P "$pid") "$pid" 2>/dev/null || true
+	workers=$(pgrep -P "$pid" || true)
+	kill -9 "$pid" 2>/dev/null || true
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	for w in $workers; do
+		kill -9 "$w" 2>/dev/null || true
+		while kill -0 "$w" 2>/dev/null; do sleep 0.05; done
+	done
 	rm -f "$1/nginx.pid"
 }
 
