@@ -279,7 +279,8 @@ start(struct ovl_remote *r, uint64_t from, uint64_t to)
 	    (long)(conf.timeout * 1000));
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)ceil(conf.timeout));
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L << 10);
+	/* small pieces: few bytes land past dst, in ov, to be copied twice */
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 64L << 10);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "overlord/" OVL_VERSION);
 	if (r->sigv4 == NULL) {
@@ -323,7 +324,7 @@ pump(struct ovl_remote *r)
 				r->res = msg->data.result;
 			}
 		if (r->done || (r->dst != NULL && r->dstgot > 0))
-			break;
+			break;	/* the caller decides whether to wait for more */
 		curl_multi_poll(r->m, NULL, 0, 1000, NULL);
 	}
 }
@@ -600,7 +601,14 @@ ovl_remote_read(struct ovl_remote *r, void *buf, size_t n)
 		r->dst = buf;
 		r->dstn = n;
 		r->dstgot = 0;
-		pump(r);
+		/* fill buf (a read-ahead block) while the GET goes on */
+		while (!r->done && r->dstgot < n && r->ovpos == r->ovlen) {
+			size_t got = r->dstgot;
+
+			pump(r);
+			if (r->dstgot == got && !r->done)
+				continue;
+		}
 		r->dst = NULL;
 		if (r->dstgot > 0) {
 			r->pos += r->dstgot;
