@@ -24,7 +24,7 @@ setup_file() {
 	cp "$SAMPLES"/wds/*.tar "$w/wds/"
 	cp "$SAMPLES"/lines.txt.gz "$w/"
 	# a larger plain file: cut into chunks, long enough to kill a server
-	# in the middle of it at 2 MB/s
+	# in the middle of it at 1 MB/s
 	for f in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
 		cat "$SAMPLES"/web/web-0.jsonl "$SAMPLES"/web/web-1.jsonl
 	done > "$w/big/big.jsonl"
@@ -210,7 +210,7 @@ same() {
 	    2> "$T/err" 3>&- &
 	local src=$!
 	echo "$src" > "$T/source.pid"
-	# the body is on its way at 2 MB/s: kill nginx (master and worker)
+	# the body is on its way at 1 MB/s: kill nginx (master and worker)
 	remote_wait_file "$T/proxy.log"
 	remote_wait_grep body64k "$T/proxy.log"
 	remote_nginx_kill "$BATS_FILE_TMPDIR/nginx"

@@ -309,9 +309,9 @@ start(struct ovl_remote *r, uint64_t from, uint64_t to)
 	return 0;
 }
 
-/* Run the request until bytes reach dst (when set) or it ends. */
+/* Run the request until more than since bytes are in dst, or it ends. */
 static void
-pump(struct ovl_remote *r)
+pump(struct ovl_remote *r, size_t since)
 {
 	while (!r->done) {
 		CURLMsg *msg;
@@ -323,8 +323,9 @@ pump(struct ovl_remote *r)
 				r->done = 1;
 				r->res = msg->data.result;
 			}
-		if (r->done || (r->dst != NULL && r->dstgot > 0))
-			break;	/* the caller decides whether to wait for more */
+		if (r->done || (r->dst != NULL && (r->dstgot > since ||
+		    r->ovpos < r->ovlen)))
+			break;
 		curl_multi_poll(r->m, NULL, 0, 1000, NULL);
 	}
 }
@@ -450,7 +451,8 @@ complete(struct ovl_remote *r)
 		r->ovpos = r->ovlen = 0;
 		if (start(r, 0, UINT64_MAX) != 0)
 			return -1;
-		pump(r);
+		while (!r->done)
+			pump(r, 0);
 	} while ((k = finish(r)) == 1);
 	return k;
 }
@@ -552,7 +554,7 @@ ovl_remote_pread(struct ovl_remote *r, void *buf, size_t n, uint64_t off)
 		}
 		r->dst = (unsigned char *)buf;
 		while (!r->done)
-			pump(r);
+			pump(r, r->dstgot);
 		k = finish(r);
 	} while (k == 1);
 	n = r->dstgot;
@@ -602,13 +604,8 @@ ovl_remote_read(struct ovl_remote *r, void *buf, size_t n)
 		r->dstn = n;
 		r->dstgot = 0;
 		/* fill buf (a read-ahead block) while the GET goes on */
-		while (!r->done && r->dstgot < n && r->ovpos == r->ovlen) {
-			size_t got = r->dstgot;
-
-			pump(r);
-			if (r->dstgot == got && !r->done)
-				continue;
-		}
+		while (!r->done && r->dstgot < n && r->ovpos == r->ovlen)
+			pump(r, r->dstgot);
 		r->dst = NULL;
 		if (r->dstgot > 0) {
 			r->pos += r->dstgot;

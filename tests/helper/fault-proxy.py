@@ -13,7 +13,7 @@ the n-th ACTION of the schedule, then "pass" once it is used up:
   reset     close the client's connection with a TCP reset, answering nothing
   503, 500, 429, 404
             answer that status with an empty body
-  trunc:N   relay the answer, but only its first N body bytes, then reset
+  trunc:N   relay the answer, but only its first N body bytes, then close
 
 With --sigv4-secret, every request must carry an AWS Signature Version 4
 Authorization header that this script checks itself (an implementation
@@ -121,7 +121,8 @@ def relay(args, n, client, head, trunc):
         if trunc is not None and body + len(chunk) >= trunc:
             client.sendall(chunk[:trunc - body])
             up.close()
-            reset(client)
+            client.shutdown(socket.SHUT_WR)
+            client.close()
             return
         client.sendall(chunk)
         body += len(chunk)

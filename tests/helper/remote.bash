@@ -19,6 +19,12 @@ remote_wait_file() {
 	done
 }
 
+# remote_alive PID: the process runs (a zombie, which a container's
+# init may never reap, does not count)
+remote_alive() {
+	[ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
 # remote_wait_grep PATTERN FILE [SECONDS]: wait until grep -q finds
 # PATTERN in FILE (default 60 s)
 remote_wait_grep() {
@@ -43,7 +49,7 @@ remote_nginx_bin() {
 }
 
 # remote_nginx_start DIR ROOT [PORT]: nginx on 127.0.0.1:PORT (a free one
-# by default) serving ROOT, ROOT also under /slow/ at 2 MB/s; its files
+# by default) serving ROOT, ROOT also under /slow/ at 1 MB/s; its files
 # (config, pid, logs) in DIR; sets NGINX_PORT and NGINX_DIR
 remote_nginx_start() {
 	local dir=$1 root=$2 user=
@@ -70,7 +76,7 @@ http {
 	server {
 		listen 127.0.0.1:$NGINX_PORT;
 		root $root;
-		location /slow/ { alias $root/; limit_rate 2m; }
+		location /slow/ { alias $root/; limit_rate 1m; }
 	}
 }
 EOF
@@ -88,10 +94,10 @@ remote_nginx_kill() {
 	pid=$(cat "$1/nginx.pid")
 	workers=$(pgrep -P "$pid" || true)
 	kill -9 "$pid" 2>/dev/null || true
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	while remote_alive "$pid"; do sleep 0.05; done
 	for w in $workers; do
 		kill -9 "$w" 2>/dev/null || true
-		while kill -0 "$w" 2>/dev/null; do sleep 0.05; done
+		while remote_alive "$w"; do sleep 0.05; done
 	done
 	rm -f "$1/nginx.pid"
 }
@@ -148,7 +154,7 @@ remote_pid_stop() {
 	[ -s "$1" ] || return 0
 	pid=$(cat "$1")
 	kill "$pid" 2>/dev/null || true
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	while remote_alive "$pid"; do sleep 0.05; done
 	rm -f "$1"
 }
 
