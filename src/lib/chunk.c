@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "parquet.h"
+#include "remote.h"
 #include "rng.h"
 
 #define CUT_BLOCK	(64u << 10)
@@ -21,9 +22,30 @@ struct listing {
 	uint32_t	  ccap;
 };
 
+/* A file being listed: local (fd) or remote (r). */
+struct lfile {
+	int		 fd;
+	struct ovl_remote *r;
+};
+
+static ssize_t
+lf_pread(struct lfile *f, void *buf, size_t n, uint64_t off)
+{
+	ssize_t k;
+
+	if (f->r != NULL)
+		return ovl_remote_pread(f->r, buf, n, off);
+	while ((k = pread(f->fd, buf, n, (off_t)off)) == -1 && errno == EINTR)
+		;
+	return k;
+}
+
 static int
 has_glob(const char *s)
 {
+	/* an HTTP URL's '?' starts its query */
+	if (ovl_remote_is(s) && !ovl_remote_is_s3(s))
+		return strcspn(s, "*[") < strcspn(s, "?#");
 	return strpbrk(s, "*?[") != NULL;
 }
 
@@ -115,6 +137,20 @@ ovl_chunks_compression(const char *path)
 	ssize_t n;
 	int fd, saved;
 
+	if (ovl_remote_is(path)) {
+		struct ovl_remote *r;
+		char err[512];
+
+		if ((r = ovl_remote_open(path, err, sizeof(err))) == NULL)
+			return -1;
+		n = ovl_remote_pread(r, m, sizeof(m), 0);
+		ovl_remote_close(r);
+		if (n < 0) {
+			errno = EIO;
+			return -1;
+		}
+		return comp_of(m, (size_t)n);
+	}
 	if (is_stream(path, &st))
 		return OVL_COMP_STREAM;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
@@ -135,7 +171,7 @@ ovl_chunks_compression(const char *path)
  * when there is none, or -1 on a read error.
  */
 static int64_t
-find_cut(int fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
+find_cut(struct lfile *fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
     unsigned char *blk)
 {
 	/* For paragraphs: is the line we are in blank so far? */
@@ -148,14 +184,11 @@ find_cut(int fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
 	at = pos - 1;
 	while (at < size) {
 		size_t want = size - at < CUT_BLOCK ? (size_t)(size - at) : CUT_BLOCK;
-		ssize_t n = pread(fd, blk, want, (off_t)at);
+		ssize_t n = lf_pread(fd, blk, want, at);
 		size_t i;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+		if (n < 0)
 			return -1;
-		}
 		if (n == 0)
 			break;
 		for (i = 0; i < (size_t)n; i++) {
@@ -182,20 +215,14 @@ find_cut(int fd, uint64_t pos, uint64_t size, enum ovl_chunk_cut cut,
 
 /* A parquet file: one chunk per row group, over the row group's bytes. */
 static int
-add_row_groups(struct listing *l, int fd, uint32_t file, char *err,
-    size_t errlen)
+add_row_groups(struct listing *l, const struct ovl_pq_io *io, uint32_t file,
+    char *err, size_t errlen)
 {
-	struct ovl_pq_io io;
 	struct ovl_pq_file *f;
 	char msg[400];
 	uint32_t i, n;
 
-	if (ovl_pq_io_fd(&io, fd) != 0) {
-		snprintf(err, errlen, "cannot stat '%s': %s", l->cs->files[file],
-		    strerror(errno));
-		return -1;
-	}
-	if ((f = ovl_pq_open(&io, NULL, msg, sizeof(msg))) == NULL) {
+	if ((f = ovl_pq_open(io, NULL, msg, sizeof(msg))) == NULL) {
 		snprintf(err, errlen, "'%s': %s", l->cs->files[file], msg);
 		return -1;
 	}
@@ -212,17 +239,90 @@ add_row_groups(struct listing *l, int fd, uint32_t file, char *err,
 	return i == n ? 0 : -1;
 }
 
+/* Cut file (size bytes, already added as file) into chunks. */
+static int
+cut_file(struct listing *l, struct lfile *f, const char *path, uint64_t size,
+    uint64_t chunk_size, enum ovl_chunk_cut cut, char *err, size_t errlen)
+{
+	unsigned char m[8], *blk;
+	uint32_t file = l->cs->nfiles - 1;
+	uint64_t pos;
+	ssize_t n;
+	int comp;
+
+	n = lf_pread(f, m, sizeof(m), 0);
+	if (n < 0) {
+		if (f->r != NULL)
+			snprintf(err, errlen, "%s", ovl_remote_err(f->r));
+		else
+			snprintf(err, errlen, "cannot read '%s': %s", path,
+			    strerror(errno));
+		return -1;
+	}
+	comp = comp_of(m, (size_t)n);
+	if (comp != OVL_COMP_NONE || cut == OVL_CUT_NONE || chunk_size == 0 ||
+	    size <= chunk_size)
+		return add_chunk(l, file, comp, 0, OVL_CHUNK_WHOLE, err, errlen);
+	blk = ovl_xmalloc(CUT_BLOCK);
+	pos = 0;
+	while (pos < size) {
+		int64_t next = find_cut(f, pos + chunk_size, size, cut, blk);
+
+		if (next < 0) {
+			if (f->r != NULL)
+				snprintf(err, errlen, "%s", ovl_remote_err(f->r));
+			else
+				snprintf(err, errlen, "cannot read '%s': %s",
+				    path, strerror(errno));
+			free(blk);
+			return -1;
+		}
+		if (add_chunk(l, file, comp, pos, (uint64_t)next - pos, err,
+		    errlen) != 0) {
+			free(blk);
+			return -1;
+		}
+		pos = (uint64_t)next;
+	}
+	free(blk);
+	return 0;
+}
+
+/* A remote file: its size from a HEAD, its boundaries by ranged reads. */
+static int
+add_remote(struct listing *l, const char *path, uint64_t chunk_size,
+    enum ovl_chunk_cut cut, char *err, size_t errlen)
+{
+	struct lfile f = { -1, NULL };
+	int rc;
+
+	if ((f.r = ovl_remote_open(path, err, errlen)) == NULL)
+		return -1;
+	add_file(l, path);
+	if (cut == OVL_CUT_ROWGROUPS) {
+		struct ovl_pq_io io;
+
+		ovl_pq_io_remote(&io, f.r);
+		rc = add_row_groups(l, &io, l->cs->nfiles - 1, err, errlen);
+		ovl_remote_close(f.r);
+		return rc;
+	}
+	rc = cut_file(l, &f, path, ovl_remote_size(f.r), chunk_size, cut, err,
+	    errlen);
+	ovl_remote_close(f.r);
+	return rc;
+}
+
 static int
 add_path(struct listing *l, const char *path, uint64_t chunk_size,
     enum ovl_chunk_cut cut, char *err, size_t errlen)
 {
 	struct stat st;
-	unsigned char m[8], *blk;
-	uint32_t file;
-	uint64_t pos, size;
-	ssize_t n;
-	int fd, comp;
+	struct lfile f = { -1, NULL };
+	int rc;
 
+	if (ovl_remote_is(path))
+		return add_remote(l, path, chunk_size, cut, err, errlen);
 	if (is_stream(path, &st)) {
 		/*
 		 * Never opened here: a FIFO opened and closed again loses what
@@ -243,67 +343,65 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 		return add_chunk(l, l->cs->nfiles - 1, OVL_COMP_STREAM, 0,
 		    OVL_CHUNK_WHOLE, err, errlen);
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((f.fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "cannot open '%s': %s", path,
 		    strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == -1) {
+	if (fstat(f.fd, &st) == -1) {
 		snprintf(err, errlen, "cannot stat '%s': %s", path,
 		    strerror(errno));
-		close(fd);
+		close(f.fd);
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "'%s' is a directory", path);
-		close(fd);
+		close(f.fd);
 		return -1;
 	}
 	add_file(l, path);
-	file = l->cs->nfiles - 1;
-	n = pread(fd, m, sizeof(m), 0);
-	if (n < 0) {
-		snprintf(err, errlen, "cannot read '%s': %s", path,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	comp = comp_of(m, (size_t)n);
-	size = (uint64_t)st.st_size;
 	if (cut == OVL_CUT_ROWGROUPS) {
-		int rc = add_row_groups(l, fd, file, err, errlen);
+		struct ovl_pq_io io;
 
-		close(fd);
+		if (ovl_pq_io_fd(&io, f.fd) != 0) {
+			snprintf(err, errlen, "cannot stat '%s': %s", path,
+			    strerror(errno));
+			rc = -1;
+		} else
+			rc = add_row_groups(l, &io, l->cs->nfiles - 1, err,
+			    errlen);
+		close(f.fd);
 		return rc;
 	}
-	if (comp != OVL_COMP_NONE || cut == OVL_CUT_NONE || chunk_size == 0 ||
-	    size <= chunk_size) {
-		close(fd);
-		return add_chunk(l, file, comp, 0, OVL_CHUNK_WHOLE, err, errlen);
-	}
-	blk = ovl_xmalloc(CUT_BLOCK);
-	pos = 0;
-	while (pos < size) {
-		int64_t next = find_cut(fd, pos + chunk_size, size, cut, blk);
+	rc = cut_file(l, &f, path, (uint64_t)st.st_size, chunk_size, cut, err,
+	    errlen);
+	close(f.fd);
+	return rc;
+}
 
-		if (next < 0) {
-			snprintf(err, errlen, "cannot read '%s': %s", path,
-			    strerror(errno));
-			free(blk);
-			close(fd);
-			return -1;
-		}
-		if (add_chunk(l, file, comp, pos, (uint64_t)next - pos, err,
-		    errlen) != 0) {
-			free(blk);
-			close(fd);
-			return -1;
-		}
-		pos = (uint64_t)next;
+/* An s3:// pattern: the bucket's keys that match it, sorted. */
+static int
+add_remote_glob(struct listing *l, const char *pattern, uint64_t chunk_size,
+    enum ovl_chunk_cut cut, char *err, size_t errlen)
+{
+	char **v, shown[512];
+	size_t n, j;
+	int rc = 0;
+
+	if (ovl_remote_glob(pattern, &v, &n, err, errlen) != 0)
+		return -1;
+	if (n == 0) {
+		snprintf(err, errlen, "no file matches '%s'",
+		    ovl_remote_shown(pattern, shown, sizeof(shown)));
+		rc = -1;
 	}
-	free(blk);
-	close(fd);
-	return 0;
+	for (j = 0; j < n; j++) {
+		if (rc == 0)
+			rc = add_remote(l, v[j], chunk_size, cut, err, errlen);
+		free(v[j]);
+	}
+	free(v);
+	return rc;
 }
 
 int
@@ -323,6 +421,11 @@ ovl_chunks_list(struct ovl_chunks *cs, char *const *patterns,
 		if (!has_glob(patterns[i])) {
 			rc = add_path(&l, patterns[i], chunk_size, cut, err,
 			    errlen);
+			continue;
+		}
+		if (ovl_remote_is(patterns[i])) {
+			rc = add_remote_glob(&l, patterns[i], chunk_size, cut,
+			    err, errlen);
 			continue;
 		}
 		memset(&g, 0, sizeof(g));

@@ -58,9 +58,42 @@ in_raw(struct ovl_input *in, unsigned char *buf, size_t n)
 		in->pbpos += k;
 		return (ssize_t)k;
 	}
+	if (in->remote != NULL)
+		return ovl_remote_read(in->remote, buf, n);
 	while ((r = read(in->fd, buf, n)) == -1 && errno == EINTR)
 		;
 	return r;
+}
+
+/*
+ * A remote file's message without the URL it begins with: the caller
+ * names the file ("cannot open 'URL': why" becomes "cannot open: why").
+ */
+static void
+remote_msg(char *dst, size_t n, const char *msg, const char *name)
+{
+	size_t l = strlen(name);
+
+	if (strncmp(msg, "cannot open '", 13) == 0 &&
+	    strncmp(msg + 13, name, l) == 0 && strncmp(msg + 13 + l, "': ", 3) == 0)
+		snprintf(dst, n, "cannot open: %s", msg + 16 + l);
+	else if (msg[0] == '\'' && strncmp(msg + 1, name, l) == 0 &&
+	    strncmp(msg + 1 + l, "': ", 3) == 0)
+		snprintf(dst, n, "%s", msg + 4 + l);
+	else
+		snprintf(dst, n, "%s", msg);
+}
+
+/* "read error: ..." after in_raw failed; the byte offset for a remote. */
+static void
+raw_err(struct ovl_input *in)
+{
+	if (in->remote != NULL)
+		remote_msg(in->err, sizeof(in->err), ovl_remote_err(in->remote),
+		    ovl_remote_name(in->remote));
+	else
+		snprintf(in->err, sizeof(in->err), "read error: %s",
+		    strerror(errno));
 }
 
 /* in_raw until n bytes or the end: count, or -1 with errno. */
@@ -89,7 +122,8 @@ arc_raw_cb(struct archive *a, void *arg, const void **buf)
 	ssize_t r = in_raw(in, in->abuf, OVL_INPUT_BLOCK);
 
 	if (r < 0) {
-		archive_set_error(a, errno, "read error: %s", strerror(errno));
+		raw_err(in);
+		archive_set_error(a, EIO, "%s", in->err);
 		return -1;
 	}
 	*buf = in->abuf;
@@ -119,7 +153,18 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 
 	memset(in, 0, sizeof(*in));
 	in->x = x;
-	if (comp == OVL_COMP_STREAM) {
+	in->fd = -1;
+	if (comp != OVL_COMP_STREAM && ovl_remote_is(path)) {
+		char msg[1024], name[512];
+
+		in->remote = ovl_remote_open(path, msg, sizeof(msg));
+		if (in->remote == NULL) {
+			in->unopened = errno == ENOENT || errno == EACCES;
+			remote_msg(in->err, sizeof(in->err), msg,
+			    ovl_remote_shown(path, name, sizeof(name)));
+			return -1;
+		}
+	} else if (comp == OVL_COMP_STREAM) {
 		ssize_t n;
 
 		in->stream = 1;
@@ -128,6 +173,7 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		if (in->fd == -1) {
 			snprintf(in->err, sizeof(in->err), "cannot open: %s",
 			    strerror(errno));
+			in->unopened = 1;
 			return -1;
 		}
 		if ((n = in_raw_full(in, in->pb, sizeof(in->pb))) < 0) {
@@ -140,6 +186,7 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 	} else if ((in->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(in->err, sizeof(in->err), "cannot open: %s",
 		    strerror(errno));
+		in->unopened = 1;
 		return -1;
 	}
 	in->comp = comp;
@@ -158,7 +205,7 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 			archive_read_support_format_raw(in->a);
 			archive_read_support_format_empty(in->a);
 		}
-		if (in->stream) {
+		if (in->stream || in->remote != NULL) {
 			in->abuf = ovl_xmalloc(OVL_INPUT_BLOCK);
 			ok = archive_read_open(in->a, in, NULL, arc_raw_cb, NULL);
 		} else
@@ -211,6 +258,12 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		return 0;
 	}
 	in->remain = c->len;
+	in->coff = c->off;
+	if (in->remote != NULL) {
+		ovl_remote_seek(in->remote, c->off, c->len == OVL_CHUNK_WHOLE ?
+		    UINT64_MAX : c->off + c->len);
+		return 0;
+	}
 	if (c->off > 0 && lseek(in->fd, (off_t)c->off, SEEK_SET) == -1) {
 		snprintf(in->err, sizeof(in->err), "cannot seek: %s",
 		    strerror(errno));
@@ -239,6 +292,48 @@ ovl_input_close(struct ovl_input *in)
 	if (in->fd != -1)
 		close(in->fd);
 	in->fd = -1;
+	ovl_remote_close(in->remote);
+	in->remote = NULL;
+}
+
+ssize_t
+ovl_input_pread(struct ovl_input *in, void *buf, size_t n, uint64_t off)
+{
+	ssize_t r;
+
+	if (in->remote != NULL) {
+		if ((r = ovl_remote_pread(in->remote, buf, n, in->coff + off)) < 0)
+			raw_err(in);
+		return r;
+	}
+	while ((r = pread(in->fd, buf, n, (off_t)(in->coff + off))) == -1 &&
+	    errno == EINTR)
+		;
+	if (r < 0)
+		raw_err(in);
+	return r;
+}
+
+int
+ovl_input_skip(struct ovl_input *in, uint64_t off)
+{
+	if (in->remain != OVL_CHUNK_WHOLE && off > in->remain) {
+		snprintf(in->err, sizeof(in->err), "offset %" PRIu64 " is past "
+		    "the end", off);
+		return -1;
+	}
+	if (in->remote != NULL) {
+		ovl_remote_seek(in->remote, in->coff + off,
+		    in->remain == OVL_CHUNK_WHOLE ? UINT64_MAX :
+		    in->coff + in->remain);
+	} else if (lseek(in->fd, (off_t)(in->coff + off), SEEK_SET) == -1) {
+		snprintf(in->err, sizeof(in->err), "cannot seek: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (in->remain != OVL_CHUNK_WHOLE)
+		in->remain -= off;
+	return 0;
 }
 
 /*
@@ -261,8 +356,7 @@ gz_read(struct ovl_input *in, unsigned char *buf, size_t n)
 			ssize_t r = in_raw_full(in, in->x->zbuf, in->x->zbufcap);
 
 			if (r < 0) {
-				snprintf(in->err, sizeof(in->err),
-				    "read error: %s", strerror(errno));
+				raw_err(in);
 				return -1;
 			}
 			z->next_in = in->x->zbuf;
@@ -332,8 +426,7 @@ in_read_direct(struct ovl_input *in, unsigned char *buf, size_t n)
 			if (in->zin.pos == in->zin.size && !in->zeof) {
 				r = in_raw_full(in, in->x->zbuf, in->x->zbufcap);
 				if (r < 0) {
-					snprintf(in->err, sizeof(in->err),
-					    "read error: %s", strerror(errno));
+					raw_err(in);
 					return -1;
 				}
 				in->zin.size = (size_t)r;
@@ -368,8 +461,7 @@ in_read_direct(struct ovl_input *in, unsigned char *buf, size_t n)
 	if (n > in->remain)
 		n = (size_t)in->remain;
 	if ((r = in_raw(in, buf, n)) < 0) {
-		snprintf(in->err, sizeof(in->err), "read error: %s",
-		    strerror(errno));
+		raw_err(in);
 		return -1;
 	}
 	if (in->remain != OVL_CHUNK_WHOLE)

@@ -7,6 +7,10 @@
  * (standard input, a FIFO, a device; OVL_COMP_STREAM) is opened once, read
  * once, and its compression sniffed from its first bytes.
  *
+ * A remote file (http://, https://, s3://; lib/remote.h) is read by one
+ * ranged GET streamed over the chunk's range (from the resume offset,
+ * with ovl_input_skip), resumed from the byte it broke off at.
+ *
  * A read-ahead thread (ovl_input_readahead) decompresses blocks ahead of
  * the reader, so that decompression overlaps parsing and tokenizing.
  * Errors never exit: they return -1 with the message in in->err.
@@ -23,6 +27,7 @@
 #include <zstd.h>
 
 #include "chunk.h"
+#include "remote.h"
 
 #define OVL_INPUT_BLOCK	(1u << 20)	/* bytes asked of a decoder at once */
 enum { OVL_INPUT_ARCHIVE = 100 };	/* in->kind: libarchive reads it */
@@ -55,7 +60,10 @@ struct ovl_zthread {
 struct ovl_input {
 	int		 kind;		/* enum ovl_chunk_comp, or OVL_INPUT_ARCHIVE */
 	int		 fd;
+	struct ovl_remote *remote;	/* a remote file (then fd is -1) */
+	int		 unopened;	/* the file could not be opened at all */
 	uint64_t	 remain;	/* plain: bytes left in the range */
+	uint64_t	 coff;		/* plain: the chunk's first byte in the file */
 	ZSTD_inBuffer	 zin;
 	size_t		 zlast;		/* last ZSTD_decompressStream hint */
 	int		 zeof;
@@ -88,11 +96,19 @@ void	ovl_input_ctx_free(struct ovl_input_ctx *x);
 /*
  * Open chunk c of path (want_archive: a tar, read with
  * archive_read_next_header on in->a, its data with ovl_input_read). -1 with
- * in->err on failure (in->fd == -1 when the file could not be opened at
- * all); ovl_input_close in every case.
+ * in->err on failure (in->unopened when the file could not be opened at
+ * all: missing, forbidden, HTTP 404 or 403); ovl_input_close in every case.
  */
 int	ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 	    const struct ovl_chunk *c, const char *path, int want_archive);
+/*
+ * A plain (uncompressed, not archive, not stream) chunk only, before the
+ * first read: n bytes at chunk offset off (ovl_input_pread), and continue
+ * reading at chunk offset off (ovl_input_skip; a remote file asks for its
+ * bytes from there on, never from the start). -1 with in->err.
+ */
+ssize_t	ovl_input_pread(struct ovl_input *in, void *buf, size_t n, uint64_t off);
+int	ovl_input_skip(struct ovl_input *in, uint64_t off);
 /* Decompress ahead in a thread from now on (if one can be started). */
 void	ovl_input_readahead(struct ovl_input *in);
 /* Decompressed bytes: count, 0 at the end, -1 with in->err set. */

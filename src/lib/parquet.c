@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "parquet-int.h"
+#include "remote.h"
 
 /* ---- io over a file descriptor -------------------------------------- */
 
@@ -56,6 +57,27 @@ ovl_pq_io_read(const struct ovl_pq_io *io, void *buf, size_t n, uint64_t off)
 	if (io->pread == NULL)
 		return fd_pread(io->fd, buf, n, off);
 	return io->pread(io->arg, buf, n, off);
+}
+
+static int
+remote_pread(void *arg, void *buf, size_t n, uint64_t off)
+{
+	ssize_t k = ovl_remote_pread(arg, buf, n, off);
+
+	if (k < 0 || (size_t)k != n) {
+		errno = k < 0 ? EIO : ESPIPE;
+		return -1;
+	}
+	return 0;
+}
+
+void
+ovl_pq_io_remote(struct ovl_pq_io *io, struct ovl_remote *r)
+{
+	memset(io, 0, sizeof(*io));
+	io->pread = remote_pread;
+	io->arg = r;
+	io->size = ovl_remote_size(r);
 }
 
 /* ---- Thrift: skipping what we do not read --------------------------- */

@@ -42,6 +42,9 @@ struct ovl_pq_io {
 
 /* An io over a file descriptor (size from fstat): 0, or -1 with errno. */
 int	ovl_pq_io_fd(struct ovl_pq_io *io, int fd);
+struct ovl_remote;
+/* An io over a remote object (remote.h): ranged GETs, retried. */
+void	ovl_pq_io_remote(struct ovl_pq_io *io, struct ovl_remote *r);
 /* Read n bytes at off through io: 0, or -1 with errno. */
 int	ovl_pq_io_read(const struct ovl_pq_io *io, void *buf, size_t n,
 	    uint64_t off);

@@ -44,14 +44,14 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 	if (r != NULL && r->member != NULL) {
 		if (!s->o->skip)
 			ovl_errx(OVL_EXIT_DATA, "'%s': member '%s' (%s): %s",
-			    s->cx.path, r->member, where + 1, msg);
-		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.path,
+			    s->cx.name, r->member, where + 1, msg);
+		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.name,
 		    r->member, where + 1, msg);
 	} else {
 		if (!s->o->skip)
-			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.path, where,
+			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.name, where,
 			    where[0] != '\0' ? ":" : "", msg);
-		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.path, where,
+		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.name, where,
 		    where[0] != '\0' ? ":" : "", msg);
 	}
 	s->skipped[reason]++;
@@ -133,7 +133,7 @@ re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 		PCRE2_UCHAR msg[256];
 		pcre2_get_error_message(rc, msg, sizeof(msg));
 		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
-		    s->cx.path, (const char *)msg);
+		    s->cx.name, (const char *)msg);
 	}
 }
 
@@ -157,7 +157,7 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
 	    r->nimages, ntok);
 	ovl_json_u32s(stdout, toks, ntok);
 	fputs(",\"file\":", stdout);
-	ovl_json_string(stdout, s->cx.path, strlen(s->cx.path));
+	ovl_json_string(stdout, s->cx.name, strlen(s->cx.name));
 	if (s->o->text) {
 		fputs(",\"text\":", stdout);
 		ovl_json_string(stdout, text, len);

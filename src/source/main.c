@@ -42,6 +42,12 @@ static const struct ovl_cli cli = {
 	"  --json                one JSON object per document, for people\n"
 	"  --output FILE         write to FILE (a FIFO, say, or a tcp: endpoint)\n"
 	"                        instead of standard output\n"
+	"  --retries N           remote files: retries of a failed request with no\n"
+	"                        byte received in between (default 8)\n"
+	"  --retry-wait SECONDS  remote files: wait before the first retry, doubled\n"
+	"                        each time up to 30 s (default 0.5)\n"
+	"  --s3-endpoint URL     s3:// paths: this server, path-style (default\n"
+	"                        AWS_ENDPOINT_URL, else AWS's own)\n"
 	"  --standby CTL         warm standby: load, then wait for a cursor line on\n"
 	"                        CTL and resume there (shadow loaders; needs --output)\n"
 	OVL_NET_HELP
@@ -58,7 +64,8 @@ enum {
 	O_FORMAT = 256, O_FIELD, O_FIELD_TYPE, O_PARSER, O_DOCPER, O_EXT, O_TOKENIZER,
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
-	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL
+	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
+	O_S3_ENDPOINT
 };
 
 static const struct option longopts[] = {
@@ -91,6 +98,9 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, O_OUTPUT },
 	{ "standby", required_argument, NULL, O_STANDBY },
 	{ "special", required_argument, NULL, O_SPECIAL },
+	{ "retries", required_argument, NULL, O_RETRIES },
+	{ "retry-wait", required_argument, NULL, O_RETRY_WAIT },
+	{ "s3-endpoint", required_argument, NULL, O_S3_ENDPOINT },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -153,8 +163,12 @@ static void
 parse_opts(struct src_opts *o, int argc, char **argv)
 {
 	int c;
+	double d;
+	char err[256];
 
 	memset(o, 0, sizeof(*o));
+	if (ovl_remote_conf_env(&o->remote, err, sizeof(err)) != 0)
+		ovl_cli_usagex(&cli, "%s", err);
 	o->field = "text";
 	o->tokenizer = "bytes";
 	o->epochs = 1;
@@ -287,6 +301,23 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_SPECIAL:
 			o->special = optarg;
 			break;
+		case O_RETRIES:
+			o->remote.retries = (int)opt_u64("retries", optarg, 1000);
+			break;
+		case O_RETRY_WAIT:
+			if (ovl_num_double(optarg, &d) != 0 || !(d >= 0 &&
+			    d <= 3600))
+				ovl_cli_usagex(&cli, "bad value for --retry-wait: "
+				    "'%s' (seconds, 0 to 3600)", optarg);
+			o->remote.retry_wait = d;
+			break;
+		case O_S3_ENDPOINT:
+			if (strncmp(optarg, "http://", 7) != 0 &&
+			    strncmp(optarg, "https://", 8) != 0)
+				ovl_cli_usagex(&cli, "bad --s3-endpoint '%s' "
+				    "(http://HOST[:PORT] or https://...)", optarg);
+			o->remote.s3_endpoint = optarg;
+			break;
 		default:
 			ovl_cli_usage(&cli);
 		}
@@ -348,6 +379,8 @@ guess_format(const char *path)
 
 	base = base != NULL ? base + 1 : path;
 	n = strlen(base);
+	if (ovl_remote_is(path) && !ovl_remote_is_s3(path))
+		n = strcspn(base, "?#");	/* a URL's query is no name */
 	if (n >= sizeof(name))
 		n = sizeof(name) - 1;
 	memcpy(name, base, n);
@@ -493,6 +526,7 @@ setup(struct src *s, struct src_opts *o)
 	} else if (o->per == PER_EOD || o->per == PER_OFFSETS)
 		ovl_cli_usagex(&cli, "--doc-per %s is for npy token files",
 		    ovl_plan_docpers[o->per]);
+	ovl_remote_configure(&o->remote);
 	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
 	    cut, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);

@@ -29,7 +29,7 @@ static void
 resume_error(struct src *s, uint64_t off, const char *why)
 {
 	ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " %s "
-	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.path, off, why,
+	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.name, off, why,
 	    s->cx.k, s->cx.epoch);
 }
 
@@ -45,7 +45,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	int jsonl = o->format == FMT_JSONL;
 
 	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 0) != 0) {
-		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
+		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;
 	}
@@ -67,20 +67,21 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 		}
 		if (in.comp == OVL_COMP_NONE && !in.stream &&
 		    in.kind != OVL_INPUT_ARCHIVE) {
+			/* a remote file is asked for its bytes from off0 on */
 			unsigned char prev;
-			ssize_t n = pread(in.fd, &prev, 1,
-			    (off_t)(s->cx.c->off + off0 - 1));
+			ssize_t n = ovl_input_pread(&in, &prev, 1, off0 - 1);
+
+			if (n < 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.name,
+				    in.err);
 			if (n != 1)
 				resume_error(s, off0, "is beyond the end");
 			if (prev != '\n' && !(o->format == FMT_TEXT &&
 			    o->per == PER_FILE))
 				resume_error(s, off0, "is not at a record start");
-			if (lseek(in.fd, (off_t)(s->cx.c->off + off0),
-			    SEEK_SET) == -1)
-				ovl_err(OVL_EXIT_DATA, "'%s': cannot seek",
-				    s->cx.path);
-			if (in.remain != OVL_CHUNK_WHOLE)
-				in.remain -= off0;
+			if (ovl_input_skip(&in, off0) != 0)
+				ovl_errx(OVL_EXIT_DATA, "'%s': %s", s->cx.name,
+				    in.err);
 			r->base = off0;
 		} else if ((k = ovl_lines_skip(r, off0)) != 0) {
 			if (k == -1) {
@@ -94,6 +95,9 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 				resume_error(s, off0, "is not at a record start");
 		}
 	}
+	/* A remote plain file: its GET streams into blocks ahead of us. */
+	if (in.remote != NULL && in.kind == OVL_COMP_NONE && in.zt == NULL)
+		ovl_input_readahead(&in);
 	if (o->format == FMT_TEXT && o->per == PER_FILE) {
 		/* One record: the whole chunk, unless the cursor is past it. */
 		int got;
@@ -225,7 +229,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 	struct ovl_input in;
 
 	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1) != 0) {
-		bad(s, in.fd == -1 ? R_OPEN : R_INPUT, NULL, "%s", in.err);
+		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;
 	}
@@ -256,19 +260,28 @@ run_parquet(struct src *s, uint64_t row0)
 	const uint8_t *p;
 	size_t len;
 	uint64_t bytes;
-	int fd, k;
+	struct ovl_remote *rem = NULL;
+	int fd = -1, k;
 
 	memset(&rc, 0, sizeof(rc));
 	memset(&r, 0, sizeof(r));
-	if ((fd = open(s->cx.path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if (ovl_remote_is(s->cx.path)) {
+		if ((rem = ovl_remote_open(s->cx.path, err, sizeof(err))) == NULL) {
+			bad(s, R_OPEN, NULL, "%s", err);
+			return 0;
+		}
+		ovl_pq_io_remote(&io, rem);
+	} else if ((fd = open(s->cx.path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    ovl_pq_io_fd(&io, fd) != 0) {
 		bad(s, R_OPEN, NULL, "cannot open: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return 0;
 	}
-	if (ovl_pq_io_fd(&io, fd) != 0 ||
-	    (f = ovl_pq_open(&io, o->field, err, sizeof(err))) == NULL) {
-		bad(s, R_INPUT, NULL, "%s", f == NULL ? err : strerror(errno));
-		close(fd);
-		return 0;
+	if ((f = ovl_pq_open(&io, o->field, err, sizeof(err))) == NULL) {
+		bad(s, R_INPUT, NULL, "%s", rem != NULL && ovl_remote_err(rem)[0] ?
+		    ovl_remote_err(rem) : err);
+		goto out;
 	}
 	if (s->cx.c->part >= ovl_pq_row_groups(f)) {
 		bad(s, R_INPUT, NULL, "row group %" PRIu32 " is gone (the file "
@@ -300,7 +313,9 @@ out:
 	bytes = r.pos - r.start;
 	ovl_pq_reader_close(&r);
 	ovl_pq_close(f);
-	close(fd);
+	if (fd != -1)
+		close(fd);
+	ovl_remote_close(rem);
 	return bytes;
 }
 
@@ -315,7 +330,7 @@ chunk_end(struct src *s, uint64_t bytes)
 	s->bytes += bytes;
 	ovl_info(1, "%s: chunk %" PRIu32 ":%" PRIu32 " '%s': %" PRIu64
 	    " docs, %" PRIu64 " tokens, %" PRIu64 " bytes, %.1f MB/s", o->name,
-	    s->cx.epoch, s->cx.k, s->cx.path, s->cx.docs, s->cx.tokens, bytes,
+	    s->cx.epoch, s->cx.k, s->cx.name, s->cx.docs, s->cx.tokens, bytes,
 	    t > 0 ? (double)bytes / t / 1e6 : 0.0);
 	if (o->json)
 		return;
@@ -346,6 +361,9 @@ run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
 	s->cx.ci = s->perm[k];
 	s->cx.c = &s->cs.v[s->cx.ci];
 	s->cx.path = ovl_chunks_path(&s->cs, s->cx.ci);
+	/* messages never show a URL's query or password */
+	s->cx.name = ovl_remote_is(s->cx.path) ? ovl_remote_shown(s->cx.path,
+	    s->cx.shown, sizeof(s->cx.shown)) : s->cx.path;
 	clock_gettime(CLOCK_MONOTONIC, &s->cx.t0);
 	if (s->o->format == FMT_TAR || s->o->format == FMT_WDS)
 		bytes = run_tar(s, off0, rec0);

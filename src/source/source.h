@@ -50,6 +50,7 @@
 #include "num.h"
 #include "parquet.h"
 #include "plan.h"
+#include "remote.h"
 #include "tok.h"
 #include "wds.h"
 
@@ -100,6 +101,7 @@ struct src_opts {
 	int		 throttle_docs;
 	const char	*output;	/* NULL: standard output */
 	const char	*standby;	/* control FIFO of a warm standby */
+	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
 };
 
 /* Why a record was skipped (--on-error=skip). */
@@ -114,6 +116,8 @@ struct cx {
 	uint32_t	 epoch, k, ci;
 	const struct ovl_chunk *c;
 	const char	*path;
+	const char	*name;		/* path for messages (lib/remote.h) */
+	char		 shown[512];
 	uint64_t	 docs, tokens, recs;
 	struct timespec	 t0;
 };

@@ -1,0 +1,65 @@
+/*
+ * remote-int.h: what remote.c (transfers, retries) and remote-s3.c (S3
+ * addresses, credentials, listing) share. Private to those two files.
+ */
+#ifndef OVL_REMOTE_INT_H
+#define OVL_REMOTE_INT_H
+
+#include <curl/curl.h>
+
+#include "remote.h"
+
+struct ovl_remote {
+	char		*url;		/* what is requested (http or https) */
+	char		 shown[512];	/* the name in messages (no secrets) */
+	CURL		*h;
+	CURLM		*m;
+	struct curl_slist *hdrs;
+	char		*userpwd;	/* S3: KEY:SECRET for SigV4, or NULL */
+	char		*sigv4;		/* S3: "aws:amz:REGION:s3" */
+	uint64_t	 size;
+	int		 sized;		/* size known (after the HEAD) */
+
+	/* the transfer in flight */
+	int		 active, done, nobody, collect, fatal, atend;
+	CURLcode	 res;
+	long		 status;	/* of the response being received */
+	int		 checked;	/* its status judged (first body byte) */
+	uint64_t	 cr_start, cr_total;
+	int		 have_cr;
+	uint64_t	 rq_end;	/* bytes [recv, rq_end) are wanted */
+	uint64_t	 recv;		/* offset of the next byte to arrive */
+	uint64_t	 att_from;	/* where this attempt began */
+	uint64_t	 skip;		/* bytes to drop (a 200 to a range) */
+	unsigned char	*dst;
+	size_t		 dstn, dstgot;
+	unsigned char	*ov;		/* bytes past dst; a listing's body */
+	size_t		 ovpos, ovlen, ovcap;
+	char		 ebody[256];	/* the start of an error response */
+	size_t		 eblen;
+	int		 fails;		/* failures since the last byte */
+
+	/* sequential reading */
+	uint64_t	 pos, end;
+	char		 curlerr[CURL_ERROR_SIZE];
+	char		 err[1024];
+};
+
+/* A handle for url (http or https), nothing requested yet; NULL: no memory. */
+struct ovl_remote *ovl_remote__new(const char *url, const char *shown);
+/*
+ * An s3://BUCKET/KEY URL as a handle on its HTTP address, signed when
+ * credentials are found, with query (already in AWS canonical form, or
+ * NULL) appended. NULL with a message in err.
+ */
+struct ovl_remote *ovl_remote__s3(const char *s3url, const char *query,
+	    char *err, size_t errlen);
+/* The settings in force (remote.c). */
+const struct ovl_remote_conf *ovl_remote__conf(void);
+/* GET the whole body into r->ov[0..r->ovlen): 0, or -1 with r->err. */
+int	ovl_remote__get_all(struct ovl_remote *r);
+/* AWS URI encoding of s (keep '/' when keep_slash) appended to a malloc'd
+   string; returns it. */
+char	*ovl_remote__aws_enc(const char *s, int keep_slash);
+
+#endif
