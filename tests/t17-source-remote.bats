@@ -17,8 +17,9 @@ NPM_S3="$OVL_BUILDDIR/npm-s3"
 setup_file() {
 	local d=$BATS_FILE_TMPDIR w f
 	w=$d/www
-	mkdir -p "$w/web" "$w/books" "$w/code" "$w/wds" "$w/big"
+	mkdir -p "$w/web" "$w/books" "$w/code" "$w/wds" "$w/big" "$w/parquet"
 	cp "$SAMPLES"/web/* "$w/web/"
+	cp "$SAMPLES"/parquet/*.parquet "$w/parquet/"
 	cp "$SAMPLES"/books/book-0[0-3].txt "$w/books/"
 	cp "$SAMPLES"/code/code.tar.zst "$w/code/"
 	cp "$SAMPLES"/wds/*.tar "$w/wds/"
@@ -35,7 +36,7 @@ setup_file() {
 		echo "$S3_PID" > "$d/s3.pid"
 		for f in web/web-0.jsonl web/web-1.jsonl web/web-2.jsonl.zst \
 		    books/book-00.txt books/book-01.txt books/book-02.txt \
-		    books/book-03.txt code/code.tar.zst; do
+		    books/book-03.txt code/code.tar.zst parquet/web-1.parquet; do
 			remote_s3_put "$w/$f" "$f" || echo "upload $f" > "$d/s3.failed"
 		done
 	fi
@@ -334,4 +335,26 @@ same() {
 	run -2 "$OVL_SOURCE" --s3-endpoint ftp://x x "$SAMPLES/web/web-0.jsonl"
 	OVL_REMOTE_RETRIES=many run -2 "$OVL_SOURCE" x "$SAMPLES/web/web-0.jsonl"
 	[[ $output == *"bad OVL_REMOTE_RETRIES 'many'"* ]]
+}
+
+@test "remote: parquet over http and s3: footer and pages by ranged reads, the local documents, resumed and partitioned" {
+	need_nginx
+	local p
+	run -0 "$OVL_SOURCE" --field doc.text x "$W/parquet/web-1.parquet" --output "$T/l"
+	run -0 "$OVL_SOURCE" --field doc.text x "$H/parquet/web-1.parquet" --output "$T/r"
+	same "$T/l" "$T/r"
+	run -0 "$OVL_SOURCE" --json --resume 0:2:5:5 --field doc.text x "$W/parquet/web-1.parquet" --output "$T/lj"
+	run -0 "$OVL_SOURCE" --json --resume 0:2:5:5 --field doc.text x "$H/parquet/web-1.parquet" --output "$T/rj"
+	samej "$T/lj" "$T/rj"
+	for p in 0 1; do
+		run -0 "$OVL_SOURCE" --partition $p/2 x "$W/parquet/web-0.parquet" --output "$T/lp$p"
+		run -0 "$OVL_SOURCE" --partition $p/2 x "$H/parquet/web-0.parquet" --output "$T/rp$p"
+		same "$T/lp$p" "$T/rp$p"
+	done
+	# a column missing from the remote file is named as from a local one
+	run -1 "$OVL_SOURCE" --field nope x "$H/parquet/web-1.parquet"
+	[[ "$output" == *"no column 'nope' (columns: id, doc.url, doc.text)"* ]]
+	need_s3
+	run -0 "$OVL_SOURCE" --field doc.text x "s3://data/parquet/*.parquet" --output "$T/s"
+	same "$T/l" "$T/s"
 }

@@ -279,8 +279,9 @@ run_parquet(struct src *s, uint64_t row0)
 		return 0;
 	}
 	if ((f = ovl_pq_open(&io, o->field, err, sizeof(err))) == NULL) {
-		bad(s, R_INPUT, NULL, "%s", rem != NULL && ovl_remote_err(rem)[0] ?
-		    ovl_remote_err(rem) : err);
+		/* a failed read says more in the remote reader's words */
+		bad(s, R_INPUT, NULL, "%s", rem != NULL &&
+		    strncmp(err, "cannot read", 11) == 0 ? ovl_remote_err(rem) : err);
 		goto out;
 	}
 	if (s->cx.c->part >= ovl_pq_row_groups(f)) {
