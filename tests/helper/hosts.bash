@@ -15,10 +15,8 @@
 #
 # Names carry the test's pid (o<pid>...), so parallel runs do not collide.
 
-HOSTS_N=0
-HOSTS_DIR=
-HOSTS_TAG=
-HOSTS_NET=
+# kept when set: setup_file makes the hosts, every test loads this file
+: "${HOSTS_N:=0}" "${HOSTS_DIR:=}" "${HOSTS_TAG:=}" "${HOSTS_NET:=}"
 
 hosts_up() {
 	local dir=$1 n=$2 i ns
