@@ -149,7 +149,7 @@ start_run() {
 @test "chaos: whole hosts lost mid-run (killed, cut off), one the host of a shadow: byte-identical, verify ok" {
 	# book first: its partition on h1, its shadow alone on h2; web and
 	# code on h3 and h4
-	plan p.plan 4K 2K
+	plan p.plan 2K 1K
 	sed -i '/^source web /{h;d}; /^source book /G' p.plan
 	sed -i 's/^source web .*/& hosts=h3,h4/; s/^source code .*/& hosts=h3/' p.plan
 	reference p.plan
