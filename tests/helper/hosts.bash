@@ -99,8 +99,9 @@ host_sshd() {
 
 host_kill() {
 	local p
-	p=$(ip netns pids "${HOSTS_TAG}$1")
-	[ -z "$p" ] || kill -9 $p 2>/dev/null
+	p=$(ip netns pids "${HOSTS_TAG}$1" 2>/dev/null) || true
+	# (a process may end between the listing and the kill)
+	[ -z "$p" ] || kill -9 $p 2>/dev/null || true
 	return 0
 }
 
@@ -112,11 +113,12 @@ host_nproc() { ip netns pids "${HOSTS_TAG}$1" | wc -l; }
 hosts_down() {
 	local i
 	[ -n "$HOSTS_TAG" ] || return 0
+	# every step whatever the last one did (callers may run with set -e)
 	for ((i = 1; i <= HOSTS_N; i++)); do
-		host_kill "h$i"
-		ip netns del "${HOSTS_TAG}h$i" 2>/dev/null
-		ip link del "${HOSTS_TAG}v$i" 2>/dev/null
+		host_kill "h$i" || true
+		ip netns del "${HOSTS_TAG}h$i" 2>/dev/null || true
+		ip link del "${HOSTS_TAG}v$i" 2>/dev/null || true
 	done
-	ip link del "${HOSTS_TAG}br" 2>/dev/null
+	ip link del "${HOSTS_TAG}br" 2>/dev/null || true
 	return 0
 }
