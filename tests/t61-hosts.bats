@@ -151,7 +151,7 @@ start_run() {
 	# code on h3 and h4
 	plan p.plan 2K 1K
 	sed -i '/^source web /{h;d}; /^source book /G' p.plan
-	sed -i 's/^source web .*/& hosts=h3,h4/; s/^source code .*/& hosts=h3/' p.plan
+	sed -i 's/^source web .*/& hosts=h3,h4/; s/^source code .*/& hosts=h3,h4/' p.plan
 	reference p.plan
 	start_run err -v --restart 20 --status-interval 5 --launcher ssh --hosts h1,h2,h3,h4 \
 	    --ssh-config "$SSHCFG" --mixer-host "$HOSTS_NET.1" -c ck -o out/x p.plan
