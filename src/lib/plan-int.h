@@ -76,6 +76,7 @@ int	ovl_plan__simple(struct ctx *c, const char *d, int *rc);
 int	ovl_plan__checkpoint(struct ctx *c);
 int	ovl_plan__stop(struct ctx *c);
 int	ovl_plan__output(struct ctx *c);
+int	ovl_plan__hosts(struct ctx *c);
 
 /* plan-tok.c */
 char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);

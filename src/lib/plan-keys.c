@@ -52,8 +52,9 @@ enum {
 	PK_U32,		/* uint32_t: the same, at most max */
 	PK_SEED,	/* shuffle-seed=N|none (source) */
 	PK_PATTERN,	/* path=, repeatable (source) */
-	PK_LIST		/* char *: "a,b"; one option per item in ovl-source's
+	PK_LIST,	/* char *: "a,b"; one option per item in ovl-source's
 			   arguments (member-ext) */
+	PK_HOSTS	/* char *: "a,b", host names or addresses (ovl-run) */
 };
 
 #define PKF_ALWAYS	0x1	/* printed even when unset or default */
@@ -119,6 +120,7 @@ static const struct key source_keys[] = {
 	    PKF_ALWAYS, 0, 0 },
 	{ "on-exhaust", PK_ENUM, SRC(on_exhaust), 0, 0, ovl_plan_exhausts, NULL,
 	    PKF_ALWAYS, 0, 0 },
+	{ "hosts", PK_HOSTS, SRC(hosts), 0, 0, NULL, NULL, 0, 0, 0 },
 };
 
 /*
@@ -170,6 +172,14 @@ static const struct key output_keys[] = {
 	{ "per-rank", PK_PATH, PLAN(out_per_rank), 0, 0, NULL, NULL, 0, 0, 0 },
 };
 
+/* hosts loaders=a,b mixer=m trainers=t,u: where ovl-run places the stages */
+static const struct key hosts_keys[] = {
+	{ "loaders", PK_HOSTS, PLAN(hosts_loaders), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "mixer", PK_HOSTS, PLAN(hosts_mixer), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "trainers", PK_HOSTS, PLAN(hosts_trainers), 0, 0, NULL, NULL, 0, 0,
+	    0 },
+};
+
 #define NKEYS(t)	(sizeof(t) / sizeof((t)[0]))
 #define FIELD(base, k, type)	((type *)(void *)((char *)(base) + (k)->off))
 #define CFIELD(base, k, type)	\
@@ -188,6 +198,30 @@ choices_text(const char *const *l, char *buf, size_t size)
 	for (p = l; *p != NULL && n < size; p++)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", p == l ? "" :
 		    ", ", *p);
+}
+
+/*
+ * A host list: names or addresses (letters, digits, '.', '-', '_', ':' and
+ * brackets for IPv6) separated by single commas. 0, or -1 with the error.
+ */
+static int
+set_hosts(struct ctx *c, const struct key *k, void *base, const char *v)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]";
+	size_t i, n = strlen(v);
+
+	if (n == 0 || v[0] == ',' || v[n - 1] == ',' || strstr(v, ",,") != NULL)
+		return ovl_plan__perr(c, "bad %s='%s': expected host names "
+		    "separated by commas", k->key, v);
+	for (i = 0; i < n; i++)
+		if (v[i] != ',' && strchr(ok, v[i]) == NULL)
+			return ovl_plan__perr(c, "bad %s='%s': '%c' is not "
+			    "part of a host name", k->key, v, v[i]);
+	if (strcmp(k->key, "mixer") == 0 && strchr(v, ',') != NULL)
+		return ovl_plan__perr(c, "bad mixer='%s': one host", v);
+	*FIELD(base, k, char *) = ovl_xstrdup(v);
+	return 0;
 }
 
 /*
@@ -211,6 +245,8 @@ set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 		*FIELD(base, k, char *) = k->kind == PK_PATH ?
 		    ovl_plan__join_dir(c->p->dir, v) : ovl_xstrdup(v);
 		return 0;
+	case PK_HOSTS:
+		return set_hosts(c, k, base, v);
 	case PK_CHOICE:
 	case PK_ENUM:
 		if ((i = ovl_plan_choice(k->choices, v)) < 0) {
@@ -352,6 +388,18 @@ ovl_plan__stop(struct ctx *c)
 }
 
 int
+ovl_plan__hosts(struct ctx *c)
+{
+	if (kv_words(c, 1, hosts_keys, NKEYS(hosts_keys), c->p, "hosts") != 0)
+		return -1;
+	if (c->p->hosts_loaders == NULL && c->p->hosts_mixer == NULL &&
+	    c->p->hosts_trainers == NULL)
+		return ovl_plan__perr(c, "hosts: expected loaders=, mixer= or "
+		    "trainers=");
+	return 0;
+}
+
+int
 ovl_plan__output(struct ctx *c)
 {
 	if (kv_words(c, 1, output_keys, NKEYS(output_keys), c->p,
@@ -408,6 +456,7 @@ put_key(FILE *fp, const struct key *k, const void *base, int bare)
 	case PK_STR:
 	case PK_PATH:
 	case PK_LIST:
+	case PK_HOSTS:
 	case PK_CHOICE:
 		if ((s = *CFIELD(base, k, char *)) == NULL)
 			return;
@@ -591,6 +640,9 @@ ovl_plan_print(const struct ovl_plan *p, FILE *fp)
 		put_kv_line(fp, "stop", stop_keys, NKEYS(stop_keys), p);
 	if (p->out_format != NULL)
 		put_kv_line(fp, "output", output_keys, NKEYS(output_keys), p);
+	if (p->hosts_loaders != NULL || p->hosts_mixer != NULL ||
+	    p->hosts_trainers != NULL)
+		put_kv_line(fp, "hosts", hosts_keys, NKEYS(hosts_keys), p);
 	if (fflush(fp) != 0 || ferror(fp))
 		return -1;
 	return 0;

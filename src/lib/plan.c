@@ -628,7 +628,7 @@ ovl_plan__single_arg(struct ctx *c, const char *what)
 
 enum {
 	/* once() slots; plan-keys.c's single-value directives use 16 on */
-	S_BALANCE, S_COST, S_CKPT, S_STOP, S_OUTPUT
+	S_BALANCE, S_COST, S_CKPT, S_STOP, S_OUTPUT, S_HOSTS
 };
 
 static int
@@ -671,6 +671,11 @@ directive(struct ctx *c)
 		if (ovl_plan__once(c, S_OUTPUT, d) != 0)
 			return -1;
 		return ovl_plan__output(c);
+	}
+	if (strcmp(d, "hosts") == 0) {
+		if (ovl_plan__once(c, S_HOSTS, d) != 0)
+			return -1;
+		return ovl_plan__hosts(c);
 	}
 	return ovl_plan__perr(c, "unknown directive '%s'", d);
 }
@@ -1090,6 +1095,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->drop);
 		free(s->throttle);
 		free(s->on_error);
+		free(s->hosts);
 	}
 	free(p->sources);
 	for (i = 0; i < p->npoints; i++) {
@@ -1112,6 +1118,9 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->out_path);
 	free(p->out_manifest);
 	free(p->out_per_rank);
+	free(p->hosts_loaders);
+	free(p->hosts_mixer);
+	free(p->hosts_trainers);
 	free(p);
 }
 

@@ -118,6 +118,8 @@ struct ovl_plan_source {
 	uint64_t	  shuffle_seed;
 	uint32_t	  partitions;	/* partitions=, default 1 */
 	uint32_t	  shadows;	/* shadows=, default 0 */
+	char		 *hosts;	/* hosts=a,b: its loader hosts (ovl-run),
+					   NULL: the plan's hosts loaders= */
 	enum ovl_exhaust  on_exhaust;	/* on-exhaust=, default stop */
 };
 
@@ -200,6 +202,11 @@ struct ovl_plan {
 	char		*out_path;	/* output path=P, resolved */
 	char		*out_manifest;	/* output manifest=F, resolved */
 	char		*out_per_rank;	/* output per-rank=PATTERN, resolved */
+
+	/* hosts loaders=a,b mixer=m trainers=t,u (ovl-run's placement) */
+	char		*hosts_loaders;	/* comma-separated, NULL unset */
+	char		*hosts_mixer;	/* the address loaders reach it at */
+	char		*hosts_trainers; /* comma-separated, NULL unset */
 };
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */

@@ -160,12 +160,23 @@ cmd_get(const struct mix_opts *o)
 		num = p->stop_tokens, isnum = 1;
 	else if (strcmp(k, "sources") == 0)
 		num = p->nsources, isnum = 1;
+	else if (strcmp(k, "hosts.loaders") == 0)
+		str = p->hosts_loaders;
+	else if (strcmp(k, "hosts.mixer") == 0)
+		str = p->hosts_mixer;
+	else if (strcmp(k, "hosts.trainers") == 0)
+		str = p->hosts_trainers;
+	else if (strncmp(k, "source.", 7) == 0 && strlen(k) > 13 &&
+	    strcmp(k + strlen(k) - 6, ".hosts") == 0 &&
+	    ovl_plan_find(p, k + 7, strlen(k) - 13) >= 0)
+		str = p->sources[ovl_plan_find(p, k + 7, strlen(k) - 13)].hosts;
 	else {
 		ovl_plan_free(p);
 		ovl_errx(OVL_EXIT_USAGE, "--get: unknown key '%s' (known: "
 		    "checkpoint.dir, checkpoint.every, output.format, output.path, "
 		    "output.manifest, output.per-rank, ranks, micro-batches, "
-		    "stop.steps, stop.tokens, sources)", k);
+		    "stop.steps, stop.tokens, sources, hosts.loaders, "
+		    "hosts.mixer, hosts.trainers, source.NAME.hosts)", k);
 	}
 	if (isnum && num != 0) {
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
