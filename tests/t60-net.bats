@@ -425,3 +425,25 @@ kill_resume() {
 	grep -q "truncated stream" mix.err
 	[ "$(grep -c ': authenticated' mix.err)" -eq 2 ]
 }
+
+@test "ovl-mix --reopen: a writer that dies after the handshake, before its META, leaves the output as the pipe's" {
+	one_stream
+	"$OVL_MIX" -v --reopen one.plan "web=$L,port-file=port" > got.fr 2> mix.err 3>&- &
+	mix=$!
+	wait_for port
+	# a writer that passes the handshake and ends without a byte of stream
+	# (overlord/net.py alone: the standard library, no numpy)
+	run -0 python3 - "$(cat port)" "$OVL_SRCDIR/python/overlord/net.py" <<-'PY'
+	import importlib.util, socket, sys
+	spec = importlib.util.spec_from_file_location("net", sys.argv[2])
+	net = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(net)
+	s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+	net.handshake(s, net.load_secret(None, None), role=b"W")
+	s.close()
+	PY
+	wait_for mix.err "waiting for a new writer"
+	run -0 "$OVL_SOURCE" --output "tcp:127.0.0.1:$(cat port)" web "$SAMPLES/web/web-0.jsonl"
+	wait "$mix"
+	cmp got.fr m.fr
+}

@@ -72,6 +72,7 @@ struct input {
 	struct ovl_frame pend;		/* the next frame, read ahead */
 	int		 has_pend;
 	int		 need_meta;	/* the next frame must be META */
+	int		 meta_seen;	/* a META of this input was taken */
 	int		 ended;		/* END was read */
 	uint32_t	 src, part;
 	/* statistics */

@@ -160,8 +160,12 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 		    ", eod %" PRIu64 ") differs from '%s': %s (vocab %" PRIu64
 		    ", eod %" PRIu64 ")", in->label, tok, vocab, eod,
 		    m->ref_label, m->tokenizer, m->vocab, m->eod);
-	/* pass on the other keys of each source's first partition, once */
-	if (in->part == 0 && in->reopens == 0) {
+	/*
+	 * Pass on the other keys of each source's first partition, once: at
+	 * its first META, which may come from a second writer when the first
+	 * died before sending one (so not "reopens == 0").
+	 */
+	if (in->part == 0 && !in->meta_seen) {
 		for (p = text, end = text + tl; p < end; p = nl + 1) {
 			nl = memchr(p, '\n', (size_t)(end - p));
 			if (nl == NULL)
@@ -202,6 +206,7 @@ try_read(struct mixer *m, struct input *in)
 			if (in->need_meta) {
 				take_meta(m, in, &in->pend);
 				in->need_meta = 0;
+				in->meta_seen = 1;
 				if (m->starting)
 					return 1;
 				continue;
