@@ -250,6 +250,18 @@ cut_file(struct listing *l, struct lfile *f, const char *path, uint64_t size,
 	ssize_t n;
 	int comp;
 
+	if (cut == OVL_CUT_ROWGROUPS) {	/* parquet, local or remote */
+		struct ovl_pq_io io;
+
+		if (f->r != NULL)
+			ovl_pq_io_remote(&io, f->r);
+		else if (ovl_pq_io_fd(&io, f->fd) != 0) {
+			snprintf(err, errlen, "cannot stat '%s': %s", path,
+			    strerror(errno));
+			return -1;
+		}
+		return add_row_groups(l, &io, file, err, errlen);
+	}
 	n = lf_pread(f, m, sizeof(m), 0);
 	if (n < 0) {
 		if (f->r != NULL)
@@ -299,14 +311,6 @@ add_remote(struct listing *l, const char *path, uint64_t chunk_size,
 	if ((f.r = ovl_remote_open(path, err, errlen)) == NULL)
 		return -1;
 	add_file(l, path);
-	if (cut == OVL_CUT_ROWGROUPS) {
-		struct ovl_pq_io io;
-
-		ovl_pq_io_remote(&io, f.r);
-		rc = add_row_groups(l, &io, l->cs->nfiles - 1, err, errlen);
-		ovl_remote_close(f.r);
-		return rc;
-	}
 	rc = cut_file(l, &f, path, ovl_remote_size(f.r), chunk_size, cut, err,
 	    errlen);
 	ovl_remote_close(f.r);
@@ -360,19 +364,6 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 		return -1;
 	}
 	add_file(l, path);
-	if (cut == OVL_CUT_ROWGROUPS) {
-		struct ovl_pq_io io;
-
-		if (ovl_pq_io_fd(&io, f.fd) != 0) {
-			snprintf(err, errlen, "cannot stat '%s': %s", path,
-			    strerror(errno));
-			rc = -1;
-		} else
-			rc = add_row_groups(l, &io, l->cs->nfiles - 1, err,
-			    errlen);
-		close(f.fd);
-		return rc;
-	}
 	rc = cut_file(l, &f, path, (uint64_t)st.st_size, chunk_size, cut, err,
 	    errlen);
 	close(f.fd);
