@@ -201,7 +201,7 @@ one_stream() {
 	for bad in tcp:host-without-port tcp::7000 tcp:127.0.0.1:0 tcp-listen:1.2.3.4:70000 \
 	    tcp:[::1 'tcp-listen::0,colour=blue'; do
 		run -2 --separate-stderr "$OVL_CONSTRUCT" --input "$bad" one.plan
-		[[ "$stderr" == "ovl-construct: bad endpoint '$bad' (tcp:HOST:PORT or tcp-listen:[HOST]:PORT[,port-file=FILE])" ]]
+		[[ "$stderr" == "ovl-construct: bad endpoint '$bad' (tcp:HOST:PORT or tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST])" ]]
 	done
 	# the secret from the environment, on both sides
 	export OVL_SECRET="$(cat secret)"
@@ -446,4 +446,55 @@ kill_resume() {
 	run -0 "$OVL_SOURCE" --output "tcp:127.0.0.1:$(cat port)" web "$SAMPLES/web/web-0.jsonl"
 	wait "$mix"
 	cmp got.fr m.fr
+}
+
+@test "rank streams served to trainer hosts (--trainer-hosts, the plan's hosts trainers=): a peer from another host is refused and logged" {
+	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
+	    "$SAMPLES/web/web-0.jsonl" > one.plan
+	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
+	"$OVL_MIX" one.plan web=s.fr > m.fr
+	"$OVL_CONSTRUCT" one.plan < m.fr > c.fr
+	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < c.fr
+	# rank 0 is for the trainer host 127.0.0.3, rank 1 for 127.0.0.1
+	# (loopback addresses: this machine has every one of 127/8)
+	echo 'hosts trainers=127.0.0.3,127.0.0.1' >> one.plan
+	"$OVL_CKPT" -v --dir ck -p "tcp-listen:127.0.0.1:0,port-file=port.%d" \
+	    one.plan < c.fr 2> ckpt.err 3>&- &
+	ckpt=$!
+	wait_for port.0
+	# from 127.0.0.1 to rank 0: refused before any handshake, logged
+	# (the connecting side sees a closed connection and retries, until
+	# its --connect-timeout)
+	OVL_CONNECT_TIMEOUT=1 run -1 "$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:$(cat port.0)" bad
+	wait_for ckpt.err "not from 127.0.0.3"
+	[ ! -s bad ]
+	# from 127.0.0.3: the stream of rank 0
+	python3 - "$(cat port.0)" "$OVL_SRCDIR/python/overlord/net.py" 3>&- <<-'PY' &
+	import importlib.util, socket, sys
+	spec = importlib.util.spec_from_file_location("net", sys.argv[2])
+	net = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(net)
+	s = socket.socket()
+	s.bind(("127.0.0.3", 0))
+	s.connect(("127.0.0.1", int(sys.argv[1])))
+	net.handshake(s, net.load_secret(None, None), role=b"R")
+	with open("got0", "wb") as f:
+	    while True:
+	        b = s.recv(1 << 16)
+	        if not b:
+	            break
+	        f.write(b)
+	PY
+	r0=$!
+	wait_for port.1
+	run -0 "$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:$(cat port.1)" got1
+	wait "$r0"
+	wait "$ckpt"
+	cmp got0 ref/rank0
+	cmp got1 ref/rank1
+	grep -q "refused peer 127.0.0.1:[0-9]*: not from 127.0.0.3 (from=)" ckpt.err
+	# the option says the same; it is for tcp-listen: rank streams only
+	run -2 "$OVL_CKPT" --dir ck2 -p 'r%d' --trainer-hosts a,b one.plan < c.fr
+	grep -q "trainer-hosts is for rank streams" <<< "$output"
+	run -2 "$OVL_CKPT" --dir ck2 -p 'tcp-listen::0' --trainer-hosts 'a,,b' one.plan < c.fr
 }

@@ -66,6 +66,7 @@ struct ckpt_opts {
 	int		 rank_set;
 	uint32_t	 rank;
 	uint32_t	 plan_ranks;
+	const char	*trainer_hosts;	/* comma-separated: rank streams' peers */
 	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
 	const char	*input;		/* --input, or NULL: standard input */
 };
@@ -169,6 +170,13 @@ int	 parse_format(const char *s);
 /* A per-rank pattern has exactly one %d (and %% for a percent sign). */
 int	 pattern_ok(const char *p);
 char	*pattern_path(const char *pat, size_t r);
+/*
+ * A rank stream's endpoint: path itself, or for a tcp-listen: endpoint with
+ * trainer hosts, path ",from=HOST" with rank r's host (r * T / nranks of
+ * the T comma-separated hosts). Allocated.
+ */
+char	*rank_endpoint(const char *path, const char *hosts, size_t r,
+	    size_t nranks);
 /* Lock dir until exit, waiting up to wait_s seconds for another ovl-ckpt. */
 int	 lock_dir_wait(const char *dir, uint64_t wait_s);
 int	 lock_dir(const char *dir);

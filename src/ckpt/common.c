@@ -105,6 +105,28 @@ pattern_ok(const char *p)
 	return nd == 1;
 }
 
+/*
+ * Rank r of nranks is served to trainer host r * T / nranks of the
+ * comma-separated list (consecutive ranks share a host, as launchers place
+ * them): a tcp-listen: stream takes its peer from that host only.
+ */
+char *
+rank_endpoint(const char *path, const char *hosts, size_t r, size_t nranks)
+{
+	size_t t = 1, i, k;
+	const char *p, *e;
+
+	if (hosts == NULL || strncmp(path, "tcp-listen:", 11) != 0)
+		return ovl_xstrdup(path);
+	for (p = hosts; *p != '\0'; p++)
+		t += *p == ',';
+	k = nranks > 0 && r < nranks ? r * t / nranks : r % t;
+	for (p = hosts, i = 0; i < k; i++)
+		p = strchr(p, ',') + 1;
+	e = p + strcspn(p, ",");
+	return xasprintf("%s,from=%.*s", path, (int)(e - p), p);
+}
+
 char *
 pattern_path(const char *pat, size_t r)
 {
@@ -308,6 +330,7 @@ static const struct option longopts[] = {
 	{ "adopt", no_argument, NULL, 'O' },
 	{ "step", required_argument, NULL, 'S' },
 	{ "input", required_argument, NULL, 'i' },
+	{ "trainer-hosts", required_argument, NULL, 'T' },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };

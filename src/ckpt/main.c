@@ -28,6 +28,8 @@ static const struct ovl_cli cli = {
 	"  -W, --wait-readers S    a FIFO output waits S s for its reader (60)\n"
 	"  -i, --input SPEC        read SPEC (a file, FIFO or tcp: endpoint), not\n"
 	"                          standard input\n"
+	"  -T, --trainer-hosts LIST  rank streams on tcp-listen: endpoints take\n"
+	"                          their reader from its trainer host only\n"
 	"Outputs (-o for frames, -p, -m) may be tcp: endpoints too.\n"
 	OVL_NET_HELP
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
@@ -82,6 +84,9 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 		o->manifest = p->out_manifest;
 	if (o->per_rank == NULL && p->out_per_rank != NULL)
 		o->per_rank = p->out_per_rank;
+	if (o->trainer_hosts == NULL && p->hosts_trainers != NULL &&
+	    o->per_rank != NULL && strncmp(o->per_rank, "tcp-listen:", 11) == 0)
+		o->trainer_hosts = p->hosts_trainers;
 	o->plan_ranks = p->ranks;
 	/* p is deliberately kept: o points into it */
 }
@@ -103,11 +108,20 @@ main(int argc, char **argv)
 			argv[1] = argv[0];
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
-	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:",
+	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:T:",
 	    "")) != -1) {
 		switch (c) {
 		case 'i':
 			o.input = optarg;
+			break;
+		case 'T':
+			if (*optarg == '\0' || strpbrk(optarg, " \t/") != NULL ||
+			    strstr(optarg, ",,") != NULL ||
+			    optarg[strlen(optarg) - 1] == ',' || *optarg == ',')
+				ovl_cli_usagex(&cli, "bad --trainer-hosts '%s' "
+				    "(host names or addresses, comma-separated)",
+				    optarg);
+			o.trainer_hosts = optarg;
 			break;
 		case 'd':
 			o.dir = optarg;
@@ -191,10 +205,16 @@ main(int argc, char **argv)
 		    fmt_label(o.format));
 	ovl_net_check(o.input, OVL_NET_READ);
 	ovl_net_check(o.format == FMT_FRAMES ? o.prefix : NULL, OVL_NET_WRITE);
+	if (o.trainer_hosts != NULL && (o.per_rank == NULL ||
+	    strncmp(o.per_rank, "tcp-listen:", 11) != 0))
+		ovl_cli_usagex(&cli, "--trainer-hosts is for rank streams on "
+		    "tcp-listen: endpoints (--per-rank)");
 	if (o.per_rank != NULL) {
 		char *r0 = pattern_path(o.per_rank, 0);
+		char *e0 = rank_endpoint(r0, o.trainer_hosts, 0, 1);
 
-		ovl_net_check(r0, OVL_NET_WRITE);
+		ovl_net_check(e0, OVL_NET_WRITE);
+		free(e0);
 		free(r0);
 	}
 	ovl_net_check(o.manifest, OVL_NET_WRITE);

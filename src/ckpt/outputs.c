@@ -244,7 +244,7 @@ out_commit(struct out *o)
 struct out *
 rank_out(struct ckpt_run *R, uint32_t r)
 {
-	char *path, name[32];
+	char *path, *ep, name[32];
 
 	if (r < R->nrank && R->rank[r] != NULL)
 		return R->rank[r];
@@ -259,7 +259,10 @@ rank_out(struct ckpt_run *R, uint32_t r)
 		R->nrank = (size_t)r + 1;
 	}
 	snprintf(name, sizeof(name), "rank%" PRIu32, r);
-	path = pattern_path(R->o->per_rank, r);
+	ep = pattern_path(R->o->per_rank, r);
+	path = rank_endpoint(ep, R->o->trainer_hosts, r, R->meta_ranks > 0 ?
+	    R->meta_ranks : R->o->plan_ranks);
+	free(ep);
 	R->rank[r] = out_new(R, name, path, OT_FRAMES);
 	free(path);
 	out_open(R, R->rank[r]);

@@ -20,6 +20,8 @@ struct ovl_net {
 	char	*host;		/* NULL: every address (listen) */
 	char	 port[16];
 	char	*port_file;
+	char	*from;		/* "HOST/HOST...": the hosts a listener takes
+				   peers from, or NULL: any */
 	int	 kind;		/* EP_* */
 	int	 dir;		/* OVL_NET_READ or OVL_NET_WRITE */
 	int	 lfd;		/* listening socket, or -1 */

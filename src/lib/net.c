@@ -190,7 +190,7 @@ parse_port(struct ovl_net *n, const char *s, size_t len)
 	return 0;
 }
 
-/* Options after the address: ",port-file=FILE". 0, or -1. */
+/* Options after the address: ",port-file=FILE", ",from=HOSTS". 0, or -1. */
 static int
 parse_options(struct ovl_net *n, const char *p)
 {
@@ -204,6 +204,11 @@ parse_options(struct ovl_net *n, const char *p)
 			free(n->port_file);
 			n->port_file = ovl_xstrdup(p + 10);
 			n->port_file[end - p - 10] = '\0';
+		} else if (strncmp(p, "from=", 5) == 0 && end > p + 5 &&
+		    n->kind == EP_LISTEN) {
+			free(n->from);
+			n->from = ovl_xstrdup(p + 5);
+			n->from[end - p - 5] = '\0';
 		} else
 			return -1;
 		p = end;
@@ -262,7 +267,7 @@ ovl_net_new(const char *spec, int dir)
 	n->lfd = -1;
 	if (!ovl_net_is_endpoint(spec) || parse_spec(n, spec) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "bad endpoint '%s' (tcp:HOST:PORT or "
-		    "tcp-listen:[HOST]:PORT[,port-file=FILE])", spec);
+		    "tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST])", spec);
 	n->name = ovl_xstrdup(n->shown);
 	load_env();
 	ovl_net__load_secret(&cfg, spec);
@@ -293,6 +298,7 @@ ovl_net_free(struct ovl_net *n)
 	free(n->shown);
 	free(n->host);
 	free(n->port_file);
+	free(n->from);
 	free(n->name);
 	free(n);
 }
@@ -476,20 +482,20 @@ do_connect(struct ovl_net *n)
 	double delay = BACKOFF_MIN, left;
 	struct addrinfo hints, *res, *ai;
 	char last[256] = "", why[256];
-	int fd, err, rc, said = 0;
+	int fd, err, rc, gai, said = 0;
 
 	for (;;) {
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_family = AF_UNSPEC;
 		hints.ai_socktype = SOCK_STREAM;
-		rc = getaddrinfo(n->host, n->port, &hints, &res);
-		if (rc != 0 && rc != EAI_AGAIN)
+		gai = getaddrinfo(n->host, n->port, &hints, &res);
+		if (gai != 0 && gai != EAI_AGAIN)
 			ovl_errx(OVL_EXIT_USAGE, "%s: cannot resolve '%s': %s",
-			    n->shown, n->host, gai_strerror(rc));
-		if (rc != 0)
+			    n->shown, n->host, gai_strerror(gai));
+		if (gai != 0)
 			snprintf(last, sizeof(last), "cannot resolve '%s': %s",
-			    n->host, gai_strerror(rc));
-		for (ai = rc == 0 ? res : NULL; ai != NULL; ai = ai->ai_next) {
+			    n->host, gai_strerror(gai));
+		for (ai = gai == 0 ? res : NULL; ai != NULL; ai = ai->ai_next) {
 			fd = connect_one(ai, n->dir, deadline, &err);
 			if (fd < 0) {
 				snprintf(last, sizeof(last), "%s", strerror(err));
@@ -510,9 +516,11 @@ do_connect(struct ovl_net *n)
 				return fd;
 			}
 			close(fd);
-			if (rc == OVL_NET__HS_REFUSED)
+			if (rc == OVL_NET__HS_REFUSED) {
+				freeaddrinfo(res);
 				ovl_errx(OVL_EXIT_USAGE, "%s refused: %s",
 				    n->shown, why);
+			}
 			if (err == EINTR && stopping()) {
 				freeaddrinfo(res);
 				errno = EINTR;
@@ -520,7 +528,8 @@ do_connect(struct ovl_net *n)
 			}
 			snprintf(last, sizeof(last), "%s", why);
 		}
-		if (rc == 0)
+		/* (rc is the handshake's by now: the lookup's is gai) */
+		if (gai == 0)
 			freeaddrinfo(res);
 		if (ovl_net__now() >= deadline)
 			ovl_errx(OVL_EXIT_DATA, "cannot connect to %s within %g s "
@@ -617,6 +626,58 @@ ovl_net_listen(struct ovl_net *n)
 	ovl_info(1, "listening on %s (%s)", n->bound, n->shown);
 }
 
+/* Is an address (IPv4, IPv6 or IPv4-mapped IPv6) one of host's? */
+static int
+addr_is(const struct sockaddr_storage *ss, const char *host)
+{
+	struct addrinfo hints = { 0 }, *res, *ai;
+	const struct sockaddr_in6 *p6 = (const void *)ss;
+	const struct sockaddr_in *p4 = (const void *)ss;
+	struct in_addr v4;
+	int fam = ss->ss_family, hit = 0;
+
+	if (fam == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&p6->sin6_addr)) {
+		memcpy(&v4, p6->sin6_addr.s6_addr + 12, 4);
+		fam = AF_INET;
+	} else if (fam == AF_INET)
+		v4 = p4->sin_addr;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (ai = res; ai != NULL && !hit; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET && fam == AF_INET)
+			hit = memcmp(&((struct sockaddr_in *)(void *)
+			    ai->ai_addr)->sin_addr, &v4, sizeof(v4)) == 0;
+		else if (ai->ai_family == AF_INET6 && fam == AF_INET6)
+			hit = memcmp(&((struct sockaddr_in6 *)(void *)
+			    ai->ai_addr)->sin6_addr, &p6->sin6_addr,
+			    sizeof(p6->sin6_addr)) == 0;
+	}
+	freeaddrinfo(res);
+	return hit;
+}
+
+/* Does a peer come from one of the listener's from= hosts? */
+static int
+peer_allowed(const struct ovl_net *n, const struct sockaddr_storage *ss)
+{
+	const char *p, *e;
+	char host[NI_MAXHOST];
+
+	if (n->from == NULL)
+		return 1;
+	for (p = n->from; *p != '\0'; p = *e != '\0' ? e + 1 : e) {
+		e = p + strcspn(p, "/");
+		if ((size_t)(e - p) >= sizeof(host) || e == p)
+			continue;
+		memcpy(host, p, (size_t)(e - p));
+		host[e - p] = '\0';
+		if (addr_is(ss, host))
+			return 1;
+	}
+	return 0;
+}
+
 static int
 do_accept(struct ovl_net *n)
 {
@@ -649,6 +710,13 @@ do_accept(struct ovl_net *n)
 			ovl_err(OVL_EXIT_DATA, "%s: accept", n->shown);
 		}
 		addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
+		if (!peer_allowed(n, &ss)) {
+			close(fd);
+			refused++;
+			ovl_warnx("%s: refused peer %s: not from %s (from=)",
+			    n->shown, peer, n->from);
+			continue;
+		}
 		tune(fd, n->dir);
 		hd = ovl_net__now() + HANDSHAKE_MAX;
 		if (hd > deadline)

@@ -12,7 +12,9 @@
  * PORT is a number, or N+M (their sum: a per-rank pattern "7000+%d"); a
  * listener on port 0 takes a free port. Options follow after commas:
  * ",port-file=FILE" (tcp-listen) writes the bound port, one line,
- * atomically, once the socket listens.
+ * atomically, once the socket listens; ",from=HOST[/HOST...]" (tcp-listen)
+ * takes peers only from the addresses of those hosts (looked up at each
+ * connection), and refuses and logs any other before its handshake.
  *
  * The stream is plain ovl-frame(5) after a handshake in which each side
  * sends a hello (magic, version, whether it reads or writes, a 32-byte
