@@ -277,3 +277,38 @@ slurm_down() {
 	cmp ref.jsonl out2/x.jsonl
 	run -0 "$OVL_CKPT" verify ck2 out2/x.jsonl
 }
+
+@test "rank streams served to trainer hosts (hosts trainers=): each trainer host reads its rank over TCP, another host is refused" {
+	export OVL_SECRET_FILE=$PWD/secret OVL_RUN_ID=t61-trainers
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > secret
+	chmod 600 secret
+	plan p.plan '' '' "hosts loaders=h1,h2 mixer=$HOSTS_NET.1 trainers=$HOSTS_NET.13,$HOSTS_NET.14"
+	sed 's|^output .*|output format=frames per-rank=ref/rank%d|' p.plan > ref.plan
+	"$OVL_RUN" -q -c ref-ck ref.plan 3>&-
+	sed -i "s|^output .*|output format=frames per-rank=\"tcp-listen::0,port-file=$PWD/port.%d\"|" p.plan
+	start_run err -v --launcher ssh --ssh-config "$SSHCFG" -c ck p.plan
+	# (ovl-ckpt listens for rank 1 once rank 0 has its reader)
+	wait_port() {
+		for _ in $(seq 1200); do [ -s "port.$1" ] || sleep 0.05; done
+		[ -s "port.$1" ]
+	}
+	wait_port 0
+	# h4 is the trainer host of rank 1, not of rank 0: refused
+	OVL_CONNECT_TIMEOUT=1 run -1 ip netns exec "${HOSTS_TAG}h4" \
+	    "$OVL_TEST_TOOL" net-cat "tcp:$HOSTS_NET.1:$(cat port.0)" bad
+	wait_log err "not from $HOSTS_NET.13"
+	ip netns exec "${HOSTS_TAG}h3" "$OVL_TEST_TOOL" net-cat \
+	    "tcp:$HOSTS_NET.1:$(cat port.0)" got0 3>&- &
+	t0=$!
+	wait_port 1
+	run -0 ip netns exec "${HOSTS_TAG}h4" "$OVL_TEST_TOOL" net-cat \
+	    "tcp:$HOSTS_NET.1:$(cat port.1)" got1
+	wait "$t0"
+	wait "$RUN_PID"
+	RUN_PID=
+	cmp ref/rank0 got0
+	cmp ref/rank1 got1
+	grep -q "refused peer $HOSTS_NET.14:[0-9]*: not from $HOSTS_NET.13 (from=)" err
+	run -0 "$OVL_CKPT" show --list ck
+	[[ "${lines[-1]}" == *" end" ]]
+}

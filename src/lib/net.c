@@ -319,7 +319,19 @@ static void
 addr_text(const struct sockaddr *sa, socklen_t salen, char *buf, size_t len)
 {
 	char h[NI_MAXHOST], s[NI_MAXSERV];
+	struct sockaddr_in v4;
+	const struct sockaddr_in6 *v6 = (const void *)sa;
 
+	/* an IPv4 peer of a dual-stack listener is shown as IPv4 */
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+		memset(&v4, 0, sizeof(v4));
+		v4.sin_family = AF_INET;
+		v4.sin_port = v6->sin6_port;
+		memcpy(&v4.sin_addr, v6->sin6_addr.s6_addr + 12, 4);
+		sa = (const struct sockaddr *)&v4;
+		salen = sizeof(v4);
+	}
 	if (getnameinfo(sa, salen, h, sizeof(h), s, sizeof(s),
 	    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
 		snprintf(buf, len, "?");
