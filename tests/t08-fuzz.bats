@@ -44,6 +44,10 @@ fuzz_one() {	# fuzz_one TARGET: run it 10 s, expect its "ok" line
 	fuzz_one wds
 }
 
+@test "fuzz: image headers (PNG, JPEG, WebP) and the placeholder cost models" {
+	fuzz_one image
+}
+
 @test "fuzz: tiktoken rank files, loaded and used" {
 	fuzz_one tiktoken
 }

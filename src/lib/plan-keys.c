@@ -14,6 +14,7 @@
 
 #include "balance.h"
 #include "buf.h"
+#include "image.h"
 #include "num.h"
 #include "pack.h"
 #include "plan-int.h"
@@ -111,6 +112,10 @@ static const struct key source_keys[] = {
 	{ "long-docs", PK_CHOICE, SRC(long_docs), 0, 0, ovl_plan_longdocs,
 	    NULL, PKF_PLANDEF, 0, PLAN(long_docs) },
 	{ "throttle", PK_STR, SRC(throttle), 0, 0, NULL, "--throttle", 0, 0, 0 },
+	{ "image-cost", PK_STR, SRC(image_cost), 0, 0, NULL, "--image-cost", 0,
+	    0, 0 },
+	{ "image-token", PK_STR, SRC(image_token), 0, 0, NULL, "--image-token",
+	    0, 0, 0 },
 	{ "shuffle-seed", PK_SEED, 0, 0, 0, NULL, "--shuffle-seed", 0, 0, 0 },
 	{ "epochs", PK_U32, SRC(epochs), 1, UINT32_MAX, NULL, "--epochs",
 	    PKF_EPOCHS, 0, 0 },
@@ -343,8 +348,24 @@ ovl_plan__source_keys(struct ctx *c, struct ovl_plan_source *s)
 {
 	char what[OVL_PLAN_MAX_NAME + 16];
 
+	struct ovl_image_cost ic;
+	char err[256];
+
 	snprintf(what, sizeof(what), "source '%s'", s->name);
-	return kv_words(c, 2, source_keys, NKEYS(source_keys), s, what);
+	if (kv_words(c, 2, source_keys, NKEYS(source_keys), s, what) != 0)
+		return -1;
+	/* what ovl-source would refuse, refused here */
+	if (s->image_cost != NULL && ovl_image_cost_parse(s->image_cost, &ic,
+	    err, sizeof(err)) != 0)
+		return ovl_plan__perr(c, "%s: %s", what, err);
+	if ((s->image_cost != NULL) != (s->image_token != NULL))
+		return ovl_plan__perr(c, "%s: image-cost= and image-token= go "
+		    "together", what);
+	if (s->image_cost != NULL && (s->format == NULL ||
+	    strcmp(s->format, "wds") != 0))
+		return ovl_plan__perr(c, "%s: image-cost= places the images of "
+		    "WebDataset samples: format=wds", what);
+	return 0;
 }
 
 int

@@ -1089,6 +1089,8 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->eod_token);
 		free(s->bos_token);
 		free(s->long_docs);
+		free(s->image_cost);
+		free(s->image_token);
 		free(s->field_type);
 		free(s->special);
 		free(s->match);

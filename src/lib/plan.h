@@ -101,6 +101,8 @@ struct ovl_plan_source {
 	char		 *drop;		/* drop=REGEX: drop matching documents */
 	char		 *on_error;	/* on-error=fail|skip */
 	char		 *long_docs;	/* long-docs=, else the plan's long-docs */
+	char		 *image_cost;	/* image-cost=SPEC (image.h), or NULL */
+	char		 *image_token;	/* image-token=TOK, or NULL */
 	char		 *field_type;	/* field-type=text|ids */
 	char		 *throttle;	/* throttle=RATE (ovl-source --throttle): a slow source, for tests and benchmarks */
 	uint64_t	  min_tokens;	/* min-tokens=, 0 unset */

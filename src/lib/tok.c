@@ -506,6 +506,13 @@ tok_resolve(const struct ovl_tok *t, const char *what, const char *name,
 }
 
 int
+ovl_tok_lookup(const struct ovl_tok *t, const char *what, const char *name,
+    uint32_t *id, char *err, size_t errlen)
+{
+	return tok_resolve(t, what, name, id, err, errlen);
+}
+
+int
 ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err, size_t errlen)
 {
 	return tok_resolve(t, "end-of-document", name, &t->eod, err, errlen);

@@ -49,6 +49,13 @@ int	ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err,
 	    size_t errlen);
 uint32_t ovl_tok_bos(const struct ovl_tok *t);
 /*
+ * A token by its text (a special or added token: "<|image_pad|>") or its
+ * decimal id, into *id: 0, or -1 with a message naming what it is for
+ * ("image") in err.
+ */
+int	ovl_tok_lookup(const struct ovl_tok *t, const char *what,
+	    const char *name, uint32_t *id, char *err, size_t errlen);
+/*
  * Append the text of ids[0..n) to out: 0, or -1 (out unchanged) when an id
  * is not a token.
  */

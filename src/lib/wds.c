@@ -6,10 +6,13 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <archive_entry.h>
+
+#include "image.h"
 
 static int
 ends_with(const char *s, const char *suf)
@@ -62,6 +65,7 @@ struct group {
 	int		 open;
 	int		 has_text;
 	int		 text_bad;	/* text member skipped (too long) */
+	int		 img_bad;	/* an image refused: no document */
 	uint32_t	 nimages;
 	char		 member[256];
 };
@@ -72,6 +76,8 @@ struct rd {
 	struct ovl_wds_result *res;
 	struct ovl_buf	*buf;
 	uint64_t	 g0, idx;
+	struct ovl_buf	 img;		/* an image member's bytes (probe) */
+	struct ovl_wds_image *images;	/* OVL_WDS_MAX_IMAGES (probe) */
 };
 
 static void
@@ -85,14 +91,17 @@ finish_group(struct rd *r, struct group *g)
 	if (g->index < r->g0)
 		return;
 	if (!g->has_text) {
-		if (!g->text_bad && r->o->wds)
+		if (!g->text_bad && !g->img_bad && r->o->wds)
 			r->res->no_text++;
 		return;
 	}
+	if (g->img_bad)
+		return;
 	memset(&d, 0, sizeof(d));
 	d.index = g->index;
 	d.record = r->idx++;
 	d.nimages = g->nimages;
+	d.images = r->o->probe ? r->images : NULL;
 	d.member = g->member;
 	d.text = (const char *)r->buf->p;
 	d.len = r->buf->len;
@@ -139,12 +148,64 @@ read_text(struct rd *r, struct archive *a, struct archive_entry *e)
 	return size < 0 || (uint64_t)size > max || r->buf->len > max;
 }
 
+/*
+ * An image member (opts.probe): its bytes into r->img, its size from its
+ * header into the group's next image. 0, or -1 after reporting it (the
+ * group is refused); -2 on a read error of the archive.
+ */
+static int
+probe_image(struct rd *r, struct group *g, struct archive *a,
+    struct archive_entry *e, const char *name)
+{
+	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) :
+	    -1;
+	struct ovl_wds_image *im;
+	struct ovl_image_info info;
+	char err[256];
+	la_ssize_t n = 0;
+
+	if (g->nimages >= OVL_WDS_MAX_IMAGES) {
+		bad(r, OVL_WDS_IMAGE, g->index, name, "more than %d images in "
+		    "one sample", OVL_WDS_MAX_IMAGES);
+		return -1;
+	}
+	if (size < 0 || (uint64_t)size > r->o->max_doc) {
+		bad(r, OVL_WDS_IMAGE, g->index, name, "image member larger "
+		    "than --max-doc-bytes (%" PRIu64 ")", r->o->max_doc);
+		return -1;
+	}
+	r->img.len = 0;
+	while (r->img.len <= r->o->max_doc) {
+		unsigned char *p = ovl_buf_reserve(&r->img, 64u << 10);
+
+		n = archive_read_data(a, p, r->img.cap - r->img.len);
+		if (n <= 0)
+			break;
+		r->img.len += (size_t)n;
+	}
+	if (n < 0)
+		return -2;
+	if (ovl_image_probe(r->img.p, r->img.len, &info, err,
+	    sizeof(err)) != 0) {
+		bad(r, OVL_WDS_IMAGE, g->index, name, "%s", err);
+		return -1;
+	}
+	im = &r->images[g->nimages];
+	memset(im, 0, sizeof(*im));
+	im->width = info.width;
+	im->height = info.height;
+	im->format = (int)info.format;
+	im->size = r->img.len;
+	snprintf(im->member, sizeof(im->member), "%s", name);
+	return 0;
+}
+
 void
 ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
     uint64_t rec0, struct ovl_buf *buf, const struct ovl_wds_cb *cb,
     struct ovl_wds_result *res)
 {
-	struct rd r = { o, cb, res, buf, g0, rec0 };
+	struct rd r = { o, cb, res, buf, g0, rec0, { 0 }, NULL };
 	struct ovl_buf key = { 0 };
 	struct archive_entry *e;
 	struct group g;
@@ -154,6 +215,8 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 
 	memset(res, 0, sizeof(*res));
 	memset(&g, 0, sizeof(g));
+	if (o->probe)
+		r.images = ovl_xcalloc(OVL_WDS_MAX_IMAGES, sizeof(*r.images));
 	for (;;) {
 		rc = archive_read_next_header(a, &e);
 		if (rc == ARCHIVE_EOF)
@@ -214,11 +277,30 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 				continue;
 			}
 			g.has_text = 1;
-		} else if (is_image(name))
+		} else if (is_image(name)) {
+			if (o->probe && !g.img_bad) {
+				rc = probe_image(&r, &g, a, e, name);
+				if (rc == -2) {
+					bad(&r, OVL_WDS_INPUT, g.index, name,
+					    "cannot read member: %s",
+					    archive_error_string(a) != NULL ?
+					    archive_error_string(a) :
+					    "unknown archive error");
+					res->failed = 1;
+					break;
+				}
+				if (rc < 0) {
+					g.img_bad = 1;
+					continue;
+				}
+			}
 			g.nimages++;
+		}
 	}
 	if (!res->failed)
 		finish_group(&r, &g);
 	res->bytes = (uint64_t)archive_filter_bytes(a, 0);
 	ovl_buf_free(&key);
+	ovl_buf_free(&r.img);
+	free(r.images);
 }

@@ -21,21 +21,39 @@ struct ovl_wds_opts {
 	int		 wds;		/* WebDataset grouping; 0: a plain tar */
 	const char *const *ext;		/* text member extensions */
 	size_t		 next;		/* 0: the default */
-	uint64_t	 max_doc;	/* longest text member */
+	uint64_t	 max_doc;	/* longest text member, and image */
+	int		 probe;		/* read every image's size (image.h) */
 };
+
+/* An image member of a group (with opts.probe). */
+struct ovl_wds_image {
+	uint32_t	 width, height;
+	int		 format;	/* enum ovl_image_format */
+	uint64_t	 size;		/* the member's bytes */
+	char		 member[256];
+};
+
+#define OVL_WDS_MAX_IMAGES	256	/* per group */
 
 /* A group with a text member, about to become a document. */
 struct ovl_wds_group {
 	uint64_t	 index;		/* group number in the archive */
 	uint64_t	 record;	/* document number (groups with text) */
 	uint32_t	 nimages;
+	const struct ovl_wds_image *images;	/* nimages of them, in member
+						   order; NULL without probe */
 	const char	*member;	/* the text member's name */
 	const char	*text;
 	size_t		 len;
 };
 
-/* What went wrong, for ovl_wds_cb.bad. */
-enum { OVL_WDS_INPUT, OVL_WDS_DUP, OVL_WDS_TOOLONG };
+/*
+ * What went wrong, for ovl_wds_cb.bad. OVL_WDS_IMAGE: an image member
+ * whose header is damaged or of another format, larger than max_doc, or
+ * one too many; its whole group is then left out (a caption without its
+ * image is no sample).
+ */
+enum { OVL_WDS_INPUT, OVL_WDS_DUP, OVL_WDS_TOOLONG, OVL_WDS_IMAGE };
 
 struct ovl_wds_cb {
 	void	(*doc)(void *arg, const struct ovl_wds_group *g);

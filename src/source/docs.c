@@ -7,7 +7,7 @@
 const char *const reason_names[R_NREASONS] = {
 	"invalid JSON", "missing field", "field not a string", "invalid UTF-8",
 	"too long", "unreadable or corrupt input", "unopenable file",
-	"duplicate text member", "tokenizer error"
+	"duplicate text member", "tokenizer error", "bad image"
 };
 
 /* ---- messages and counting ------------------------------------------ */
@@ -167,6 +167,45 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
 }
 
 /*
+ * A WebDataset sample's images, each a run of the placeholder token as long
+ * as the cost model says, before its text (after a beginning-of-document
+ * token): the document's tokens in s->itoks, returned, with their count.
+ */
+static const uint32_t *
+place_images(struct src *s, const struct rec *r, const char *text,
+    size_t len, const uint32_t *toks, uint64_t *ntok)
+{
+	size_t lead = toks != NULL && s->bos != OVL_TOK_NONE ? 1 : 0;
+	uint64_t n, k;
+	uint32_t i, *t;
+
+	s->itoks.len = 0;
+	if (lead)
+		ovl_u32vec_push(&s->itoks, toks[0]);
+	for (i = 0; i < r->nimages; i++) {
+		n = ovl_image_tokens(&s->o->image_cost, r->images[i].width,
+		    r->images[i].height, NULL, NULL);
+		t = ovl_u32vec_reserve(&s->itoks, (size_t)n);
+		for (k = 0; k < n; k++)
+			t[k] = s->image_id;
+		s->itoks.len += (size_t)n;
+		s->images++;
+	}
+	s->image_tokens += s->itoks.len - lead;
+	if (toks != NULL) {
+		t = ovl_u32vec_reserve(&s->itoks, (size_t)(*ntok - lead));
+		memcpy(t, toks + lead, (size_t)(*ntok - lead) * 4);
+		s->itoks.len += (size_t)(*ntok - lead);
+	} else {
+		t = ovl_u32vec_reserve(&s->itoks, len);
+		widen(t, (const unsigned char *)text, len);
+		s->itoks.len += len;
+	}
+	*ntok = s->itoks.len;
+	return s->itoks.p;
+}
+
+/*
  * One record's text: check, filter, tokenize and write it. The text stays
  * where it is (no copy) on the bytes tokenizer's path.
  */
@@ -218,6 +257,8 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 		ntok = s->toks.len;
 		toks = s->toks.p;
 	}
+	if (r->images != NULL && s->o->image_cost.kind != 0)
+		toks = place_images(s, r, text, len, toks, &ntok);
 counted:
 	if (ntok < o->min_tokens || (o->max_tokens != 0 && ntok > o->max_tokens)) {
 		s->filtered_len++;
@@ -237,8 +278,14 @@ counted:
 			s->toks.len = len;
 			toks = s->toks.p;
 		}
-		ovl_u32vec_push(&s->toks, s->eod);
-		emit_json(s, r, text, len, s->toks.p, (uint32_t)ntok + 1);
+		if (toks == s->itoks.p) {	/* with its images */
+			ovl_u32vec_push(&s->itoks, s->eod);
+			toks = s->itoks.p;
+		} else {
+			ovl_u32vec_push(&s->toks, s->eod);
+			toks = s->toks.p;
+		}
+		emit_json(s, r, text, len, toks, (uint32_t)ntok + 1);
 	} else {
 		struct ovl_doc d;
 		uint32_t tl = o->text ? (uint32_t)len : 0;

@@ -22,6 +22,10 @@ static const struct ovl_cli cli = {
 	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
 	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
+	"  --image-cost SPEC     place each image of a WebDataset sample as a run\n"
+	"                        of placeholder tokens: fixed:N, patch:P or\n"
+	"                        dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS\n"
+	"  --image-token TOK     the placeholder token (text or id)\n"
 	"  --special POLICY      special-token text in documents: plain (default),\n"
 	"                        error, allow or strip (tiktoken)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
@@ -65,7 +69,7 @@ enum {
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
-	O_S3_ENDPOINT
+	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN
 };
 
 static const struct option longopts[] = {
@@ -101,6 +105,8 @@ static const struct option longopts[] = {
 	{ "retries", required_argument, NULL, O_RETRIES },
 	{ "retry-wait", required_argument, NULL, O_RETRY_WAIT },
 	{ "s3-endpoint", required_argument, NULL, O_S3_ENDPOINT },
+	{ "image-cost", required_argument, NULL, O_IMAGE_COST },
+	{ "image-token", required_argument, NULL, O_IMAGE_TOKEN },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -311,6 +317,14 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 				    "'%s' (seconds, 0 to 3600)", optarg);
 			o->remote.retry_wait = d;
 			break;
+		case O_IMAGE_COST:
+			if (ovl_image_cost_parse(optarg, &o->image_cost, err,
+			    sizeof(err)) != 0)
+				ovl_cli_usagex(&cli, "%s", err);
+			break;
+		case O_IMAGE_TOKEN:
+			o->image_token = optarg;
+			break;
 		case O_S3_ENDPOINT:
 			if (strncmp(optarg, "http://", 7) != 0 &&
 			    strncmp(optarg, "https://", 8) != 0)
@@ -333,6 +347,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		ovl_cli_usagex(&cli, "--min-tokens is above --max-tokens");
 	if (o->epochs == 0 && !o->repeat)
 		ovl_cli_usagex(&cli, "--epochs must be at least 1");
+	if ((o->image_cost.kind != 0) != (o->image_token != NULL))
+		ovl_cli_usagex(&cli, "--image-cost and --image-token go "
+		    "together");
 	if (o->standby != NULL && o->output == NULL)
 		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
 		    "over)");
@@ -425,6 +442,9 @@ report(struct src *s)
 	    " filtered by length, %" PRIu64 " by pattern", o->name, s->docs,
 	    s->tokens, s->bytes, t, t > 0 ? (double)s->bytes / t / 1e6 : 0.0,
 	    s->recs, s->filtered_len, s->filtered_re);
+	if (s->images > 0)
+		ovl_info(1, "%s: %" PRIu64 " images placed as %" PRIu64
+		    " tokens", o->name, s->images, s->image_tokens);
 	if (s->no_text_groups > 0)
 		ovl_info(0, "%s: %" PRIu64 " member groups without a text member",
 		    o->name, s->no_text_groups);
@@ -488,6 +508,14 @@ setup(struct src *s, struct src_opts *o)
 		    "end-of-document token: name one with --eod-token",
 		    ovl_tok_name(s->tok), o->tokenizer);
 	s->bos = ovl_tok_bos(s->tok);
+	if (o->image_token != NULL && ovl_tok_lookup(s->tok, "image",
+	    o->image_token, &s->image_id, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "--image-token: %s", err);
+	if (o->image_token != NULL && (s->image_id == s->eod ||
+	    (s->bos != OVL_TOK_NONE && s->image_id == s->bos)))
+		ovl_errx(OVL_EXIT_USAGE, "--image-token: %" PRIu32 " is the "
+		    "%s token", s->image_id, s->image_id == s->eod ?
+		    "end-of-document" : "beginning-of-document");
 	s->tok_bytes = strcmp(ovl_tok_name(s->tok), "bytes") == 0 &&
 	    s->bos == OVL_TOK_NONE;
 	if (ovl_jsonl_path_init(&s->path, o->field) != 0)
@@ -518,6 +546,9 @@ setup(struct src *s, struct src_opts *o)
 		cut = OVL_CUT_ROWGROUPS;
 	if (o->ids && o->format != FMT_JSONL)
 		ovl_cli_usagex(&cli, "--field-type ids reads jsonl only");
+	if (o->image_cost.kind != 0 && o->format != FMT_WDS)
+		ovl_cli_usagex(&cli, "--image-cost places the images of "
+		    "WebDataset samples: --format wds");
 	if (o->format == FMT_NPY) {
 		if (!o->per_set)
 			o->per = PER_EOD;
@@ -615,6 +646,7 @@ teardown(struct src *s)
 	ovl_buf_free(&s->scratch);
 	ovl_buf_free(&s->doc);
 	ovl_u32vec_free(&s->toks);
+	ovl_u32vec_free(&s->itoks);
 	ovl_chunks_free(&s->cs);
 }
 

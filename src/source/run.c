@@ -200,6 +200,7 @@ tar_doc(void *arg, const struct ovl_wds_group *g)
 	rc.next_off = g->index + 1;
 	rc.index = g->record;
 	rc.nimages = g->nimages;
+	rc.images = g->images;
 	rc.member = g->member;
 	record(s, &rc, g->text, g->len);
 }
@@ -215,7 +216,8 @@ tar_bad(void *arg, int what, uint64_t index, const char *member,
 	rr.start_off = index;
 	rr.member = member;
 	bad(s, what == OVL_WDS_DUP ? R_DUP : what == OVL_WDS_TOOLONG ?
-	    R_TOOLONG : R_INPUT, &rr, "%s", msg);
+	    R_TOOLONG : what == OVL_WDS_IMAGE ? R_IMAGE : R_INPUT, &rr, "%s",
+	    msg);
 }
 
 static uint64_t
@@ -223,7 +225,7 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
 	struct ovl_wds_opts wo = { o->format == FMT_WDS, o->ext,
-	    (size_t)o->next, o->max_doc };
+	    (size_t)o->next, o->max_doc, o->image_cost.kind != 0 };
 	struct ovl_wds_cb cb = { tar_doc, tar_bad, s };
 	struct ovl_wds_result res;
 	struct ovl_input in;
@@ -399,6 +401,14 @@ write_meta(struct src *s)
 	    o->name, s->cs.n, o->name, o->part_p, o->part_n);
 	if (s->bos != OVL_TOK_NONE)
 		fprintf(fp, "bos %" PRIu32 "\n", s->bos);
+	if (o->image_cost.kind != 0) {
+		char spec[128];
+
+		ovl_image_cost_format(&o->image_cost, spec, sizeof(spec));
+		fprintf(fp, "source.%s.image-token %" PRIu32 "\n"
+		    "source.%s.image-cost %s\n", o->name, s->image_id, o->name,
+		    spec);
+	}
 	/*
 	 * Where every chunk comes from, in chunk order, and the shuffle that
 	 * orders them per epoch: a manifest can name each piece's file.

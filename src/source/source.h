@@ -41,6 +41,7 @@
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
+#include "image.h"
 #include "input.h"
 #include "io.h"
 #include "json.h"
@@ -102,11 +103,13 @@ struct src_opts {
 	const char	*output;	/* NULL: standard output */
 	const char	*standby;	/* control FIFO of a warm standby */
 	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
+	const char	*image_token;	/* --image-token (with --image-cost) */
+	struct ovl_image_cost image_cost;	/* kind 0: images not placed */
 };
 
 /* Why a record was skipped (--on-error=skip). */
 enum { R_JSON, R_MISSING, R_NOTSTRING, R_UTF8, R_TOOLONG, R_INPUT, R_OPEN,
-	R_DUP, R_TOK, R_NREASONS };
+	R_DUP, R_TOK, R_IMAGE, R_NREASONS };
 extern const char *const reason_names[R_NREASONS];
 
 
@@ -129,6 +132,7 @@ struct rec {
 	uint64_t	 index;
 	uint64_t	 line;		/* for messages; 0: unknown */
 	uint32_t	 nimages;
+	const struct ovl_wds_image *images;	/* their sizes, or NULL */
 	int		 utf8_ok;	/* already validated */
 	const char	*member;	/* tar member name, for messages */
 	int		 row;		/* start_off is a parquet row (1) or a
@@ -155,6 +159,9 @@ struct src {
 	struct ovl_buf	 scratch;
 	struct ovl_buf	 doc;		/* a tar member's text */
 	struct ovl_u32vec toks;
+	struct ovl_u32vec itoks;	/* a document with its image runs */
+	uint32_t	 image_id;	/* the placeholder token */
+	uint64_t	 images, image_tokens;	/* placed */
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
 	uint64_t	 filtered_len, filtered_re;

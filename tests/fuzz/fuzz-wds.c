@@ -27,6 +27,11 @@ on_doc(void *arg, const struct ovl_wds_group *g)
 {
 	struct seen *s = arg;
 
+	uint32_t i;
+
+	for (i = 0; g->images != NULL && i < g->nimages; i++)
+		if (g->images[i].width == 0 || g->images[i].height == 0)
+			abort();
 	if (g->len > 4096 || g->record != s->next_record ||
 	    (s->n > 0 && g->index <= s->last_index))
 		abort();
@@ -55,7 +60,8 @@ one(const uint8_t *data, size_t n, int wds, uint64_t g0, struct seen *s)
 {
 	static struct ovl_buf text;
 	static const char *const ext[] = { ".txt", ".md" };
-	struct ovl_wds_opts o = { wds, ext, wds ? 2 : 0, 4096 };
+	/* a WebDataset also reads its images' sizes (image.h) */
+	struct ovl_wds_opts o = { wds, ext, wds ? 2 : 0, 4096, wds };
 	struct ovl_wds_cb cb = { on_doc, on_bad, s };
 	struct ovl_wds_result res;
 	struct archive *a = archive_read_new();

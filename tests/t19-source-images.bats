@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# Image-text samples (issue 16, first part): WebDataset shards made here
+# with Pillow (PNG, JPEG and WebP of many sizes and kinds); ovl-source
+# reads each image's size from its header (src/lib/image.c) and places it
+# before the caption as a run of the placeholder token, as long as the cost
+# model says: fixed:N, patch:P (ViT patches) or dynamic:P:M:MIN:MAX
+# (Qwen2-VL's dynamic resolution). tests/helper/images.py writes the
+# shards and computes the expected counts from the sizes Pillow reads back.
+
+load test_helper
+
+setup_file() {
+	/usr/bin/python3 -c 'import PIL' 2> /dev/null ||
+	    skip "python3-pil is not installed (scripts/bootstrap installs it)"
+	cd "$BATS_FILE_TMPDIR"
+	/usr/bin/python3 "$OVL_SRCDIR/tests/helper/images.py" shard s.tar 80 5 > s.jsonl
+	/usr/bin/python3 "$OVL_SRCDIR/tests/helper/images.py" shard c.tar 12 9 6 > c.jsonl
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	/usr/bin/python3 -c 'import PIL' 2> /dev/null || skip "python3-pil is not installed"
+	cp "$BATS_FILE_TMPDIR"/s.* "$BATS_FILE_TMPDIR"/c.* .
+}
+
+# check SPEC: every document is [its images' placeholders] + caption + eod,
+# the placeholder count the model's for the sizes Pillow reads
+check() {
+	run -0 "$OVL_SOURCE" --format wds --image-cost "$1" --image-token 0 --json x s.tar
+	printf '%s\n' "$output" > got.jsonl
+	/usr/bin/python3 "$OVL_SRCDIR/tests/helper/images.py" expect "$1" < s.jsonl > want.jsonl
+	/usr/bin/python3 - <<-'PY'
+	import json
+	want = [json.loads(l) for l in open("want.jsonl")]
+	samples = [json.loads(l) for l in open("s.jsonl")]
+	got = [json.loads(l) for l in open("got.jsonl")]
+	assert len(got) == len(samples), (len(got), len(samples))
+	single = 0
+	for w, s, g in zip(want, samples, got):
+	    t = g["tokens"]
+	    n = sum(w)
+	    assert g["nimages"] == len(w), (s["key"], g["nimages"], w)
+	    assert t[:n] == [0] * n, (s["key"], w)
+	    assert t[n:-1] == list(s["text"].encode()), s["key"]
+	    assert t[-1] == 256
+	    single += len(w) == 1
+	assert single >= 10, single
+	PY
+}
+
+@test "images: every format's size from its header, the fixed model" {
+	check fixed:64
+}
+
+@test "images: ViT patches, ceil(h/p) * ceil(w/p)" {
+	check patch:14
+	check patch:32
+}
+
+@test "images: dynamic resolution (Qwen2-VL's defaults and a small budget)" {
+	check dynamic:14:2:3136:1003520
+	check dynamic:16:2:50000:200000
+}
+
+@test "images: the META says the placeholder and the model; the frames hold the JSON's tokens" {
+	run -0 "$OVL_SOURCE" --format wds --image-cost patch:14 --image-token 0 x s.tar
+	"$OVL_SOURCE" --format wds --image-cost patch:14 --image-token 0 x s.tar > s.fr
+	"$OVL_TEST_TOOL" dump s.fr > dump
+	grep -q "source.x.image-token 0" dump || "$OVL_TEST_TOOL" dump s.fr | head -5
+	grep -q "source.x.image-cost patch:14" dump
+	# resumed after every tenth document: the rest of the run, the same
+	"$OVL_SOURCE" --format wds --image-cost patch:14 --image-token 0 --json x s.tar > all.jsonl
+	for k in 10 40 70; do
+		cur=$(sed -n "${k}p" all.jsonl | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["cursor"])')
+		run -0 "$OVL_SOURCE" --format wds --image-cost patch:14 --image-token 0 --json --resume "$cur" x s.tar
+		printf '%s\n' "$output" > tail.jsonl
+		cmp tail.jsonl <(tail -n +$((k + 1)) all.jsonl)
+	done
+}
+
+@test "images: a damaged image fails naming the member (1), or its sample is skipped and counted" {
+	run -1 "$OVL_SOURCE" --format wds --image-cost fixed:4 --image-token 0 x c.tar
+	[[ "$output" == *"'c.tar': member 's00006.0."*"' (group 6): "* ]]
+	run -0 --separate-stderr "$OVL_SOURCE" --on-error skip --format wds --image-cost fixed:4 \
+	    --image-token 0 --json x c.tar
+	[ "${#lines[@]}" -eq 11 ]
+	! grep -q '"off":6,' <<< "$output" || false
+	grep -q '"off":7,' <<< "$output"
+	[[ "$stderr" == *"skipped 1 bad record (1 bad image)"* ]]
+}
+
+@test "images: usage errors (exit 2) in ovl-source and in the plan" {
+	run -2 "$OVL_SOURCE" --format wds --image-cost patch:14 x s.tar
+	[[ "$output" == *"--image-cost and --image-token go together"* ]]
+	run -2 "$OVL_SOURCE" --format wds --image-cost patch:0 --image-token 0 x s.tar
+	[[ "$output" == *"bad image cost 'patch:0'"* ]]
+	run -2 "$OVL_SOURCE" --format wds --image-cost dynamic:14:2:9:3 --image-token 0 x s.tar
+	run -2 "$OVL_SOURCE" --format tar --image-cost fixed:1 --image-token 0 x s.tar
+	[[ "$output" == *"--format wds"* ]]
+	run -2 "$OVL_SOURCE" --format wds --image-cost fixed:1 --image-token 256 x s.tar
+	[[ "$output" == *"end-of-document"* ]]
+	run -2 "$OVL_SOURCE" --format wds --image-cost fixed:1 --image-token 257 x s.tar
+	[[ "$output" == *"not below the vocabulary size 257"* ]]
+	printf 'source v path=s.tar format=wds image-cost=fixed:1\n' > p.plan
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:1: "*"image-token= go together"* ]]
+	printf 'source v path=s.tar format=wds image-cost=patch:x image-token=0\n' > p.plan
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:1: "*"bad image cost"* ]]
+	printf 'source v path=s.tar format=wds image-cost=patch:14 image-token=0\n' > p.plan
+	run -0 "$OVL_MIX" --check p.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args v p.plan)
+	[[ " ${args[*]} " == *" --image-cost patch:14 --image-token 0 "* ]]
+}
