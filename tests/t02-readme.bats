@@ -73,3 +73,29 @@ load test_helper
 	"$py" -c 'import numpy as np, sys; t = np.load(sys.argv[1]); assert t.max() < 151669 and t.max() > 128256 or (t == 151643).any()' \
 		run/open/qwen-out/packed.tokens.npy
 }
+
+@test "README: images for vision-language models: the vlm plan packs captioned images, read back in Python" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	cd "$BATS_TEST_TMPDIR"
+	mkdir top && cd top
+	ln -s "$SAMPLES" samples
+	ln -s "$OVL_SRCDIR/python" python
+	sed -n '/^## Images for vision-language models/,/^## /p' "$OVL_SRCDIR/README.md" |
+	    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' |
+	    sed "s|^b=build\$|b=$OVL_BUILDDIR|; s|python3 -c|$py -c|" > vlm.sh
+	grep -q 'vlm.plan' vlm.sh
+	# the plan writes under samples/../run: a copy of the samples here
+	rm samples && cp -r "$SAMPLES" samples
+	run -0 --separate-stderr bash -e vlm.sh
+	[ "${#lines[@]}" -eq 6 ]
+	[[ "${lines[0]}" == "step 0 sequences "*" image tokens "*" of "* ]]
+	# the sources place images, and image tokens reach every step
+	placed=$("$OVL_SOURCE" -v --format wds --image-cost dynamic:14:2:3136:1003520 \
+	    --image-token 0 vlm samples/vlm/*.tar 2>&1 > /dev/null |
+	    sed -n 's/.* images placed as \([0-9]*\) tokens/\1/p')
+	[ "$placed" -gt 1000 ]
+	for l in "${lines[@]}"; do
+		set -- $l
+		[ "$7" -gt 0 ] && [ "$7" -lt "$9" ]
+	done
+}
