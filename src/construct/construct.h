@@ -166,6 +166,8 @@ struct construct {
 	int		 have_pos;
 	uint64_t	 last_pos;
 	uint32_t	 pad_id;
+	uint32_t	*run_id;	/* per source: its image placeholder */
+	size_t		 nrun;
 	/* scratch for JSON and drift */
 	struct ovl_u32vec jtok, jpos, jcu;
 	double		 drift[MAX_WINDOW];

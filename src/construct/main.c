@@ -442,6 +442,7 @@ main(int argc, char **argv)
 		held_pop(&c);
 	free(c.held);
 	free(c.wgroup);
+	free(c.run_id);
 	ekeys_free();
 	{
 		struct stepwork *w = &c.sw;

@@ -291,7 +291,10 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.step = c->cut.step;
 		prev.budget = c->cut.budget;
 		prev.seq_len = c->cut.seq_len;
-		len = ovl_stepcut_next(&c->cut, d.ntokens - off, &opened);
+		/* an image's placeholders stay in one piece (step.h) */
+		len = ovl_stepcut_next_runs(&c->cut, d.ntokens - off,
+		    d.tokens + off, d.source < c->nrun ? c->run_id[d.source] :
+		    OVL_STEP_NORUN, &opened);
 		/*
 		 * The plan's stop steps=: ovl-mix ends its stream after the
 		 * document that reaches it, whole; its tokens from that step on
@@ -310,6 +313,35 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		add_piece(c, &d, pos, off, len);
 		off += len;
 	}
+}
+
+/*
+ * A "source ID NAME" line of the META: the source's image placeholder, if
+ * it has one, into c->run_id[ID] (the cutter keeps its runs whole, as
+ * ovl-mix's does).
+ */
+static void
+run_source(struct construct *c, const char *meta, uint32_t mlen,
+    const char *p, const char *nl)
+{
+	char line[300], name[280];
+	unsigned id;
+	size_t n = (size_t)(nl - p), i;
+
+	if (n >= sizeof(line))
+		return;
+	memcpy(line, p, n);
+	line[n] = '\0';
+	if (sscanf(line, "source %u %279s", &id, name) != 2 || id >= 65536)
+		return;
+	if (id >= c->nrun) {
+		c->run_id = ovl_xrealloc(c->run_id, ((size_t)id + 1) *
+		    sizeof(*c->run_id));
+		for (i = c->nrun; i <= id; i++)
+			c->run_id[i] = OVL_STEP_NORUN;
+		c->nrun = (size_t)id + 1;
+	}
+	c->run_id[id] = ovl_step_run_token(meta, mlen, name);
 }
 
 void
@@ -354,6 +386,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 					c->pad_id = (uint32_t)v;
 			}
 		}
+		if (klen == 6 && memcmp(p, "source", 6) == 0)
+			run_source(c, text, tlen, p, nl);
 		if (skip)
 			continue;
 		ovl_buf_append(&out, p, (size_t)(nl - p));

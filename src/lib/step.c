@@ -1,5 +1,10 @@
 #include "step.h"
 
+#include <stdio.h>
+
+#include "frame.h"
+#include "num.h"
+
 uint32_t
 ovl_stepcfg_seq_len(const struct ovl_stepcfg *cfg, uint64_t start)
 {
@@ -41,6 +46,26 @@ ovl_stepcut_init(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg)
 uint32_t
 ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened)
 {
+	return ovl_stepcut_next_runs(s, left, NULL, OVL_STEP_NORUN, opened);
+}
+
+uint32_t
+ovl_step_run_token(const char *meta, size_t len, const char *name)
+{
+	char key[300], val[32];
+	uint64_t v;
+
+	if ((size_t)snprintf(key, sizeof(key), "source.%s.image-token", name) >=
+	    sizeof(key) || !ovl_meta_value(meta, len, key, val, sizeof(val)) ||
+	    ovl_num_u64(val, &v) != 0 || v >= OVL_STEP_NORUN)
+		return OVL_STEP_NORUN;
+	return (uint32_t)v;
+}
+
+uint32_t
+ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
+    const uint32_t *toks, uint32_t run_id, int *opened)
+{
 	uint64_t plen = left < s->seq_len ? left : s->seq_len;
 	int full;
 
@@ -60,6 +85,18 @@ ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened)
 	}
 	if (s->cfg->exact && s->used + plen > s->budget)
 		plen = s->budget - s->used;
+	else if (toks != NULL && run_id != OVL_STEP_NORUN && plen < left &&
+	    toks[plen - 1] == run_id && toks[plen] == run_id) {
+		uint64_t r = plen - 1, e = plen + 1;
+
+		while (r > 0 && toks[r - 1] == run_id)
+			r--;
+		while (e < left && e - r <= s->seq_len && toks[e] == run_id)
+			e++;
+		/* the run opens the next piece, unless no piece holds it */
+		if (r > 0 && e - r <= s->seq_len)
+			plen = r;
+	}
 	s->used += plen;
 	return (uint32_t)plen;
 }

@@ -56,6 +56,25 @@ void	ovl_stepcut_restore(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg,
  * before the piece), else 0.
  */
 uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
+
+#define OVL_STEP_NORUN	UINT32_MAX	/* no token whose runs stay whole */
+/*
+ * As ovl_stepcut_next, for a document whose next left tokens are toks[0..
+ * left), keeping runs of the token run_id (an image's placeholders) whole:
+ * a piece that would end inside such a run ends where the run begins
+ * instead, so the run opens the next piece. A run longer than seq-len is
+ * cut as any tokens are, and in exact mode a piece still ends at the
+ * step's budget (a full step comes first). With run_id OVL_STEP_NORUN (or toks NULL) the
+ * same as ovl_stepcut_next.
+ */
+uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
+	    const uint32_t *toks, uint32_t run_id, int *opened);
+/*
+ * The placeholder token of source NAME in a stream's META text
+ * ("source.NAME.image-token ID", written by ovl-source --image-token), or
+ * OVL_STEP_NORUN.
+ */
+uint32_t ovl_step_run_token(const char *meta, size_t len, const char *name);
 /* Sequence length and budget of a step beginning after `start` mixed tokens. */
 uint32_t ovl_stepcfg_seq_len(const struct ovl_stepcfg *cfg, uint64_t start);
 uint64_t ovl_stepcfg_budget(const struct ovl_stepcfg *cfg, uint64_t start);

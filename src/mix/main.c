@@ -452,6 +452,7 @@ main(int argc, char **argv)
 	for (i = 0; i < m.nsrc; i++) {
 		m.src[i].ps = &m.plan->sources[i];
 		m.src[i].long_policy = ovl_plan_long_docs(m.plan, i);
+		m.src[i].run_id = OVL_STEP_NORUN;
 		m.active[i] = 1;
 	}
 	ovl_plan_stepcfg(m.plan, &m.cfg);

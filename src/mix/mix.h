@@ -98,6 +98,7 @@ struct source {
 	uint64_t	  long_n[3];	/* split, truncated, dropped */
 	uint64_t	  long_cut;	/* tokens truncated or dropped */
 	struct ovl_buf	  meta;		/* META lines of partition 0 passed on */
+	uint32_t	  run_id;	/* its image placeholder, or OVL_STEP_NORUN */
 };
 
 struct barrier_at {

@@ -199,7 +199,9 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	c2 = m->cut;
 	left = ntok;
 	while (left > 0) {
-		plen = ovl_stepcut_next(&c2, left, &opened);
+		/* an image's placeholders stay in one piece (step.h) */
+		plen = ovl_stepcut_next_runs(&c2, left, d->tokens + off,
+		    s->run_id, &opened);
 		if (opened && stop != 0 && c2.step >= stop && !stopped) {
 			if (off == 0)
 				return 0;

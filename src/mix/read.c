@@ -165,6 +165,8 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 	 * its first META, which may come from a second writer when the first
 	 * died before sending one (so not "reopens == 0").
 	 */
+	if (!in->meta_seen && in->part == 0)
+		s->run_id = ovl_step_run_token(text, tl, s->ps->name);
 	if (in->part == 0 && !in->meta_seen) {
 		for (p = text, end = text + tl; p < end; p = nl + 1) {
 			nl = memchr(p, '\n', (size_t)(end - p));

@@ -135,10 +135,77 @@ test_exact(void)
 	CHECK(bad == 0);
 }
 
+/*
+ * Runs of an image's placeholder (token 7) stay in one piece when one can
+ * hold them: a cut that would fall inside moves to the run's start; a run
+ * longer than seq-len is cut as other tokens are; without a run token the
+ * pieces are those of ovl_stepcut_next.
+ */
+static void
+test_runs(void)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 10 };
+	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl, 0 };
+	struct ovl_stepcut s, t;
+	uint32_t doc[40], p, q;
+	uint64_t left, off;
+	struct ovl_rng rng;
+	int opened, o2, i, k, cut_inside = 0;
+
+	/* text 0..5, a run 6..13, text 14..19: the first piece ends at 6 */
+	for (i = 0; i < 20; i++)
+		doc[i] = i >= 6 && i < 14 ? 7 : 1;
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 6);
+	CHECK(ovl_stepcut_next_runs(&s, 14, doc + 6, 7, &opened) == 10);
+	CHECK(ovl_stepcut_next_runs(&s, 4, doc + 16, 7, &opened) == 4);
+	/* a run of 12 > seq-len 10 after 3 tokens: cut at 10, as ever */
+	for (i = 0; i < 20; i++)
+		doc[i] = i >= 3 && i < 15 ? 7 : 1;
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 10);
+	/* random documents: no cut inside a run that fits, no change without
+	   a run token, every token placed once */
+	ovl_rng_seed(&rng, 5);
+	ovl_stepcut_init(&s, &cfg);
+	ovl_stepcut_init(&t, &cfg);
+	for (k = 0; k < 3000; k++) {
+		int n = 1 + (int)ovl_rng_below(&rng, 40);
+
+		for (i = 0; i < n; i++)
+			doc[i] = ovl_rng_below(&rng, 3) == 0 ? 7 : 1;
+		for (left = (uint64_t)n, off = 0; left > 0; left -= p, off += p) {
+			p = ovl_stepcut_next_runs(&s, left, doc + off, 7, &opened);
+			if (p == 0 || p > left || p > 10)
+				cut_inside++;
+			if (p < left && doc[off + p - 1] == 7 &&
+			    doc[off + p] == 7) {
+				/* allowed only for a run longer than 10 */
+				uint64_t r = off + p - 1, e = off + p;
+				while (r > 0 && doc[r - 1] == 7)
+					r--;
+				while (e < (uint64_t)n && doc[e] == 7)
+					e++;
+				if (e - r <= 10)
+					cut_inside++;
+			}
+		}
+		for (left = (uint64_t)n, off = 0; left > 0; left -= q, off += q) {
+			q = ovl_stepcut_next_runs(&t, left, doc + off,
+			    OVL_STEP_NORUN, &o2);
+			if (q != (left < 10 ? left : 10))
+				cut_inside++;
+		}
+	}
+	CHECK(cut_inside == 0);
+}
+
 int
 main(void)
 {
 	RUN(test_basic);
+	RUN(test_runs);
 	RUN(test_random_invariants);
 	RUN(test_restore);
 	RUN(test_exact);
