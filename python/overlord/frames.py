@@ -95,15 +95,16 @@ class Barrier:
          self.offset) = _BARRIER.unpack_from(payload, 0)
 
 
-def _source(src):
+def _source(src, next_step=None):
     """(read_into(buf) -> n, name, close) for a path, an fd, a file object,
-    a socket, or "tcp:HOST:PORT" (overlord.net.connect: the handshake with
-    the run's secret and id from OVL_SECRET_FILE or OVL_SECRET and
-    OVL_RUN_ID)."""
-    if isinstance(src, str) and src.startswith("tcp:"):
-        # a stage's tcp-listen: output, through the run's handshake
+    a socket, or an endpoint "tcp:HOST:PORT" or "unix:PATH"
+    (overlord.net.connect: the handshake with the run's secret and id from
+    OVL_SECRET_FILE or OVL_SECRET and OVL_RUN_ID, then the announcement of
+    next_step when given)."""
+    if isinstance(src, str) and src.startswith(("tcp:", "unix:")):
+        # a stage's tcp-listen: or unix-listen: output, through the handshake
         from . import net
-        s = net.connect(src)
+        s = net.connect(src, next_step=next_step)
         return s.recv_into, src, s.close
     if isinstance(src, (str, bytes, os.PathLike)):
         f = open(src, "rb", buffering=0)
@@ -129,8 +130,8 @@ class Reader:
     """
 
     def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
-                 chunk=1 << 20):
-        self._read, self.name, self._close = _source(src)
+                 chunk=1 << 20, next_step=None):
+        self._read, self.name, self._close = _source(src, next_step)
         self.check_crc = check_crc
         self.frame_max = frame_max
         self._rd = bytearray(chunk)    # what one read fills, reused

@@ -37,6 +37,10 @@ from . import frames
 IGNORE = -100
 
 
+def _is_endpoint(src):
+    return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
+
+
 def micro_batch(seq, ignore_index=IGNORE):
     """The tensors of one overlord.Seq (see the module's docstring). The
     work is done in numpy (a few vectorized passes), then wrapped."""
@@ -80,7 +84,10 @@ class RankDataset(IterableDataset):
 
     def _produce(self, q, stop):
         try:
-            for step, seqs in frames.steps(self.src, check_crc=self.check_crc):
+            # over a socket the reader announces the step it needs (the
+            # resume handshake); a writer that does not ask ignores it
+            kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
+            for step, seqs in frames.steps(self.src, check_crc=self.check_crc, **kw):
                 if stop.is_set():
                     return
                 item = (step, [micro_batch(s, self.ignore_index) for s in seqs])

@@ -308,6 +308,7 @@ static const struct option longopts[] = {
 	{ "adopt", no_argument, NULL, 'O' },
 	{ "step", required_argument, NULL, 'S' },
 	{ "input", required_argument, NULL, 'i' },
+	{ "step-from-readers", required_argument, NULL, 'F' },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };

@@ -640,6 +640,13 @@ run_free(struct ckpt_run *R)
 	}
 	free(R->outs);
 	free(R->rank);
+	for (i = 0; i < R->npre; i++) {
+		if (R->pre_fd[i] >= 0)
+			close(R->pre_fd[i]);
+		free(R->pre_peer[i]);
+	}
+	free(R->pre_fd);
+	free(R->pre_peer);
 	srcfiles_free(R);
 	for (i = 0; i < R->nsrc; i++)
 		free(R->srcname[i]);
@@ -683,6 +690,8 @@ run(struct ckpt_opts *o)
 	if (R.dir == NULL)
 		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", o->dir);
 	(void)lock_dir(R.dir);
+	if (o->readers_file != NULL)
+		ask_readers(&R);
 	for (rc = 0; rc < o->nskip; rc++) {
 		R.skips[R.nskips].a = o->skip[0];
 		R.skips[R.nskips++].b = o->skip[1];
