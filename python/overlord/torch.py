@@ -22,6 +22,10 @@ steps).
 trainer's checkpoint. After a crash, resume the loader with
 ``ovl-run --resume --resume-step S`` (S = that step) and build the dataset
 again: the stream starts at step S, nothing replayed and nothing lost.
+Over a socket (src ``"unix:PATH"`` or ``"tcp:HOST:PORT"``, a per-rank
+``unix-listen:``/``tcp-listen:`` output) the dataset announces that step
+itself when it connects, and a loader run with ``ovl-run --resume-step
+from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
 """
 
