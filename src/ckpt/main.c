@@ -218,6 +218,8 @@ main(int argc, char **argv)
 		ovl_cli_usagex(&cli, "--format %s writes files: an endpoint "
 		    "takes frames (--format frames, or --per-rank)",
 		    fmt_label(o.format));
+	if (o.readers_file != NULL)
+		check_readers(&o);
 	ovl_net_check(o.input, OVL_NET_READ);
 	ovl_net_check(o.format == FMT_FRAMES ? o.prefix : NULL, OVL_NET_WRITE);
 	if (o.per_rank != NULL) {
@@ -227,8 +229,6 @@ main(int argc, char **argv)
 		free(r0);
 	}
 	ovl_net_check(o.manifest, OVL_NET_WRITE);
-	if (o.readers_file != NULL)
-		check_readers(&o);
 	if (o.base_every == 0)
 		o.base_every = 16;
 	if (!wait_set)
