@@ -29,7 +29,7 @@ from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
 """
 
-import queue
+import collections
 import threading
 
 import numpy as np
@@ -46,26 +46,88 @@ def _is_endpoint(src):
 
 
 def micro_batch(seq, ignore_index=IGNORE):
-    """The tensors of one overlord.Seq (see the module's docstring). The
-    work is done in numpy (a few vectorized passes), then wrapped."""
-    tok = seq.tokens.astype(np.int64)
-    n = len(tok)
+    """The tensors of one overlord.Seq (see the module's docstring): three
+    numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
+    a view of the bytes read (int32, no copy), then wrapped without copies
+    (torch.from_numpy)."""
+    tok = seq.tokens
+    n = tok.shape[0]
+    ids = tok.astype(np.int64)
+    lab = np.empty(n, np.int64)
     cu = seq.cu_seqlens
-    lab = np.empty_like(tok)
-    lab[:-1] = tok[1:]
     if n:
+        lab[:-1] = tok[1:]      # from uint32: an int64 to int64 copy
+        #                         between shifted slices is 10x slower
+        # the last token of every piece predicts nothing (the next is
+        # another document's)
+        ends = cu[1:]
+        if len(ends) <= 16:
+            for e in ends.tolist():
+                if e:
+                    lab[e - 1] = ignore_index
+        else:   # a piece ending at 0 (malformed) wraps: numpy refuses it
+            lab[ends - 1] = ignore_index
         lab[-1] = ignore_index
-    # the last token of every piece predicts nothing (the next is another
-    # document's), and padding after the real tokens predicts nothing
-    ends = cu[1:].astype(np.int64) - 1
-    lab[ends[(ends >= 0) & (ends < n)]] = ignore_index
-    real = int(cu[-1]) if len(cu) else 0
-    if real < n:
-        lab[max(real - 1, 0):] = ignore_index
-    return {"input_ids": torch.from_numpy(tok),
+        real = int(cu[-1])
+        if real < n:    # padding after the real tokens predicts nothing
+            lab[max(real - 1, 0):] = ignore_index
+    return {"input_ids": torch.from_numpy(ids),
             "position_ids": torch.from_numpy(seq.positions.astype(np.int64)),
-            "cu_seqlens": torch.from_numpy(cu.astype(np.int32)),
+            "cu_seqlens": torch.from_numpy(cu.view(np.int32)),
             "labels": torch.from_numpy(lab)}
+
+
+class _Ahead:
+    """What the reading thread made, handed to the consumer in batches.
+
+    The consumer is woken when limit items wait, when the reader is about
+    to read more bytes (it may block there: every step made so far must be
+    available), and at the end; then it takes every item at once. Waking
+    it for each step instead made RankDataset twice as slow: a consumer
+    waiting for the GIL takes it at every release by the reading thread
+    (each numpy copy, each read) and hands it back. The last item (None at
+    the end, or an exception) always gets in."""
+
+    def __init__(self, limit):
+        self.cond = threading.Condition(threading.Lock())
+        self.items = collections.deque()
+        self.limit = max(int(limit), 1)
+        self.ready = False
+
+    def put(self, item, stop, last=False):
+        """False when stop was set while the items were too many."""
+        with self.cond:
+            while len(self.items) >= self.limit and not last:
+                if stop.is_set():
+                    return False
+                self.cond.wait(0.1)
+            self.items.append(item)
+            if last or len(self.items) >= self.limit:
+                self.ready = True
+                self.cond.notify()
+        return True
+
+    def flush(self):
+        """Whatever waits is for the consumer now (the reader may block)."""
+        with self.cond:
+            if self.items and not self.ready:
+                self.ready = True
+                self.cond.notify()
+
+    def __iter__(self):
+        """The items in order, up to the end (None, not yielded)."""
+        while True:
+            with self.cond:
+                while not self.ready:
+                    self.cond.wait()
+                batch = list(self.items)
+                self.items.clear()
+                self.ready = False
+                self.cond.notify()
+            for item in batch:
+                if item is None:
+                    return
+                yield item
 
 
 class RankDataset(IterableDataset):
@@ -86,37 +148,31 @@ class RankDataset(IterableDataset):
     def load_state_dict(self, state):
         self.next_step = int(state["step"])
 
-    def _produce(self, q, stop):
+    def _produce(self, ch, stop):
         try:
             # over a socket the reader announces the step it needs (the
             # resume handshake); a writer that does not ask ignores it
             kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
-            for step, seqs in frames.steps(self.src, check_crc=self.check_crc, **kw):
+            ign = self.ignore_index
+            for step, seqs in frames.steps(self.src, check_crc=self.check_crc,
+                                           before_read=ch.flush, **kw):
                 if stop.is_set():
                     return
-                item = (step, [micro_batch(s, self.ignore_index) for s in seqs])
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        pass
-                if stop.is_set():
+                if not ch.put((step, [micro_batch(s, ign) for s in seqs]), stop):
                     return
-            q.put(None)
+            ch.put(None, stop, last=True)
         except BaseException as e:  # handed to the consumer, raised there
-            if not stop.is_set():
-                q.put(e)
+            ch.put(e, stop, last=True)
 
     def __iter__(self):
         # the reader starts at once (not at the first next()): every rank's
         # stream is opened and read ahead as soon as its iterator exists
-        q = queue.Queue(maxsize=max(self.prefetch, 1))
+        ch = _Ahead(self.prefetch)
         stop = threading.Event()
-        t = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
+        t = threading.Thread(target=self._produce, args=(ch, stop), daemon=True)
         t.start()
         self._reader = (stop, t)
-        return self._items(q, stop, t)
+        return self._items(ch, stop, t)
 
     def close(self, timeout=30):
         """Stop reading and wait (up to timeout seconds) until the stream is
@@ -129,12 +185,9 @@ class RankDataset(IterableDataset):
         t.join(timeout)
         return not t.is_alive()
 
-    def _items(self, q, stop, t):
+    def _items(self, ch, stop, t):
         try:
-            while True:
-                item = q.get()
-                if item is None:
-                    break
+            for item in ch:
                 if isinstance(item, BaseException):
                     raise item
                 step, mbs = item
