@@ -13,6 +13,7 @@ positions and cu_seqlens (no copy beyond the frame itself).
 import os
 import socket
 import struct
+import sys
 
 import numpy as np
 
@@ -62,9 +63,10 @@ class Seq:
     a larger buffer (bounds checked by the reader)."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
-                 "positions", "cu_seqlens", "npieces")
+                 "positions", "cu_seqlens", "npieces", "buffer", "offset")
 
     def __init__(self, payload, offset=0):
+        self.buffer, self.offset = payload, offset     # where it was read
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
          self.flags) = _SEQ.unpack_from(payload, offset)
         # one view of the three arrays, sliced (they follow each other)
@@ -151,6 +153,7 @@ class Reader:
         self.frame_max = frame_max
         self._chunk_size = chunk
         self._buf = np.empty(0, np.uint8)   # the block read last
+        self._spare = []         # earlier blocks, reused once unreferenced
         self._pos = 0            # first unread byte in _buf
         self._end = 0            # bytes read into _buf
         self._base = 0           # stream offset of _buf[0]
@@ -183,7 +186,7 @@ class Reader:
             return False
         if self._before_read is not None:
             self._before_read()
-        new = np.empty(max(self._chunk_size, need), np.uint8)
+        new = self._block(max(self._chunk_size, need))
         new[:have] = self._buf[self._pos:self._end]
         end = have
         with memoryview(new) as mv:
@@ -196,6 +199,25 @@ class Reader:
         self._base += self._pos
         self._buf, self._pos, self._end = new, 0, end
         return end >= need
+
+    def _block(self, size):
+        """A block to read into: one read before that nothing refers to
+        any more (no view of it lives: reused, its pages warm), else a new
+        one. The last block (its unread bytes are copied) is kept apart."""
+        spare = self._spare
+        for i in range(len(spare)):
+            # references: the list and getrefcount's argument; a view (a
+            # Seq's arrays, a tensor, a memoryview) adds its own
+            if spare[i].shape[0] >= size and sys.getrefcount(spare[i]) <= 2:
+                old = spare.pop(i)
+                break
+        else:
+            old = np.empty(size, np.uint8)
+        if self._buf.shape[0]:
+            self._spare.append(self._buf)
+            if len(self._spare) > 4:
+                del self._spare[0]
+        return old
 
     def _header(self):
         if not self._more(16):
@@ -214,38 +236,54 @@ class Reader:
 
     def _scan(self):
         """(kind, flags, buffer, payload offset, payload length, stream
-        offset) of every frame, checked, up to END included."""
+        offset) of every frame, checked, up to END included. The hot loop
+        of every reader: it keeps the block, its address and the read
+        position in local variables."""
         if self.minor is None:
             self._header()
         check, crc_at, unpack = self.check_crc, _crc.crc32c_at, _HDR.unpack_from
+        fmax, known = self.frame_max, KIND_NAMES
+        buf, s, end, addr = self._buf, self._pos, self._end, None
+        seen_meta = self.meta is not None
         while True:
-            if self._end - self._pos < 12 and not self._more(12):
-                off = self._base + self._pos
-                if self._end > self._pos:
-                    self._error("truncated stream (inside a frame header)", off)
-                self._error("truncated stream (end of file without END)", off)
-            buf, s = self._buf, self._pos
+            if end - s < 12:
+                self._pos = s
+                if not self._more(12):
+                    off = self._base + self._pos
+                    if self._end > self._pos:
+                        self._error("truncated stream (inside a frame header)", off)
+                    self._error("truncated stream (end of file without END)", off)
+                buf, s, end, addr = self._buf, self._pos, self._end, None
             ln, kind, flags, reserved, crc = unpack(buf, s)
-            if ln % 4 or reserved:
-                self._error("bad frame header", self._base + s)
-            if ln > self.frame_max:
-                self._error("oversized frame (%d bytes, limit %d)" % (ln, self.frame_max),
+            if ln % 4 or reserved or ln > fmax:
+                self._error("bad frame header" if ln <= fmax else
+                            "oversized frame (%d bytes, limit %d)" % (ln, fmax),
                             self._base + s)
-            if self._end - s < 12 + ln:
+            if end - s < 12 + ln:
+                self._pos = s
                 if not self._more(12 + ln):
                     self._error("truncated stream (inside a frame)", self._base + s)
-                buf, s = self._buf, self._pos
+                buf, s, end, addr = self._buf, self._pos, self._end, None
             if check:
                 if crc_at is not None:
-                    a = buf.ctypes.data + s
+                    if addr is None:
+                        addr = buf.ctypes.data
+                    a = addr + s
                     got = crc_at(crc_at(0, a, 8), a + 12, ln)
                 else:
                     got = crc32c(buf[s + 12:s + 12 + ln], crc32c(buf[s:s + 8]))
                 if got != crc:
                     self._error("bad CRC", self._base + s)
-            self._pos = s + 12 + ln
-            off = self._base + s
-            if kind not in KIND_NAMES:
+            p = s + 12
+            s = p + ln
+            if (kind == SEQ or kind == STEP) and seen_meta:   # the most frequent
+                self._pos = s
+                self.count += 1
+                yield kind, flags, buf, p, ln, self._base + p - 12
+                continue
+            self._pos = s
+            off = self._base + p - 12
+            if kind not in known:
                 if self.minor > MINOR:
                     self.count += 1
                     self.skipped += 1
@@ -255,25 +293,26 @@ class Reader:
             if kind == META:
                 if self.meta is not None:
                     self._error("a second META", off)
-                tl = struct.unpack_from("<I", buf, s + 12)[0]
-                text = buf[s + 20:s + 20 + min(tl, ln - 8)].tobytes().decode(
+                tl = struct.unpack_from("<I", buf, p)[0]
+                text = buf[p + 8:p + 8 + min(tl, ln - 8)].tobytes().decode(
                     "utf-8", "replace")
                 self.meta = {}
                 for line in text.splitlines():
                     k, _, v = line.partition(" ")
                     self.meta.setdefault(k, []).append(v)
+                seen_meta = True
             elif self.meta is None:
                 self._error("the stream does not begin with META (%s first)"
                             % KIND_NAMES[kind], off)
             if kind == END:
-                n = struct.unpack_from("<Q", buf, s + 12)[0]
+                n = struct.unpack_from("<Q", buf, p)[0]
                 if n != self.count:
                     self._error("malformed payload: END frame count does not "
                                 "match the frames read", off)
-                yield kind, flags, buf, s + 12, ln, off
+                yield kind, flags, buf, p, ln, off
                 return
             self.count += 1
-            yield kind, flags, buf, s + 12, ln, off
+            yield kind, flags, buf, p, ln, off
 
     def __iter__(self):
         for kind, flags, buf, p, ln, off in self._scan():

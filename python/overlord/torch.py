@@ -51,10 +51,45 @@ def micro_batch(seq, ignore_index=IGNORE):
     a view of the bytes read (int32, no copy), then wrapped without copies
     (torch.from_numpy)."""
     tok = seq.tokens
+    return _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
+                    seq.cu_seqlens, ignore_index)
+
+
+def micro_batches(seqs, ignore_index=IGNORE):
+    """[micro_batch(s) for s in seqs], the same tensors, made faster: the
+    int64 copies of the tokens and positions of sequences read from one
+    block of the stream (overlord.Reader's) are made in one numpy pass, and
+    each sequence's input_ids and position_ids are views of it."""
+    out = []
+    i, n = 0, len(seqs)
+    while i < n:
+        buf = seqs[i].buffer
+        j = i + 1
+        while j < n and seqs[j].buffer is buf:
+            j += 1
+        if j - i < 2 or not isinstance(buf, np.ndarray):
+            out.append(micro_batch(seqs[i], ignore_index))
+            i += 1
+            continue
+        first = seqs[i].offset + 32
+        last = seqs[j - 1]
+        end = last.offset + 32 + 8 * last.tokens.shape[0]
+        conv = np.frombuffer(buf, "<u4", (end - first) >> 2, first).astype(np.int64)
+        for s in seqs[i:j]:
+            b = (s.offset + 32 - first) >> 2
+            tok = s.tokens
+            k = tok.shape[0]
+            out.append(_tensors(tok, conv[b:b + k], conv[b + k:b + 2 * k],
+                                s.cu_seqlens, ignore_index))
+        i = j
+    return out
+
+
+def _tensors(tok, ids, pos, cu, ignore_index):
+    """The micro-batch of a sequence: tok its uint32 tokens, ids and pos
+    their int64 copies, cu its cu_seqlens (uint32)."""
     n = tok.shape[0]
-    ids = tok.astype(np.int64)
     lab = np.empty(n, np.int64)
-    cu = seq.cu_seqlens
     if n:
         lab[:-1] = tok[1:]      # from uint32: an int64 to int64 copy
         #                         between shifted slices is 10x slower
@@ -72,7 +107,7 @@ def micro_batch(seq, ignore_index=IGNORE):
         if real < n:    # padding after the real tokens predicts nothing
             lab[max(real - 1, 0):] = ignore_index
     return {"input_ids": torch.from_numpy(ids),
-            "position_ids": torch.from_numpy(seq.positions.astype(np.int64)),
+            "position_ids": torch.from_numpy(pos),
             "cu_seqlens": torch.from_numpy(cu.view(np.int32)),
             "labels": torch.from_numpy(lab)}
 
@@ -158,7 +193,7 @@ class RankDataset(IterableDataset):
                                            before_read=ch.flush, **kw):
                 if stop.is_set():
                     return
-                if not ch.put((step, [micro_batch(s, ign) for s in seqs]), stop):
+                if not ch.put((step, micro_batches(seqs, ign)), stop):
                     return
             ch.put(None, stop, last=True)
         except BaseException as e:  # handed to the consumer, raised there
