@@ -10,13 +10,18 @@ where each micro-batch is a dict of tensors for one packed sequence:
 positions, restarting at 0 per document piece), ``cu_seqlens`` (int32, the
 piece boundaries, for varlen attention) and ``labels`` (int64: the next
 token, and -100 where the next token belongs to another document, at the
-end and on padding, so no loss crosses a document boundary).
+end and on padding, so no loss crosses a document boundary). With
+``dtype=torch.int32``, input_ids and position_ids are int32 views of the
+bytes read, no copy (embeddings take int32 indices; labels stay int64, as
+cross_entropy needs); cu_seqlens is such a view always. The tensors of a
+step stay valid as long as they are held.
 
 A step whose STEP frame says the rank got nothing gives an empty list: the
 rank still steps with the others (a DDP job must call its collective
 operations every step; train on nothing, or skip the optimizer step on
 every rank together). The stream is read ahead on a thread (``prefetch``
-steps).
+steps, 16 by default), which hands what it made to the training loop in
+batches (see _Ahead).
 
 ``state_dict()`` holds the next step the trainer needs; save it with the
 trainer's checkpoint. After a crash, resume the loader with
@@ -45,21 +50,27 @@ def _is_endpoint(src):
     return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
 
 
-def micro_batch(seq, ignore_index=IGNORE):
+def micro_batch(seq, ignore_index=IGNORE, dtype=None):
     """The tensors of one overlord.Seq (see the module's docstring): three
     numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
     a view of the bytes read (int32, no copy), then wrapped without copies
-    (torch.from_numpy)."""
+    (torch.from_numpy). With dtype torch.int32, input_ids and
+    position_ids are views of the bytes read too (no copy)."""
     tok = seq.tokens
+    if dtype == torch.int32:
+        return _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
+                        seq.cu_seqlens, ignore_index)
     return _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
                     seq.cu_seqlens, ignore_index)
 
 
-def micro_batches(seqs, ignore_index=IGNORE):
+def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
     """[micro_batch(s) for s in seqs], the same tensors, made faster: the
     int64 copies of the tokens and positions of sequences read from one
     block of the stream (overlord.Reader's) are made in one numpy pass, and
     each sequence's input_ids and position_ids are views of it."""
+    if dtype == torch.int32:
+        return [micro_batch(s, ignore_index, dtype) for s in seqs]
     out = []
     i, n = 0, len(seqs)
     while i < n:
@@ -168,8 +179,12 @@ class _Ahead:
 class RankDataset(IterableDataset):
     """One rank's steps from its stream; see the module docstring."""
 
-    def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True):
+    def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
+                 dtype=torch.int64):
         super().__init__()
+        if dtype not in (torch.int64, torch.int32):
+            raise ValueError("dtype: torch.int64 or torch.int32, not %r" % (dtype,))
+        self.dtype = dtype
         self.src = src
         self.prefetch = prefetch
         self.ignore_index = ignore_index
@@ -193,7 +208,7 @@ class RankDataset(IterableDataset):
                                            before_read=ch.flush, **kw):
                 if stop.is_set():
                     return
-                if not ch.put((step, micro_batches(seqs, ign)), stop):
+                if not ch.put((step, micro_batches(seqs, ign, self.dtype)), stop):
                     return
             ch.put(None, stop, last=True)
         except BaseException as e:  # handed to the consumer, raised there
