@@ -234,85 +234,104 @@ class Reader:
         self.minor = minor
         self._pos = 16
 
-    def _scan(self):
-        """(kind, flags, buffer, payload offset, payload length, stream
-        offset) of every frame, checked, up to END included. The hot loop
-        of every reader: it keeps the block, its address and the read
-        position in local variables."""
+    def _spans(self):
+        """The first half of reading: (block, start, stop, stream offset of
+        start) for ranges of whole frames as they are read, the frame
+        headers' bounds checked, up to the END frame. A thread can run it
+        ahead of the second half (_scan), which checks each frame."""
         if self.minor is None:
             self._header()
-        check, crc_at, unpack = self.check_crc, _crc.crc32c_at, _HDR.unpack_from
-        fmax, known = self.frame_max, KIND_NAMES
-        buf, s, end, addr = self._buf, self._pos, self._end, None
-        seen_meta = self.meta is not None
+        unpack, fmax = _HDR.unpack_from, self.frame_max
         while True:
-            if end - s < 12:
+            buf, s, end = self._buf, self._pos, self._end
+            start, bad, last, need = s, None, False, 12
+            while end - s >= 12:
+                ln, kind, _, reserved, _ = unpack(buf, s)
+                if ln % 4 or reserved or ln > fmax:
+                    bad = "bad frame header" if ln <= fmax else \
+                        "oversized frame (%d bytes, limit %d)" % (ln, fmax)
+                    break
+                if end - s < 12 + ln:
+                    need = 12 + ln
+                    break
+                s += 12 + ln
+                if kind == END:
+                    last = True
+                    break
+            if s > start:
                 self._pos = s
-                if not self._more(12):
-                    off = self._base + self._pos
-                    if self._end > self._pos:
-                        self._error("truncated stream (inside a frame header)", off)
-                    self._error("truncated stream (end of file without END)", off)
-                buf, s, end, addr = self._buf, self._pos, self._end, None
-            ln, kind, flags, reserved, crc = unpack(buf, s)
-            if ln % 4 or reserved or ln > fmax:
-                self._error("bad frame header" if ln <= fmax else
-                            "oversized frame (%d bytes, limit %d)" % (ln, fmax),
-                            self._base + s)
-            if end - s < 12 + ln:
-                self._pos = s
-                if not self._more(12 + ln):
-                    self._error("truncated stream (inside a frame)", self._base + s)
-                buf, s, end, addr = self._buf, self._pos, self._end, None
-            if check:
-                if crc_at is not None:
-                    if addr is None:
-                        addr = buf.ctypes.data
-                    a = addr + s
-                    got = crc_at(crc_at(0, a, 8), a + 12, ln)
-                else:
-                    got = crc32c(buf[s + 12:s + 12 + ln], crc32c(buf[s:s + 8]))
-                if got != crc:
-                    self._error("bad CRC", self._base + s)
-            p = s + 12
-            s = p + ln
-            if (kind == SEQ or kind == STEP) and seen_meta:   # the most frequent
-                self._pos = s
-                self.count += 1
-                yield kind, flags, buf, p, ln, self._base + p - 12
-                continue
-            self._pos = s
-            off = self._base + p - 12
-            if kind not in known:
-                if self.minor > MINOR:
-                    self.count += 1
-                    self.skipped += 1
-                    continue
-                self._error("unknown frame kind %d (stream version %d.%d)"
-                            % (kind, MAJOR, self.minor), off)
-            if kind == META:
-                if self.meta is not None:
-                    self._error("a second META", off)
-                tl = struct.unpack_from("<I", buf, p)[0]
-                text = buf[p + 8:p + 8 + min(tl, ln - 8)].tobytes().decode(
-                    "utf-8", "replace")
-                self.meta = {}
-                for line in text.splitlines():
-                    k, _, v = line.partition(" ")
-                    self.meta.setdefault(k, []).append(v)
-                seen_meta = True
-            elif self.meta is None:
-                self._error("the stream does not begin with META (%s first)"
-                            % KIND_NAMES[kind], off)
-            if kind == END:
-                n = struct.unpack_from("<Q", buf, p)[0]
-                if n != self.count:
-                    self._error("malformed payload: END frame count does not "
-                                "match the frames read", off)
-                yield kind, flags, buf, p, ln, off
+                yield buf, start, s, self._base + start
+            if bad is not None:
+                self._error(bad, self._base + s)
+            if last:
                 return
-            self.count += 1
-            yield kind, flags, buf, p, ln, off
+            if not self._more(need):
+                off = self._base + self._pos
+                if self._end - self._pos >= 12:
+                    self._error("truncated stream (inside a frame)", off)
+                if self._end > self._pos:
+                    self._error("truncated stream (inside a frame header)", off)
+                self._error("truncated stream (end of file without END)", off)
+
+    def _scan(self, spans=None):
+        """(kind, flags, buffer, payload offset, payload length, stream
+        offset) of every frame of spans (by default this reader's _spans),
+        checked, up to END included. The hot loop of every reader."""
+        if spans is None:
+            spans = self._spans()
+        check, crc_at, unpack = self.check_crc, _crc.crc32c_at, _HDR.unpack_from
+        known = KIND_NAMES
+        seen_meta = self.meta is not None
+        for buf, s, stop, base in spans:
+            base -= s
+            addr = buf.ctypes.data if check and crc_at is not None else 0
+            while s < stop:
+                ln, kind, flags, reserved, crc = unpack(buf, s)
+                if check:
+                    if crc_at is not None:
+                        a = addr + s
+                        got = crc_at(crc_at(0, a, 8), a + 12, ln)
+                    else:
+                        got = crc32c(buf[s + 12:s + 12 + ln], crc32c(buf[s:s + 8]))
+                    if got != crc:
+                        self._error("bad CRC", base + s)
+                p = s + 12
+                s = p + ln
+                if (kind == SEQ or kind == STEP) and seen_meta:   # the most frequent
+                    self.count += 1
+                    yield kind, flags, buf, p, ln, base + p - 12
+                    continue
+                off = base + p - 12
+                if kind not in known:
+                    if self.minor > MINOR:
+                        self.count += 1
+                        self.skipped += 1
+                        continue
+                    self._error("unknown frame kind %d (stream version %d.%d)"
+                                % (kind, MAJOR, self.minor), off)
+                if kind == META:
+                    if self.meta is not None:
+                        self._error("a second META", off)
+                    tl = struct.unpack_from("<I", buf, p)[0]
+                    text = buf[p + 8:p + 8 + min(tl, ln - 8)].tobytes().decode(
+                        "utf-8", "replace")
+                    self.meta = {}
+                    for line in text.splitlines():
+                        k, _, v = line.partition(" ")
+                        self.meta.setdefault(k, []).append(v)
+                    seen_meta = True
+                elif self.meta is None:
+                    self._error("the stream does not begin with META (%s first)"
+                                % KIND_NAMES[kind], off)
+                if kind == END:
+                    n = struct.unpack_from("<Q", buf, p)[0]
+                    if n != self.count:
+                        self._error("malformed payload: END frame count does not "
+                                    "match the frames read", off)
+                    yield kind, flags, buf, p, ln, off
+                    return
+                self.count += 1
+                yield kind, flags, buf, p, ln, off
 
     def __iter__(self):
         for kind, flags, buf, p, ln, off in self._scan():
@@ -325,28 +344,37 @@ def read(src, **kw):
     """The items of a stream a trainer cares about, in order: Seq for every
     SEQ frame, StepEnd for every STEP frame and Barrier for every BARRIER.
     Other frames (META, STATE, END) are checked and passed over."""
-    seq_size = _SEQ.size
     with Reader(src, **kw) as r:
-        for kind, flags, buf, p, ln, off in r._scan():
-            if kind == SEQ:
-                if ln < seq_size:
-                    r._error("malformed SEQ frame", off)
-                ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
-                if 32 + 8 * ntok + 4 * (npieces + 1) > ln:
-                    r._error("malformed SEQ frame (its arrays pass its end)", off)
-                yield Seq(buf, p)
-            elif kind == STEP:
-                yield StepEnd(buf[p:p + ln].tobytes())
-            elif kind == BARRIER:
-                yield Barrier(buf[p:p + ln].tobytes())
+        yield from _items(r, r._scan())
+
+
+def _items(r, frames):
+    """read's items of frames (Reader._scan's) of the reader r."""
+    seq_size = _SEQ.size
+    for kind, flags, buf, p, ln, off in frames:
+        if kind == SEQ:
+            if ln < seq_size:
+                r._error("malformed SEQ frame", off)
+            ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
+            if 32 + 8 * ntok + 4 * (npieces + 1) > ln:
+                r._error("malformed SEQ frame (its arrays pass its end)", off)
+            yield Seq(buf, p)
+        elif kind == STEP:
+            yield StepEnd(buf[p:p + ln].tobytes())
+        elif kind == BARRIER:
+            yield Barrier(buf[p:p + ln].tobytes())
 
 
 def steps(src, **kw):
     """One rank's stream step by step: (step, [Seq, ...]) once the step's
     STEP frame arrived, so a live rank trains on whole steps only; an empty
     step gives an empty list."""
+    return _steps(read(src, **kw))
+
+
+def _steps(items):
     pending = []
-    for item in read(src, **kw):
+    for item in items:
         if isinstance(item, Seq):
             pending.append(item)
         elif isinstance(item, StepEnd):

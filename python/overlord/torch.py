@@ -19,9 +19,10 @@ step stay valid as long as they are held.
 A step whose STEP frame says the rank got nothing gives an empty list: the
 rank still steps with the others (a DDP job must call its collective
 operations every step; train on nothing, or skip the optimizer step on
-every rank together). The stream is read ahead on a thread (``prefetch``
-steps, 16 by default), which hands what it made to the training loop in
-batches (see _Ahead).
+every rank together). The stream is read ahead on a thread (up to
+``prefetch`` reads, of at most 4 MiB each, 4 by default: a live stream's
+writer is not held back by a trainer busy with its step); the frames are
+checked and the tensors made as the loop asks for the steps.
 
 ``state_dict()`` holds the next step the trainer needs; save it with the
 trainer's checkpoint. After a crash, resume the loader with
@@ -124,21 +125,15 @@ def _tensors(tok, ids, pos, cu, ignore_index):
 
 
 class _Ahead:
-    """What the reading thread made, handed to the consumer in batches.
-
-    The consumer is woken when limit items wait, when the reader is about
-    to read more bytes (it may block there: every step made so far must be
-    available), and at the end; then it takes every item at once. Waking
-    it for each step instead made RankDataset twice as slow: a consumer
-    waiting for the GIL takes it at every release by the reading thread
-    (each numpy copy, each read) and hands it back. The last item (None at
-    the end, or an exception) always gets in."""
+    """What the reading thread read, for the consumer: each item as it
+    comes (the consumer takes all there are at once), at most limit
+    waiting. The last one (None at the end, or an exception) always gets
+    in."""
 
     def __init__(self, limit):
         self.cond = threading.Condition(threading.Lock())
         self.items = collections.deque()
         self.limit = max(int(limit), 1)
-        self.ready = False
 
     def put(self, item, stop, last=False):
         """False when stop was set while the items were too many."""
@@ -148,38 +143,31 @@ class _Ahead:
                     return False
                 self.cond.wait(0.1)
             self.items.append(item)
-            if last or len(self.items) >= self.limit:
-                self.ready = True
-                self.cond.notify()
+            self.cond.notify()
         return True
 
-    def flush(self):
-        """Whatever waits is for the consumer now (the reader may block)."""
-        with self.cond:
-            if self.items and not self.ready:
-                self.ready = True
-                self.cond.notify()
-
     def __iter__(self):
-        """The items in order, up to the end (None, not yielded)."""
+        """The items in order, up to the end (None, not yielded); an
+        exception is raised here."""
         while True:
             with self.cond:
-                while not self.ready:
+                while not self.items:
                     self.cond.wait()
                 batch = list(self.items)
                 self.items.clear()
-                self.ready = False
                 self.cond.notify()
             for item in batch:
                 if item is None:
                     return
+                if isinstance(item, BaseException):
+                    raise item
                 yield item
 
 
 class RankDataset(IterableDataset):
     """One rank's steps from its stream; see the module docstring."""
 
-    def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
+    def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True,
                  dtype=torch.int64):
         super().__init__()
         if dtype not in (torch.int64, torch.int32):
@@ -199,17 +187,26 @@ class RankDataset(IterableDataset):
         self.next_step = int(state["step"])
 
     def _produce(self, ch, stop):
+        """The reading thread: opens the stream (a FIFO or a socket may
+        wait for its writer), hands the reader over, then reads ahead: the
+        blocks of whole frames as they arrive (the first half of reading;
+        the consumer checks the frames and makes the tensors: one hand-over
+        per block read rather than per step, which made RankDataset twice
+        as slow, the consumer and the reader passing the GIL back and forth
+        at every step)."""
         try:
             # over a socket the reader announces the step it needs (the
             # resume handshake); a writer that does not ask ignores it
             kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
-            ign = self.ignore_index
-            for step, seqs in frames.steps(self.src, check_crc=self.check_crc,
-                                           before_read=ch.flush, **kw):
-                if stop.is_set():
+            r = frames.Reader(self.src, check_crc=self.check_crc, **kw)
+            try:
+                if not ch.put(r, stop):
                     return
-                if not ch.put((step, micro_batches(seqs, ign, self.dtype)), stop):
-                    return
+                for span in r._spans():
+                    if stop.is_set() or not ch.put(span, stop):
+                        return
+            finally:
+                r.close()
             ch.put(None, stop, last=True)
         except BaseException as e:  # handed to the consumer, raised there
             ch.put(e, stop, last=True)
@@ -237,10 +234,13 @@ class RankDataset(IterableDataset):
 
     def _items(self, ch, stop, t):
         try:
-            for item in ch:
-                if isinstance(item, BaseException):
-                    raise item
-                step, mbs = item
+            spans = iter(ch)
+            r = next(spans, None)
+            if r is None:
+                return
+            ign, dtype = self.ignore_index, self.dtype
+            for step, seqs in frames._steps(frames._items(r, r._scan(spans))):
+                mbs = micro_batches(seqs, ign, dtype)
                 if step < self.next_step:
                     raise frames.FrameError(
                         "the stream gave step %d, the trainer needs step %d: "
