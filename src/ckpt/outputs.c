@@ -662,6 +662,8 @@ ask_readers(struct ckpt_run *R)
 		if (fd < 0) {
 			ovl_info(0, "stopped while rank%" PRIu32 " waited for its "
 			    "reader on '%s'", r, ovl_net_name(nets[r]));
+			for (r = 0; r < n; r++)	/* UNIX sockets: their names go */
+				ovl_net_free(nets[r]);
 			exit(EXIT_STOPPED);
 		}
 		R->pre_fd[r] = fd;
