@@ -7,7 +7,13 @@ as it is whole, so a live stream is read while it is written. Every frame's
 CRC-32C is checked, and the stream header, the frame bounds and the END
 frame's count, as the C reader does; an error names the stream and the byte
 offset of the frame at fault. SEQ frames give numpy views of their tokens,
-positions and cu_seqlens (no copy beyond the frame itself).
+positions and cu_seqlens: views of the blocks read (4 MiB numpy arrays),
+no copy at all; the CRC runs in C on the bytes where they are.
+
+Over a socket endpoint (``"unix:PATH"``, ``"tcp:HOST:PORT"``) the reader
+passes the run's handshake, and with ``next_step=S`` announces the step it
+needs (``overlord.read("unix:run/rank0.sock", next_step=S)``; see
+overlord.net and ovl-frame(5)).
 """
 
 import os
