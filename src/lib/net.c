@@ -658,7 +658,7 @@ unix_listen(struct ovl_net *n)
 			    n->shown);
 	}
 	(void)resolve(n, 1, &un, &sun, &res);
-	old = umask(077);
+	old = umask(077);	/* nobody else may connect, from the start */
 	n->lfd = bind_one(n, res, &err);
 	umask(old);
 	if (n->lfd < 0) {
@@ -666,6 +666,7 @@ unix_listen(struct ovl_net *n)
 		ovl_err(OVL_EXIT_DATA, "cannot listen on %s", n->shown);
 	}
 	n->made = 1;
+	(void)chmod(n->host, 0600);
 	snprintf(n->bound, sizeof(n->bound), "%s", n->host);
 	ovl_info(1, "listening on %s", n->shown);
 }
