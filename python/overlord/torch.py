@@ -14,7 +14,8 @@ end and on padding, so no loss crosses a document boundary). With
 ``dtype=torch.int32``, input_ids and position_ids are int32 views of the
 bytes read, no copy (embeddings take int32 indices; labels stay int64, as
 cross_entropy needs); cu_seqlens is such a view always. The tensors of a
-step stay valid as long as they are held.
+step stay valid as long as they are held (a view holds its block of the
+stream, 4 MiB at most, until it goes).
 
 A step whose STEP frame says the rank got nothing gives an empty list: the
 rank still steps with the others (a DDP job must call its collective
@@ -66,35 +67,11 @@ def micro_batch(seq, ignore_index=IGNORE, dtype=None):
 
 
 def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
-    """[micro_batch(s) for s in seqs], the same tensors, made faster: the
-    int64 copies of the tokens and positions of sequences read from one
-    block of the stream (overlord.Reader's) are made in one numpy pass, and
-    each sequence's input_ids and position_ids are views of it."""
-    if dtype == torch.int32:
-        return [micro_batch(s, ignore_index, dtype) for s in seqs]
-    out = []
-    i, n = 0, len(seqs)
-    while i < n:
-        buf = seqs[i].buffer
-        j = i + 1
-        while j < n and seqs[j].buffer is buf:
-            j += 1
-        if j - i < 2 or not isinstance(buf, np.ndarray):
-            out.append(micro_batch(seqs[i], ignore_index))
-            i += 1
-            continue
-        first = seqs[i].offset + 32
-        last = seqs[j - 1]
-        end = last.offset + 32 + 8 * last.tokens.shape[0]
-        conv = np.frombuffer(buf, "<u4", (end - first) >> 2, first).astype(np.int64)
-        for s in seqs[i:j]:
-            b = (s.offset + 32 - first) >> 2
-            tok = s.tokens
-            k = tok.shape[0]
-            out.append(_tensors(tok, conv[b:b + k], conv[b + k:b + 2 * k],
-                                s.cu_seqlens, ignore_index))
-        i = j
-    return out
+    """[micro_batch(s) for s in seqs]. (One int64 pass over all of a
+    step's sequences, their tensors views of it, was measured slower: an
+    array of megabytes is fresh pages every time, while one sequence's
+    copies come from memory malloc reuses.)"""
+    return [micro_batch(s, ignore_index, dtype) for s in seqs]
 
 
 def _tensors(tok, ids, pos, cu, ignore_index):

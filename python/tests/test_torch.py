@@ -43,8 +43,8 @@ def test_rank_dataset_steps_and_state(pipeline, tools, tmp_path):
 
 
 def test_fast_paths_give_the_same_tensors(pipeline, tools, tmp_path):
-    """RankDataset's tensors (micro_batches over a step, views of the
-    blocks read) equal micro_batch's of each Seq; dtype=torch.int32 gives
+    """RankDataset's tensors (checked and made in the loop from the blocks
+    its thread read) equal micro_batch's of each Seq; dtype=torch.int32 gives
     the same values as int32 views; tensors stay valid after the stream
     moved on (the blocks are reused only once nothing refers to them)."""
     plan, fr = pipeline
