@@ -96,3 +96,39 @@ for s in sorted(d):
 	run -2 "$OVL_RUN" -q --resume-step 5 p2.plan
 	[[ "$output" == *"--resume-step takes a step number, with --resume"* ]]
 }
+
+@test "ovl-ckpt --step-from-readers: socket outputs only; a reader that says no step, or ranks that disagree, are errors (test_handshake.py resumes through it)" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	run -2 "$OVL_CKPT" --dir x --step-from-readers f -p 'out/rank%d' p2.plan
+	[[ "$output" == *"'out/rank0' is not an endpoint"* ]]
+	run -2 "$OVL_CKPT" --dir x --step-from-readers f -p 'unix-listen:s%d' -f jsonl -o o/x p2.plan
+	[[ "$output" == *"per-rank streams only"* ]]
+	run -2 "$OVL_CKPT" --dir x --step-from-readers f -p 'unix-listen:s%d' --resume 2 p2.plan
+	[[ "$output" == *"not with --resume or --skip-steps"* ]]
+	run -2 "$OVL_CKPT" --dir x --step-from-readers f -p 'unix-listen:s%d'
+	[[ "$output" == *"needs --per-rank endpoints and a PLAN"* ]]
+	export OVL_SECRET=0123456789abcdef-t43 PYTHONPATH="$OVL_SRCDIR/python"
+	export OVL_CRC_LIB="$OVL_BUILDDIR/python/libovlcrc.so"
+	# rank 0 passes the handshake and leaves without a word
+	"$OVL_CKPT" --dir ck1 --step-from-readers f1 -p "unix-listen:$PWD/a%d.sock" \
+	    --input c2.fr p2.plan 2> err1 3>&- &
+	ck=$!
+	"$py" -c 'import sys; from overlord import net; net.connect(sys.argv[1]).close()' \
+	    "unix:$PWD/a0.sock"
+	run -1 wait "$ck"
+	grep -q "rank0: the reader on 'peer local on unix-listen:$PWD/a0.sock' said no step (it left)" err1
+	[ ! -e f1 ]
+	# two ranks that need different steps
+	"$OVL_CKPT" --dir ck2 --step-from-readers f2 -p "unix-listen:$PWD/b%d.sock" \
+	    --input c2.fr p2.plan 2> err2 3>&- &
+	ck=$!
+	"$py" -c '
+import sys
+from overlord import net
+a = net.connect(sys.argv[1] % 0, next_step=8)
+b = net.connect(sys.argv[1] % 1, next_step=9)
+assert a.recv(1) == b"" and b.recv(1) == b""    # the stream never starts' "unix:$PWD/b%d.sock"
+	run -2 wait "$ck"
+	grep -q "the ranks' readers need different steps: rank0 step 8, rank1 step 9" err2
+	[ ! -e f2 ]
+}

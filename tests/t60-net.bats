@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Streams over TCP (src/lib/net.c, ovl-frame(5)): a pipeline with TCP links
+# Streams over TCP and UNIX sockets (src/lib/net.c, ovl-frame(5)): a pipeline with TCP links
 # writes the bytes of the pipe pipeline; nobody without the run's secret,
 # of another run, or speaking anything else gets a byte to a reader; a
 # listener without a peer and a connection that never comes end with a
@@ -132,6 +132,33 @@ reference() {
 	[[ "${lines[-1]}" == *" end" ]]
 }
 
+@test "construct to ckpt and per-rank streams over UNIX sockets: the bytes of the files; sockets of mode 0600, gone with their listeners" {
+	one_stream
+	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < ref.fr
+	"$OVL_CKPT" -v --dir ck --input "unix-listen:$PWD/in.sock" \
+	    -p "unix-listen:$PWD/r%d.sock" one.plan 2> ckpt.err 3>&- &
+	ckpt=$!
+	"$OVL_CONSTRUCT" --output "unix:$PWD/in.sock" one.plan < m.fr 3>&- &
+	con=$!
+	# the rank 0 reader retries until its socket is there
+	"$OVL_TEST_TOOL" net-cat "unix:$PWD/r0.sock" got0 3>&- &
+	r0=$!
+	for _ in $(seq 600); do [ -S r1.sock ] && break; sleep 0.05; done
+	[ "$(stat -c %a r1.sock)" = 600 ]
+	run -0 "$OVL_TEST_TOOL" net-cat "unix:$PWD/r1.sock" got1
+	wait "$r0"
+	wait "$con"
+	wait "$ckpt"
+	cmp got0 ref/rank0
+	cmp got1 ref/rank1
+	grep -q "peer local on unix-listen:$PWD/r1.sock: authenticated" ckpt.err
+	[ ! -e in.sock ] && [ ! -e r0.sock ] && [ ! -e r1.sock ]
+	# a file that is not a socket is never replaced
+	: > r0.sock
+	run -2 "$OVL_TEST_TOOL" net-cat "unix-listen:$PWD/r0.sock" x
+	[[ "$output" == *"'$PWD/r0.sock' exists and is not a socket"* ]]
+}
+
 # one.plan, its mixed stream m.fr and what ovl-construct makes of it (ref.fr)
 one_stream() {
 	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
@@ -199,9 +226,9 @@ one_stream() {
 	run -2 --separate-stderr env -u OVL_SECRET_FILE OVL_SECRET=short "$OVL_MIX" --output tcp:127.0.0.1:9 one.plan web=s.fr
 	[ "$stderr" = "ovl-mix: the secret in OVL_SECRET has 5 bytes: it needs 16 to 4096" ]
 	for bad in tcp:host-without-port tcp::7000 tcp:127.0.0.1:0 tcp-listen:1.2.3.4:70000 \
-	    tcp:[::1 'tcp-listen::0,colour=blue'; do
+	    tcp:[::1 'tcp-listen::0,colour=blue' unix: unix-listen: "unix:/$(printf 'x%.0s' {1..120})"; do
 		run -2 --separate-stderr "$OVL_CONSTRUCT" --input "$bad" one.plan
-		[[ "$stderr" == "ovl-construct: bad endpoint '$bad' (tcp:HOST:PORT or tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST])" ]]
+		[[ "$stderr" == "ovl-construct: bad endpoint '$bad' (tcp:HOST:PORT, tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST], unix:PATH or unix-listen:PATH)" ]]
 	done
 	# the secret from the environment, on both sides
 	export OVL_SECRET="$(cat secret)"

@@ -38,14 +38,25 @@ def _load():
     for path in (os.environ.get("OVL_CRC_LIB"), os.path.join(here, "libovlcrc.so")):
         if path and os.path.exists(path):
             lib = ctypes.CDLL(path)
-            fn = lib.ovl_crc32c
+            fn = lib["ovl_crc32c"]
             fn.restype = ctypes.c_uint32
             fn.argtypes = (ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t)
-            return fn
-    return None
+            # the same function by address: no copy of the bytes; through
+            # PyDLL, which keeps the GIL: a frame's CRC takes microseconds,
+            # and a reading thread that let go of the GIL at every frame
+            # would hand it to the consumer and back each time (measured:
+            # RankDataset at half its speed)
+            at = ctypes.PyDLL(path)["ovl_crc32c"]
+            at.restype = ctypes.c_uint32
+            at.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
+            return fn, at
+    return None, None
 
 
-_C = _load()
+_C, crc32c_at = _load()
+
+#: crc32c_at(crc, address, n): the C function over n bytes at an address
+#: (a numpy array's .ctypes.data), or None without the C library.
 
 #: True when the C implementation is in use (the reader's speed needs it).
 FAST = _C is not None

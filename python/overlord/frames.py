@@ -7,15 +7,23 @@ as it is whole, so a live stream is read while it is written. Every frame's
 CRC-32C is checked, and the stream header, the frame bounds and the END
 frame's count, as the C reader does; an error names the stream and the byte
 offset of the frame at fault. SEQ frames give numpy views of their tokens,
-positions and cu_seqlens (no copy beyond the frame itself).
+positions and cu_seqlens: views of the blocks read (4 MiB numpy arrays),
+no copy at all; the CRC runs in C on the bytes where they are.
+
+Over a socket endpoint (``"unix:PATH"``, ``"tcp:HOST:PORT"``) the reader
+passes the run's handshake, and with ``next_step=S`` announces the step it
+needs (``overlord.read("unix:run/rank0.sock", next_step=S)``; see
+overlord.net and ovl-frame(5)).
 """
 
 import os
 import socket
 import struct
+import sys
 
 import numpy as np
 
+from . import _crc
 from ._crc import crc32c
 
 MAGIC = b"\x89OVL\r\n\x1a\n"
@@ -29,6 +37,7 @@ KIND_NAMES = {META: "META", DOC: "DOC", CHUNK_END: "CHUNK_END", SEQ: "SEQ",
 FRAME_MAX_DEFAULT = 256 << 20
 _HDR = struct.Struct("<IBBHI")          # len, kind, flags, reserved, crc
 _SEQ = struct.Struct("<QIIIIII")        # step rank mb ntokens npieces seq_len flags
+_SEQ_COUNTS = struct.Struct("<II")      # ntokens npieces, at byte 16 of a SEQ
 _BARRIER = struct.Struct("<QQQQI")      # n step mix_pos tokens offset
 _STEP = struct.Struct("<QII")           # step rank seqs
 
@@ -39,7 +48,8 @@ class FrameError(Exception):
 
 
 class Frame:
-    """One frame: kind, flags, payload (bytes) and its byte offset."""
+    """One frame: kind, flags, payload (a read-only memoryview of the bytes
+    read, no copy) and its byte offset."""
 
     __slots__ = ("kind", "flags", "payload", "offset")
 
@@ -54,18 +64,22 @@ class Frame:
 class Seq:
     """A packed sequence: step, rank, micro-batch, the tokens, the positions
     (restarting at 0 per document piece) and cu_seqlens (numpy uint32
-    views into the frame), and its capacity seq_len."""
+    views of the bytes read: no copy), and its capacity seq_len.
+    ``Seq(payload)``, or ``Seq(buffer, offset)`` for a payload at offset of
+    a larger buffer (bounds checked by the reader)."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
-                 "positions", "cu_seqlens", "npieces")
+                 "positions", "cu_seqlens", "npieces", "buffer", "offset")
 
-    def __init__(self, payload):
+    def __init__(self, payload, offset=0):
+        self.buffer, self.offset = payload, offset     # where it was read
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
-         self.flags) = _SEQ.unpack_from(payload, 0)
-        self.tokens = np.frombuffer(payload, "<u4", ntok, 32)
-        self.positions = np.frombuffer(payload, "<u4", ntok, 32 + 4 * ntok)
-        self.cu_seqlens = np.frombuffer(payload, "<u4", self.npieces + 1,
-                                        32 + 8 * ntok)
+         self.flags) = _SEQ.unpack_from(payload, offset)
+        # one view of the three arrays, sliced (they follow each other)
+        a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1, offset + 32)
+        self.tokens = a[:ntok]
+        self.positions = a[ntok:2 * ntok]
+        self.cu_seqlens = a[2 * ntok:]
 
     def __repr__(self):
         return "Seq(step=%d, rank=%d, mb=%d, tokens=%d)" % (
@@ -95,15 +109,16 @@ class Barrier:
          self.offset) = _BARRIER.unpack_from(payload, 0)
 
 
-def _source(src):
+def _source(src, next_step=None):
     """(read_into(buf) -> n, name, close) for a path, an fd, a file object,
-    a socket, or "tcp:HOST:PORT" (overlord.net.connect: the handshake with
-    the run's secret and id from OVL_SECRET_FILE or OVL_SECRET and
-    OVL_RUN_ID)."""
-    if isinstance(src, str) and src.startswith("tcp:"):
-        # a stage's tcp-listen: output, through the run's handshake
+    a socket, or an endpoint "tcp:HOST:PORT" or "unix:PATH"
+    (overlord.net.connect: the handshake with the run's secret and id from
+    OVL_SECRET_FILE or OVL_SECRET and OVL_RUN_ID, then the announcement of
+    next_step when given)."""
+    if isinstance(src, str) and src.startswith(("tcp:", "unix:")):
+        # a stage's tcp-listen: or unix-listen: output, through the handshake
         from . import net
-        s = net.connect(src)
+        s = net.connect(src, next_step=next_step)
         return s.recv_into, src, s.close
     if isinstance(src, (str, bytes, os.PathLike)):
         f = open(src, "rb", buffering=0)
@@ -125,17 +140,28 @@ class Reader:
     ``reader.meta`` holds the META's ``key value`` lines as a dict of lists
     once it was read; ``reader.minor`` the stream's minor version. Frames
     of a kind this reader does not know are skipped in a stream of a newer
-    minor version and an error in one of this version or older.
+    minor version and an error in one of this version or older. With an
+    endpoint, ``next_step`` is the step announced to the writer (the
+    resume handshake, see overlord.net). ``before_read``, a function, is
+    called before each read, which may block on a live stream (a thread
+    that reads ahead hands over what it made then).
+
+    The bytes are read in blocks of ``chunk`` bytes (more for a larger
+    frame) into fresh numpy buffers, and frames are handed out as views of
+    them: a block lives as long as a view of it does.
     """
 
     def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
-                 chunk=1 << 20):
-        self._read, self.name, self._close = _source(src)
+                 chunk=4 << 20, next_step=None, before_read=None):
+        self._read, self.name, self._close = _source(src, next_step)
+        self._before_read = before_read
         self.check_crc = check_crc
         self.frame_max = frame_max
-        self._rd = bytearray(chunk)    # what one read fills, reused
-        self._buf = bytearray()
-        self._start = 0          # first unread byte in _buf
+        self._chunk_size = chunk
+        self._buf = np.empty(0, np.uint8)   # the block read last
+        self._spare = []         # earlier blocks, reused once unreferenced
+        self._pos = 0            # first unread byte in _buf
+        self._end = 0            # bytes read into _buf
         self._base = 0           # stream offset of _buf[0]
         self._eof = False
         self.meta = None
@@ -155,30 +181,57 @@ class Reader:
     def _error(self, what, off):
         raise FrameError("'%s': %s at byte offset %d" % (self.name, what, off))
 
-    def _fill(self, need):
-        """Make need bytes available after _start; False at end of file."""
-        while len(self._buf) - self._start < need:
-            if self._eof:
-                return False
-            if self._start > (1 << 20):
-                del self._buf[:self._start]
-                self._base += self._start
-                self._start = 0
-            if len(self._rd) < need:
-                self._rd = bytearray(need)
-            n = self._read(self._rd)
-            if not n:
-                self._eof = True
-                return False
-            with memoryview(self._rd) as mv:
-                self._buf += mv[:n]
-        return True
+    def _more(self, need):
+        """Make need bytes available at _pos, in a new block that begins
+        with the unread bytes of the last (a frame never straddles two);
+        False at end of file."""
+        have = self._end - self._pos
+        if have >= need:
+            return True
+        if self._eof:
+            return False
+        if self._before_read is not None:
+            self._before_read()
+        new = self._block(max(self._chunk_size, need))
+        new[:have] = self._buf[self._pos:self._end]
+        end = have
+        with memoryview(new) as mv:
+            while end < need:
+                n = self._read(mv[end:])
+                if not n:
+                    self._eof = True
+                    break
+                end += n
+        self._base += self._pos
+        self._buf, self._pos, self._end = new, 0, end
+        return end >= need
+
+    def _block(self, size):
+        """A block to read into: one read before that nothing refers to
+        any more (no view of it lives: reused, its pages warm), else a new
+        one. The last block (its unread bytes are copied) is kept apart."""
+        spare = self._spare
+        for i in range(len(spare)):
+            # references: the list and getrefcount's argument; a view (a
+            # Seq's arrays, a tensor, a memoryview) adds its own
+            if spare[i].shape[0] >= size and sys.getrefcount(spare[i]) <= 2:
+                old = spare.pop(i)
+                break
+        else:
+            old = np.empty(size, np.uint8)
+        # eight: RankDataset's thread reads ahead of the blocks in use (with
+        # four, 46 of 51 blocks were new pages there; with eight, 13)
+        if self._buf.shape[0]:
+            self._spare.append(self._buf)
+            if len(self._spare) > 8:
+                del self._spare[0]
+        return old
 
     def _header(self):
-        if not self._fill(16):
-            self._error("empty stream" if not self._buf else
+        if not self._more(16):
+            self._error("empty stream" if self._end == 0 else
                         "truncated stream (inside the stream header)", 0)
-        h = bytes(self._buf[:16])
+        h = self._buf[:16].tobytes()
         if h[:8] != MAGIC:
             self._error("bad magic (not an overlord stream)", 0)
         if crc32c(h[:12]) != struct.unpack_from("<I", h, 12)[0]:
@@ -187,58 +240,111 @@ class Reader:
         if major != MAJOR:
             self._error("unknown major version %d" % major, 0)
         self.minor = minor
-        self._start = 16
+        self._pos = 16
 
-    def __iter__(self):
+    def _spans(self):
+        """The first half of reading: (block, start, stop, stream offset of
+        start) for ranges of whole frames as they are read, the frame
+        headers' bounds checked, up to the END frame. A thread can run it
+        ahead of the second half (_scan), which checks each frame."""
         if self.minor is None:
             self._header()
+        unpack, fmax = _HDR.unpack_from, self.frame_max
         while True:
-            off = self._base + self._start
-            if not self._fill(12):
-                if len(self._buf) - self._start:
+            buf, s, end = self._buf, self._pos, self._end
+            start, bad, last, need = s, None, False, 12
+            while end - s >= 12:
+                ln, kind, _, reserved, _ = unpack(buf, s)
+                if ln % 4 or reserved or ln > fmax:
+                    bad = "bad frame header" if ln <= fmax else \
+                        "oversized frame (%d bytes, limit %d)" % (ln, fmax)
+                    break
+                if end - s < 12 + ln:
+                    need = 12 + ln
+                    break
+                s += 12 + ln
+                if kind == END:
+                    last = True
+                    break
+            if s > start:
+                self._pos = s
+                yield buf, start, s, self._base + start
+            if bad is not None:
+                self._error(bad, self._base + s)
+            if last:
+                return
+            if not self._more(need):
+                off = self._base + self._pos
+                if self._end - self._pos >= 12:
+                    self._error("truncated stream (inside a frame)", off)
+                if self._end > self._pos:
                     self._error("truncated stream (inside a frame header)", off)
                 self._error("truncated stream (end of file without END)", off)
-            ln, kind, flags, reserved, crc = _HDR.unpack_from(self._buf, self._start)
-            if ln % 4 or reserved:
-                self._error("bad frame header", off)
-            if ln > self.frame_max:
-                self._error("oversized frame (%d bytes, limit %d)" % (ln, self.frame_max), off)
-            if not self._fill(12 + ln):
-                self._error("truncated stream (inside a frame)", off)
-            s = self._start
-            with memoryview(self._buf) as mv:
-                payload = bytes(mv[s + 12:s + 12 + ln])     # the one copy
-                head = bytes(mv[s:s + 8])
-            if self.check_crc and crc32c(payload, crc32c(head)) != crc:
-                self._error("bad CRC", off)
-            self._start = s + 12 + ln
-            if kind not in KIND_NAMES:
-                if self.minor > MINOR:
+
+    def _scan(self, spans=None):
+        """(kind, flags, buffer, payload offset, payload length, stream
+        offset) of every frame of spans (by default this reader's _spans),
+        checked, up to END included. The hot loop of every reader."""
+        if spans is None:
+            spans = self._spans()
+        check, crc_at, unpack = self.check_crc, _crc.crc32c_at, _HDR.unpack_from
+        known = KIND_NAMES
+        seen_meta = self.meta is not None
+        for buf, s, stop, base in spans:
+            base -= s
+            addr = buf.ctypes.data if check and crc_at is not None else 0
+            while s < stop:
+                ln, kind, flags, reserved, crc = unpack(buf, s)
+                if check:
+                    if crc_at is not None:
+                        a = addr + s
+                        got = crc_at(crc_at(0, a, 8), a + 12, ln)
+                    else:
+                        got = crc32c(buf[s + 12:s + 12 + ln], crc32c(buf[s:s + 8]))
+                    if got != crc:
+                        self._error("bad CRC", base + s)
+                p = s + 12
+                s = p + ln
+                if (kind == SEQ or kind == STEP) and seen_meta:   # the most frequent
                     self.count += 1
-                    self.skipped += 1
+                    yield kind, flags, buf, p, ln, base + p - 12
                     continue
-                self._error("unknown frame kind %d (stream version %d.%d)"
-                            % (kind, MAJOR, self.minor), off)
-            if kind == META:
-                if self.meta is not None:
-                    self._error("a second META", off)
-                tl = struct.unpack_from("<I", payload, 0)[0]
-                text = payload[8:8 + tl].decode("utf-8", "replace")
-                self.meta = {}
-                for line in text.splitlines():
-                    k, _, v = line.partition(" ")
-                    self.meta.setdefault(k, []).append(v)
-            elif self.meta is None:
-                self._error("the stream does not begin with META (%s first)"
-                            % KIND_NAMES[kind], off)
-            if kind == END:
-                n = struct.unpack_from("<Q", payload, 0)[0]
-                if n != self.count:
-                    self._error("malformed payload: END frame count does not "
-                                "match the frames read", off)
-                yield Frame(kind, flags, payload, off)
-                return
-            self.count += 1
+                off = base + p - 12
+                if kind not in known:
+                    if self.minor > MINOR:
+                        self.count += 1
+                        self.skipped += 1
+                        continue
+                    self._error("unknown frame kind %d (stream version %d.%d)"
+                                % (kind, MAJOR, self.minor), off)
+                if kind == META:
+                    if self.meta is not None:
+                        self._error("a second META", off)
+                    tl = struct.unpack_from("<I", buf, p)[0]
+                    text = buf[p + 8:p + 8 + min(tl, ln - 8)].tobytes().decode(
+                        "utf-8", "replace")
+                    self.meta = {}
+                    for line in text.splitlines():
+                        k, _, v = line.partition(" ")
+                        self.meta.setdefault(k, []).append(v)
+                    seen_meta = True
+                elif self.meta is None:
+                    self._error("the stream does not begin with META (%s first)"
+                                % KIND_NAMES[kind], off)
+                if kind == END:
+                    n = struct.unpack_from("<Q", buf, p)[0]
+                    if n != self.count:
+                        self._error("malformed payload: END frame count does not "
+                                    "match the frames read", off)
+                    yield kind, flags, buf, p, ln, off
+                    return
+                self.count += 1
+                yield kind, flags, buf, p, ln, off
+
+    def __iter__(self):
+        for kind, flags, buf, p, ln, off in self._scan():
+            with memoryview(buf) as mv:
+                payload = mv[p:p + ln].toreadonly()
             yield Frame(kind, flags, payload, off)
 
 
@@ -247,30 +353,48 @@ def read(src, **kw):
     SEQ frame, StepEnd for every STEP frame and Barrier for every BARRIER.
     Other frames (META, STATE, END) are checked and passed over."""
     with Reader(src, **kw) as r:
-        for f in r:
-            if f.kind == SEQ:
-                yield Seq(f.payload)
-            elif f.kind == STEP:
-                yield StepEnd(f.payload)
-            elif f.kind == BARRIER:
-                yield Barrier(f.payload)
+        yield from _items(r, r._scan())
+
+
+def _items(r, frames):
+    """read's items of frames (Reader._scan's) of the reader r."""
+    seq_size = _SEQ.size
+    for kind, flags, buf, p, ln, off in frames:
+        if kind == SEQ:
+            if ln < seq_size:
+                r._error("malformed SEQ frame", off)
+            ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
+            if 32 + 8 * ntok + 4 * (npieces + 1) > ln:
+                r._error("malformed SEQ frame (its arrays pass its end)", off)
+            yield Seq(buf, p)
+        elif kind == STEP:
+            yield StepEnd(buf[p:p + ln].tobytes())
+        elif kind == BARRIER:
+            yield Barrier(buf[p:p + ln].tobytes())
 
 
 def steps(src, **kw):
     """One rank's stream step by step: (step, [Seq, ...]) once the step's
     STEP frame arrived, so a live rank trains on whole steps only; an empty
     step gives an empty list."""
+    return _steps(read(src, **kw))
+
+
+def _steps(items):
     pending = []
-    for item in read(src, **kw):
+    for item in items:
         if isinstance(item, Seq):
             pending.append(item)
         elif isinstance(item, StepEnd):
-            mine = lambda s: s.step == item.step and s.rank == item.rank
-            got = [s for s in pending if mine(s)]
+            st, rk = item.step, item.rank
+            if all(s.step == st and s.rank == rk for s in pending):
+                got, pending = pending, []      # a rank's own stream
+            else:
+                got = [s for s in pending if s.step == st and s.rank == rk]
+                pending = [s for s in pending if not (s.step == st and s.rank == rk)]
             if len(got) != item.seqs:
                 raise FrameError("step %d of rank %d: %d sequences, its STEP says %d"
-                                 % (item.step, item.rank, len(got), item.seqs))
-            pending = [s for s in pending if not mine(s)]
-            yield item.step, got
+                                 % (st, rk, len(got), item.seqs))
+            yield st, got
     if pending:
         raise FrameError("the stream ended inside step %d" % pending[0].step)

@@ -1,8 +1,16 @@
-"""Streams over TCP for the trainer's side: ``connect("tcp:HOST:PORT")``
-opens a socket to a stage that listens with ``tcp-listen:`` (an ovl-ckpt
-per-rank output ``-p 'tcp-listen::7100+%d'``), passes the handshake of
-ovl-frame(5) as the reading side, and returns the socket, ready for
-``overlord.read`` (which also takes the endpoint string itself).
+"""Streams over sockets for the trainer's side: ``connect("tcp:HOST:PORT")``
+or ``connect("unix:PATH")`` opens a socket to a stage that listens with
+``tcp-listen:`` or ``unix-listen:`` (an ovl-ckpt per-rank output
+``-p 'tcp-listen::7100+%d'``), passes the handshake of ovl-frame(5) as the
+reading side, and returns the socket, ready for ``overlord.read`` (which
+also takes the endpoint string itself).
+
+The resume announcement: with ``next_step=S`` the reader then sends
+``OVLNEXT\n`` and S (8 bytes, little-endian), the step it needs next. An
+ovl-ckpt started with ``--step-from-readers`` (``ovl-run --resume-step
+from-readers``) waits for every rank's announcement, restores the last
+checkpoint at or before S and starts the stream at step S; any other
+writer ignores it.
 
 The handshake, as src/lib/net-auth.c does it: each side sends a hello
 (``OVLAUTH\\n``, version 1, role ``R`` or ``W``, the run id's length, 0, a
@@ -28,6 +36,7 @@ VERSION = 1
 NONCE = 32
 FIXED = 12 + NONCE
 LABEL = b"overlord stream proof "
+NEXT = b"OVLNEXT\n"
 
 
 class AuthError(OSError):
@@ -64,10 +73,18 @@ def load_secret(secret=None, secret_file=None):
     return s
 
 
+def is_endpoint(src):
+    """True for "tcp:HOST:PORT" and "unix:PATH" (what connect takes)."""
+    return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
+
+
 def parse(endpoint):
-    """("HOST", PORT) of "tcp:HOST:PORT" (IPv6 as [ADDR])."""
+    """("HOST", PORT) of "tcp:HOST:PORT" (IPv6 as [ADDR]), or the path of
+    "unix:PATH"."""
+    if endpoint.startswith("unix:") and len(endpoint) > 5:
+        return endpoint[5:]
     if not endpoint.startswith("tcp:"):
-        raise ValueError("not a tcp:HOST:PORT endpoint: %r" % endpoint)
+        raise ValueError("not a tcp:HOST:PORT or unix:PATH endpoint: %r" % endpoint)
     rest = endpoint[4:].split(",", 1)[0]
     host, sep, port = rest.rpartition(":")
     if not sep or not port.isdigit() or not host:
@@ -121,31 +138,56 @@ def handshake(s, secret, run_id=None, role=b"R", listener=False):
         raise AuthError("a wrong proof (another secret)")
 
 
+def _open(addr, left):
+    if isinstance(addr, str):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(left)
+            s.connect(addr)
+        except BaseException:
+            s.close()
+            raise
+        return s
+    return socket.create_connection(addr, timeout=left)
+
+
+def announce(s, step):
+    """Send the resume announcement: this reader needs step next."""
+    if not 0 <= int(step) < 1 << 64:
+        raise ValueError("step %r out of range" % (step,))
+    s.sendall(NEXT + struct.pack("<Q", int(step)))
+
+
 def connect(endpoint, secret=None, secret_file=None, run_id=None, timeout=60.0,
-            keepalive=10):
-    """A socket reading the stream at endpoint ("tcp:HOST:PORT"), after the
-    handshake; connects with retries (50 ms to 1 s apart) within timeout
-    seconds, as the tools do. The socket blocks (back-pressure) and has
-    TCP keepalive, so a dead writer is noticed within about keepalive
-    seconds."""
-    host, port = parse(endpoint)
+            keepalive=10, next_step=None):
+    """A socket reading the stream at endpoint ("tcp:HOST:PORT" or
+    "unix:PATH"), after the handshake (and the resume announcement of
+    next_step, when given); connects with retries (50 ms to 1 s apart)
+    within timeout seconds, as the tools do. The socket blocks
+    (back-pressure) and, over TCP, has keepalive, so a dead writer is
+    noticed within about keepalive seconds."""
+    addr = parse(endpoint)
     key = load_secret(secret, secret_file)
     deadline = time.monotonic() + timeout
     wait = 0.05
     while True:
         try:
-            s = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
+            s = _open(addr, max(0.1, deadline - time.monotonic()))
             break
         except OSError as e:
             if time.monotonic() + wait > deadline:
-                raise OSError(e.errno, "%s: cannot connect to %s:%d within %g s: %s"
-                              % (endpoint, host, port, timeout, e.strerror)) from None
+                raise OSError(e.errno, "%s: cannot connect within %g s: %s"
+                              % (endpoint, timeout, e.strerror)) from None
             time.sleep(wait)
             wait = min(1.0, wait * 2)
     try:
         s.settimeout(max(0.1, deadline - time.monotonic()))
         handshake(s, key, run_id, role=b"R", listener=False)
+        if next_step is not None:
+            announce(s, next_step)
         s.settimeout(None)
+        if s.family == socket.AF_UNIX:
+            return s
         s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         if hasattr(socket, "TCP_KEEPIDLE"):
             idle = max(1, int(keepalive) // 2)

@@ -10,22 +10,33 @@ where each micro-batch is a dict of tensors for one packed sequence:
 positions, restarting at 0 per document piece), ``cu_seqlens`` (int32, the
 piece boundaries, for varlen attention) and ``labels`` (int64: the next
 token, and -100 where the next token belongs to another document, at the
-end and on padding, so no loss crosses a document boundary).
+end and on padding, so no loss crosses a document boundary). With
+``dtype=torch.int32``, input_ids and position_ids are int32 views of the
+bytes read, no copy (embeddings take int32 indices; labels stay int64, as
+cross_entropy needs); cu_seqlens is such a view always. The tensors of a
+step stay valid as long as they are held (a view holds its block of the
+stream, 4 MiB at most, until it goes).
 
 A step whose STEP frame says the rank got nothing gives an empty list: the
 rank still steps with the others (a DDP job must call its collective
 operations every step; train on nothing, or skip the optimizer step on
-every rank together). The stream is read ahead on a thread (``prefetch``
-steps).
+every rank together). The stream is read ahead on a thread (up to
+``prefetch`` reads, of at most 4 MiB each, 4 by default: a live stream's
+writer is not held back by a trainer busy with its step); the frames are
+checked and the tensors made as the loop asks for the steps.
 
 ``state_dict()`` holds the next step the trainer needs; save it with the
 trainer's checkpoint. After a crash, resume the loader with
 ``ovl-run --resume --resume-step S`` (S = that step) and build the dataset
 again: the stream starts at step S, nothing replayed and nothing lost.
+Over a socket (src ``"unix:PATH"`` or ``"tcp:HOST:PORT"``, a per-rank
+``unix-listen:``/``tcp-listen:`` output) the dataset announces that step
+itself when it connects, and a loader run with ``ovl-run --resume-step
+from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
 """
 
-import queue
+import collections
 import threading
 
 import numpy as np
@@ -37,34 +48,108 @@ from . import frames
 IGNORE = -100
 
 
-def micro_batch(seq, ignore_index=IGNORE):
-    """The tensors of one overlord.Seq (see the module's docstring). The
-    work is done in numpy (a few vectorized passes), then wrapped."""
-    tok = seq.tokens.astype(np.int64)
-    n = len(tok)
-    cu = seq.cu_seqlens
-    lab = np.empty_like(tok)
-    lab[:-1] = tok[1:]
+def _is_endpoint(src):
+    return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
+
+
+def micro_batch(seq, ignore_index=IGNORE, dtype=None):
+    """The tensors of one overlord.Seq (see the module's docstring): three
+    numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
+    a view of the bytes read (int32, no copy), then wrapped without copies
+    (torch.from_numpy). With dtype torch.int32, input_ids and
+    position_ids are views of the bytes read too (no copy)."""
+    tok = seq.tokens
+    if dtype == torch.int32:
+        return _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
+                        seq.cu_seqlens, ignore_index)
+    return _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
+                    seq.cu_seqlens, ignore_index)
+
+
+def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
+    """[micro_batch(s) for s in seqs]. (One int64 pass over all of a
+    step's sequences, their tensors views of it, was measured slower: an
+    array of megabytes is fresh pages every time, while one sequence's
+    copies come from memory malloc reuses.)"""
+    return [micro_batch(s, ignore_index, dtype) for s in seqs]
+
+
+def _tensors(tok, ids, pos, cu, ignore_index):
+    """The micro-batch of a sequence: tok its uint32 tokens, ids and pos
+    their int64 copies, cu its cu_seqlens (uint32)."""
+    n = tok.shape[0]
+    lab = np.empty(n, np.int64)
     if n:
+        lab[:-1] = tok[1:]      # from uint32: an int64 to int64 copy
+        #                         between shifted slices is 10x slower
+        # the last token of every piece predicts nothing (the next is
+        # another document's)
+        ends = cu[1:]
+        if len(ends) <= 16:
+            for e in ends.tolist():
+                if e:
+                    lab[e - 1] = ignore_index
+        else:   # a piece ending at 0 (malformed) wraps: numpy refuses it
+            lab[ends - 1] = ignore_index
         lab[-1] = ignore_index
-    # the last token of every piece predicts nothing (the next is another
-    # document's), and padding after the real tokens predicts nothing
-    ends = cu[1:].astype(np.int64) - 1
-    lab[ends[(ends >= 0) & (ends < n)]] = ignore_index
-    real = int(cu[-1]) if len(cu) else 0
-    if real < n:
-        lab[max(real - 1, 0):] = ignore_index
-    return {"input_ids": torch.from_numpy(tok),
-            "position_ids": torch.from_numpy(seq.positions.astype(np.int64)),
-            "cu_seqlens": torch.from_numpy(cu.astype(np.int32)),
+        real = int(cu[-1])
+        if real < n:    # padding after the real tokens predicts nothing
+            lab[max(real - 1, 0):] = ignore_index
+    return {"input_ids": torch.from_numpy(ids),
+            "position_ids": torch.from_numpy(pos),
+            "cu_seqlens": torch.from_numpy(cu.view(np.int32)),
             "labels": torch.from_numpy(lab)}
+
+
+class _Ahead:
+    """What the reading thread read, for the consumer: each item as it
+    comes (the consumer takes all there are at once), at most limit
+    waiting. The last one (None at the end, or an exception) always gets
+    in."""
+
+    def __init__(self, limit):
+        self.cond = threading.Condition(threading.Lock())
+        self.items = collections.deque()
+        self.limit = max(int(limit), 1)
+
+    def put(self, item, stop, last=False):
+        """False when stop was set while the items were too many."""
+        with self.cond:
+            while len(self.items) >= self.limit and not last:
+                if stop.is_set():
+                    return False
+                self.cond.wait(0.1)
+            self.items.append(item)
+            self.cond.notify()
+        return True
+
+    def __iter__(self):
+        """The items in order, up to the end (None, not yielded); an
+        exception is raised here."""
+        while True:
+            with self.cond:
+                while not self.items:
+                    self.cond.wait()
+                batch = list(self.items)
+                self.items.clear()
+                self.cond.notify()
+            for item in batch:
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
 
 
 class RankDataset(IterableDataset):
     """One rank's steps from its stream; see the module docstring."""
 
-    def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True):
+    def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True,
+                 dtype=torch.int64):
         super().__init__()
+        if dtype not in (torch.int64, torch.int32):
+            raise ValueError("dtype: torch.int64 or torch.int32, not %r" % (dtype,))
+        self.dtype = dtype
         self.src = src
         self.prefetch = prefetch
         self.ignore_index = ignore_index
@@ -78,34 +163,40 @@ class RankDataset(IterableDataset):
     def load_state_dict(self, state):
         self.next_step = int(state["step"])
 
-    def _produce(self, q, stop):
+    def _produce(self, ch, stop):
+        """The reading thread: opens the stream (a FIFO or a socket may
+        wait for its writer), hands the reader over, then reads ahead: the
+        blocks of whole frames as they arrive (the first half of reading;
+        the consumer checks the frames and makes the tensors: one hand-over
+        per block read rather than per step, which made RankDataset twice
+        as slow, the consumer and the reader passing the GIL back and forth
+        at every step)."""
         try:
-            for step, seqs in frames.steps(self.src, check_crc=self.check_crc):
-                if stop.is_set():
+            # over a socket the reader announces the step it needs (the
+            # resume handshake); a writer that does not ask ignores it
+            kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
+            r = frames.Reader(self.src, check_crc=self.check_crc, **kw)
+            try:
+                if not ch.put(r, stop):
                     return
-                item = (step, [micro_batch(s, self.ignore_index) for s in seqs])
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        pass
-                if stop.is_set():
-                    return
-            q.put(None)
+                for span in r._spans():
+                    if stop.is_set() or not ch.put(span, stop):
+                        return
+            finally:
+                r.close()
+            ch.put(None, stop, last=True)
         except BaseException as e:  # handed to the consumer, raised there
-            if not stop.is_set():
-                q.put(e)
+            ch.put(e, stop, last=True)
 
     def __iter__(self):
         # the reader starts at once (not at the first next()): every rank's
         # stream is opened and read ahead as soon as its iterator exists
-        q = queue.Queue(maxsize=max(self.prefetch, 1))
+        ch = _Ahead(self.prefetch)
         stop = threading.Event()
-        t = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
+        t = threading.Thread(target=self._produce, args=(ch, stop), daemon=True)
         t.start()
         self._reader = (stop, t)
-        return self._items(q, stop, t)
+        return self._items(ch, stop, t)
 
     def close(self, timeout=30):
         """Stop reading and wait (up to timeout seconds) until the stream is
@@ -118,15 +209,15 @@ class RankDataset(IterableDataset):
         t.join(timeout)
         return not t.is_alive()
 
-    def _items(self, q, stop, t):
+    def _items(self, ch, stop, t):
         try:
-            while True:
-                item = q.get()
-                if item is None:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                step, mbs = item
+            spans = iter(ch)
+            r = next(spans, None)
+            if r is None:
+                return
+            ign, dtype = self.ignore_index, self.dtype
+            for step, seqs in frames._steps(frames._items(r, r._scan(spans))):
+                mbs = micro_batches(seqs, ign, dtype)
                 if step < self.next_step:
                     raise frames.FrameError(
                         "the stream gave step %d, the trainer needs step %d: "

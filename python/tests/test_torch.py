@@ -40,3 +40,29 @@ def test_rank_dataset_steps_and_state(pipeline, tools, tmp_path):
     with pytest.raises(overlord.FrameError, match="--resume-step 5"):
         list(again)
     assert otorch.agree_step(7) == 7
+
+
+def test_fast_paths_give_the_same_tensors(pipeline, tools, tmp_path):
+    """RankDataset's tensors (checked and made in the loop from the blocks
+    its thread read) equal micro_batch's of each Seq; dtype=torch.int32 gives
+    the same values as int32 views; tensors stay valid after the stream
+    moved on (the blocks are reused only once nothing refers to them)."""
+    plan, fr = pipeline
+    subprocess.run([tools("ovl-ckpt"), "--dir", str(tmp_path / "ck"), "-p",
+                    str(tmp_path / "r%d"), str(plan)], stdin=open(fr, "rb"), check=True)
+    src = str(tmp_path / "r0")
+    want = [[otorch.micro_batch(s) for s in seqs] for _, seqs in overlord.steps(src)]
+    want = [{k: v.clone() for k, v in mb.items()} for mbs in want for mb in mbs]
+    for dtype in (torch.int64, torch.int32):
+        # small blocks: many of them, reused while the test holds tensors
+        got = [mb for i in otorch.RankDataset(src, dtype=dtype, prefetch=1)
+               for mb in i["micro_batches"]]
+        assert len(got) == len(want) > 20
+        for a, b in zip(want, got):
+            assert b["input_ids"].dtype == dtype and b["position_ids"].dtype == dtype
+            assert b["labels"].dtype == torch.int64 and b["cu_seqlens"].dtype == torch.int32
+            for k in a:
+                assert torch.equal(a[k], b[k].to(a[k].dtype)), k
+    blocks = [s for s in overlord.read(src, chunk=4096) if isinstance(s, overlord.Seq)]
+    again = [s for s in overlord.read(src) if isinstance(s, overlord.Seq)]
+    assert [s.tokens.tolist() for s in blocks] == [s.tokens.tolist() for s in again]

@@ -69,6 +69,7 @@ struct ckpt_opts {
 	const char	*trainer_hosts;	/* comma-separated: rank streams' peers */
 	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
 	const char	*input;		/* --input, or NULL: standard input */
+	const char	*readers_file;	/* --step-from-readers: the restore lines */
 };
 
 /* One output file or stream. */
@@ -126,6 +127,9 @@ struct ckpt_run {
 			*frames;
 	struct out	**rank;
 	size_t		 nrank;
+	int		*pre_fd;	/* per rank: a reader taken by ask_readers, or -1 */
+	char		**pre_peer;
+	size_t		 npre;
 
 	/* stream */
 	struct ovl_buf	 meta;		/* the META frame, header included */
@@ -236,6 +240,16 @@ int	 fifo_open(struct ckpt_run *R, struct out *o);
  * resumed).
  */
 void	 fifo_drain(struct ckpt_run *R, struct out *o);
+/*
+ * --step-from-readers: take every rank's reader (the per-rank endpoints,
+ * ranks from the plan) and its announcement of the step it needs next;
+ * restore the last checkpoint at or before that step (restore_for_step),
+ * write restore's --print0 records to the file, and set the options the
+ * sink resumes with (--resume N, or from the beginning skipping the steps
+ * before it). The readers' streams are kept for rank_out. Ranks that need
+ * different steps exit 2; a reader that says nothing within 10 s exits 1.
+ */
+void	 ask_readers(struct ckpt_run *R);
 
 /* ---- sink.c ---- */
 /* A SIGTERM asked the sink to stop. */
@@ -266,5 +280,14 @@ int	 cmd_verify(int argc, char **argv);
 int	 cmd_summary(int argc, char **argv);
 int	 cmd_compact(int argc, char **argv);
 int	 cmd_restore(int argc, char **argv);
+/*
+ * The handshake for the sink, in dir (which the caller has locked):
+ * restore the last checkpoint at or before step, the steps from its own
+ * to step - 1 skipped, and write restore --print0's records to fp.
+ * Returns the checkpoint restored; -1 when none is at or before step: the
+ * log is then emptied (nothing written to fp) and the run starts from the
+ * beginning. Exits as restore does on errors.
+ */
+int64_t	 restore_for_step(const char *dir, uint64_t step, FILE *fp);
 
 #endif

@@ -331,6 +331,7 @@ static const struct option longopts[] = {
 	{ "step", required_argument, NULL, 'S' },
 	{ "input", required_argument, NULL, 'i' },
 	{ "trainer-hosts", required_argument, NULL, 'T' },
+	{ "step-from-readers", required_argument, NULL, 'F' },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };

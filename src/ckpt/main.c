@@ -26,11 +26,14 @@ static const struct ovl_cli cli = {
 	"  -R, --rank R            only the sequences of rank R\n"
 	"  -j, --json              standard output as JSON lines (for people)\n"
 	"  -W, --wait-readers S    a FIFO output waits S s for its reader (60)\n"
-	"  -i, --input SPEC        read SPEC (a file, FIFO or tcp: endpoint), not\n"
+	"  -i, --input SPEC        read SPEC (a file, FIFO or endpoint), not\n"
 	"                          standard input\n"
 	"  -T, --trainer-hosts LIST  rank streams on tcp-listen: endpoints take\n"
 	"                          their reader from its trainer host only\n"
-	"Outputs (-o for frames, -p, -m) may be tcp: endpoints too.\n"
+	"      --step-from-readers FILE  per-rank endpoints: take every rank's\n"
+	"                          reader first; each says the step it needs next;\n"
+	"                          restore at or before it, the lines into FILE\n"
+	"Outputs (-o for frames, -p, -m) may be endpoints too.\n"
 	OVL_NET_HELP
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 	"Subcommands, each with its own options (ovl-ckpt SUBCOMMAND --help):\n"
@@ -91,6 +94,29 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 	/* p is deliberately kept: o points into it */
 }
 
+/* --step-from-readers: per-rank endpoints only, the ranks from the plan. */
+static void
+check_readers(const struct ckpt_opts *o)
+{
+	char *r0;
+
+	if (o->per_rank == NULL || o->plan_ranks == 0)
+		ovl_cli_usagex(&cli, "--step-from-readers needs --per-rank "
+		    "endpoints and a PLAN (its ranks)");
+	r0 = pattern_path(o->per_rank, 0);
+	if (!ovl_net_is_endpoint(r0))
+		ovl_cli_usagex(&cli, "--step-from-readers: '%s' is not an "
+		    "endpoint (a FIFO's reader cannot answer: ovl-ckpt restore "
+		    "--step)", r0);
+	free(r0);
+	if (o->format != FMT_NONE || o->manifest != NULL || o->rank_set)
+		ovl_cli_usagex(&cli, "--step-from-readers is for per-rank "
+		    "streams only: file outputs hold every step");
+	if (o->resume_set || o->nskip)
+		ovl_cli_usagex(&cli, "--step-from-readers chooses the checkpoint "
+		    "and the steps to skip: not with --resume or --skip-steps");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -109,8 +135,11 @@ main(int argc, char **argv)
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
 	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:T:",
-	    "")) != -1) {
+	    "F")) != -1) {
 		switch (c) {
+		case 'F':
+			o.readers_file = optarg;
+			break;
 		case 'i':
 			o.input = optarg;
 			break;
@@ -203,6 +232,8 @@ main(int argc, char **argv)
 		ovl_cli_usagex(&cli, "--format %s writes files: an endpoint "
 		    "takes frames (--format frames, or --per-rank)",
 		    fmt_label(o.format));
+	if (o.readers_file != NULL)
+		check_readers(&o);
 	ovl_net_check(o.input, OVL_NET_READ);
 	ovl_net_check(o.format == FMT_FRAMES ? o.prefix : NULL, OVL_NET_WRITE);
 	if (o.trainer_hosts != NULL && (o.per_rank == NULL ||

@@ -89,7 +89,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
  * --skip-steps), so the streams start at step S: nothing replayed, nothing
  * lost. Only for stream outputs: a file already holds those steps.
  */
-static void
+static int
 handshake(const char *dir, const struct ovl_ckptlog *log,
     struct restore_opts *o)
 {
@@ -125,11 +125,10 @@ handshake(const char *dir, const struct ovl_ckptlog *log,
 		    PRIu64 ")%s", o->step, o->at, step, o->nskip ?
 		    ", the steps in between skipped" : "");
 		ovl_ckstate_clear(&st);
-		return;
+		return 0;
 	}
 	ovl_ckstate_clear(&st);
-	ovl_errx(OVL_EXIT_DATA, "no checkpoint at or before step %" PRIu64
-	    " in '%s'", o->step, dir);
+	return -1;
 }
 
 /* Cut a file output back to its committed length; fix npy and .idx. */
@@ -201,30 +200,31 @@ write_resume_file(const char *dir, const char *name,
  * empty word, for a supervisor that must not evaluate text.
  */
 static void
-restore_line(int print0, const char *key, const char *const *opts, size_t n)
+restore_line(FILE *fp, int print0, const char *key, const char *const *opts,
+    size_t n)
 {
 	size_t i;
 
 	if (print0) {
-		fputs(key, stdout);
-		putchar('\0');
+		fputs(key, fp);
+		putc('\0', fp);
 		for (i = 0; i < n; i++) {
-			fputs(opts[i], stdout);
-			putchar('\0');
+			fputs(opts[i], fp);
+			putc('\0', fp);
 		}
-		putchar('\0');
+		putc('\0', fp);
 		return;
 	}
-	fputs(key, stdout);
+	fputs(key, fp);
 	for (i = 0; i < n; i++) {
-		putchar(' ');
-		shell_word(stdout, opts[i]);
+		putc(' ', fp);
+		shell_word(fp, opts[i]);
 	}
-	putchar('\n');
+	putc('\n', fp);
 }
 
 static void
-print_sources(const struct ovl_kvsec *mix, int print0)
+print_sources(FILE *fp, const struct ovl_kvsec *mix, int print0)
 {
 	const char *k, *cur, *parts;
 	char key[512];
@@ -249,7 +249,7 @@ print_sources(const struct ovl_kvsec *mix, int print0)
 			    PRIu64, (int)(klen - 14), k + 7, p, np);
 			opts[0] = "--resume";
 			opts[1] = cur != NULL ? cur : "";
-			restore_line(print0, key, opts, 2);
+			restore_line(fp, print0, key, opts, 2);
 		}
 	}
 }
@@ -364,37 +364,41 @@ check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
 	ovl_ckstate_clear(&pst);
 }
 
-int
-cmd_restore(int argc, char **argv)
+/*
+ * Restore dir (locked by the caller) as o says, the stages' lines to fp.
+ * Returns the checkpoint restored; -1 when o->step is before every
+ * checkpoint and none_ok (else exit 1); -2 when the run ended.
+ */
+static int64_t
+restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 {
-	struct restore_opts ro, *o = &ro;
 	struct ovl_ckptlog log;
 	struct ovl_ckstate st = { 0 }, amended = { 0 };
 	struct outrec r;
 	struct ovl_kvsec *os;
 	struct skip sk[MAX_SKIPS];
 	struct ovl_buf rec = { 0 };
-	const char *v, *dir;
+	const char *v;
 	char *mixpath, *conpath, *bin = NULL, *sizes = NULL, *idx;
 	uint64_t n, step = 0, nseq = 0;
 	size_t i, j, nsk;
 	int fd;
 
-	restore_getopt(o, &argc, &argv);
-	if (argc != 1)
-		ovl_cli_usage(&restore_cli);
-	dir = argv[0];
-	(void)lock_dir_wait(dir, o->wait_s);
 	read_log_prefix(dir, &log, o->at_set, o->at);
-	if (o->step_set)
-		handshake(dir, &log, o);
+	if (o->step_set && handshake(dir, &log, o) != 0) {
+		if (!none_ok)
+			ovl_errx(OVL_EXIT_DATA, "no checkpoint at or before step %"
+			    PRIu64 " in '%s'", o->step, dir);
+		ovl_ckptlog_free(&log);
+		return -1;
+	}
 	i = pick_record(dir, &log, o->at_set, o->at);
 	n = log.rec[i].n;
 	if (log.rec[i].flags & OVL_CKPTREC_END) {
 		ovl_info(0, "checkpoint %" PRIu64 " in '%s' is the end of the "
 		    "run: nothing to resume", n, dir);
 		ovl_ckptlog_free(&log);
-		return 0;
+		return -2;
 	}
 	log_state(dir, &log, i, &st);
 	check_home(dir, &st, n, o->adopt);
@@ -466,25 +470,66 @@ cmd_restore(int argc, char **argv)
 		    &conpath);
 		free(abs);
 	}
-	print_sources(&st.sec[OVL_SEC_MIX], o->print0);
+	print_sources(fp, &st.sec[OVL_SEC_MIX], o->print0);
 	{
 		const char *opts[2];
 		char num[32];
 
 		opts[0] = "--resume";
 		opts[1] = mixpath;
-		restore_line(o->print0, "mix", opts, 2);
+		restore_line(fp, o->print0, "mix", opts, 2);
 		opts[1] = conpath;
-		restore_line(o->print0, "construct", opts, 2);
+		restore_line(fp, o->print0, "construct", opts, 2);
 		snprintf(num, sizeof(num), "%" PRIu64, n);
 		opts[1] = num;
-		restore_line(o->print0, "ckpt", opts, 2);
+		restore_line(fp, o->print0, "ckpt", opts, 2);
 	}
 	free(mixpath);
 	free(conpath);
 	ovl_ckstate_clear(&st);
 	ovl_ckptlog_free(&log);
+	return (int64_t)n;
+}
+
+int
+cmd_restore(int argc, char **argv)
+{
+	struct restore_opts ro, *o = &ro;
+	const char *dir;
+
+	restore_getopt(o, &argc, &argv);
+	if (argc != 1)
+		ovl_cli_usage(&restore_cli);
+	dir = argv[0];
+	(void)lock_dir_wait(dir, o->wait_s);
+	(void)restore_do(dir, o, stdout, 0);
 	ovl_io_close_stdout();
 	return 0;
+}
+
+int64_t
+restore_for_step(const char *dir, uint64_t step, FILE *fp)
+{
+	struct restore_opts o;
+	uint8_t hdr[OVL_CKPTLOG_HDR_LEN];
+	char *lp;
+	int64_t n;
+
+	memset(&o, 0, sizeof(o));
+	o.print0 = 1;
+	o.step_set = 1;
+	o.step = step;
+	n = restore_do(dir, &o, fp, 1);
+	if (n != -1)
+		return n;
+	/* before every checkpoint: the run starts again, the log anew */
+	ovl_info(1, "step %" PRIu64 " next: before the first checkpoint, the "
+	    "run starts from the beginning", step);
+	lp = xasprintf("%s/ckpt.log", dir);
+	ovl_ckptlog_header(hdr);
+	if (ovl_atomic_write(lp, hdr, sizeof(hdr)) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot rewrite '%s'", lp);
+	free(lp);
+	return -1;
 }
 

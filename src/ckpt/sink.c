@@ -640,6 +640,13 @@ run_free(struct ckpt_run *R)
 	}
 	free(R->outs);
 	free(R->rank);
+	for (i = 0; i < R->npre; i++) {
+		if (R->pre_fd[i] >= 0)
+			close(R->pre_fd[i]);
+		free(R->pre_peer[i]);
+	}
+	free(R->pre_fd);
+	free(R->pre_peer);
 	srcfiles_free(R);
 	for (i = 0; i < R->nsrc; i++)
 		free(R->srcname[i]);
@@ -683,18 +690,24 @@ run(struct ckpt_opts *o)
 	if (R.dir == NULL)
 		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", o->dir);
 	(void)lock_dir(R.dir);
-	for (rc = 0; rc < o->nskip; rc++) {
-		R.skips[R.nskips].a = o->skip[0];
-		R.skips[R.nskips++].b = o->skip[1];
-	}
-	open_log(&R);
-	committer_start(R.logfd, R.logend, R.have_last);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a reader that goes away is a write error (EPIPE), said by name */
 	signal(SIGPIPE, SIG_IGN);
+	if (o->readers_file != NULL) {
+		/* a SIGTERM while waiting for the readers stops the sink */
+		ovl_net_set_stop(ckpt_stopping);
+		ask_readers(&R);
+		ovl_net_set_stop(NULL);
+	}
+	for (rc = 0; rc < o->nskip; rc++) {
+		R.skips[R.nskips].a = o->skip[0];
+		R.skips[R.nskips++].b = o->skip[1];
+	}
+	open_log(&R);
+	committer_start(R.logfd, R.logend, R.have_last);
 
 	ovl_net_redirect(o->input != NULL ? o->input : "-", OVL_NET_READ,
 	    STDIN_FILENO, inname, sizeof(inname));

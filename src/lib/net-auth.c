@@ -301,3 +301,27 @@ garbage:
 	return OVL_NET__HS_OK;
 }
 
+
+/* ---- the resume announcement ---- */
+
+#define NEXT_MAGIC	"OVLNEXT\n"	/* then the step, 8 bytes little-endian */
+#define NEXT_LEN	16
+
+int
+ovl_net_recv_next(int fd, double timeout_s, uint64_t *step)
+{
+	uint8_t b[NEXT_LEN];
+	uint64_t v = 0;
+	int i;
+
+	if (xfer(fd, b, sizeof(b), 0, ovl_net__now() + timeout_s) != 0)
+		return -1;
+	if (memcmp(b, NEXT_MAGIC, 8) != 0) {
+		errno = EPROTO;
+		return -1;
+	}
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | b[8 + i];
+	*step = v;
+	return 0;
+}

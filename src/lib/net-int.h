@@ -17,7 +17,9 @@ enum { EP_CONNECT, EP_LISTEN };
 struct ovl_net {
 	char	*spec;		/* as given, options included */
 	char	*shown;		/* the endpoint without its options */
-	char	*host;		/* NULL: every address (listen) */
+	char	*host;		/* NULL: every address (listen); a UNIX socket's path */
+	int	 unix_path;	/* unix: or unix-listen: */
+	int	 made;		/* this listener made the socket file */
 	char	 port[16];
 	char	*port_file;
 	char	*from;		/* "HOST/HOST...": the hosts a listener takes

@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/sockios.h>
@@ -163,7 +164,30 @@ int
 ovl_net_is_endpoint(const char *spec)
 {
 	return spec != NULL && (strncmp(spec, "tcp:", 4) == 0 ||
-	    strncmp(spec, "tcp-listen:", 11) == 0);
+	    strncmp(spec, "tcp-listen:", 11) == 0 ||
+	    strncmp(spec, "unix:", 5) == 0 ||
+	    strncmp(spec, "unix-listen:", 12) == 0);
+}
+
+/* unix:PATH or unix-listen:PATH (the rest is the path): 0, or -1. */
+static int
+parse_unix(struct ovl_net *n, const char *spec)
+{
+	const char *p;
+
+	n->unix_path = 1;
+	if (strncmp(spec, "unix:", 5) == 0) {
+		n->kind = EP_CONNECT;
+		p = spec + 5;
+	} else {
+		n->kind = EP_LISTEN;
+		p = spec + 12;
+	}
+	n->shown = ovl_xstrdup(spec);
+	if (*p == '\0' || strlen(p) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -1;
+	n->host = ovl_xstrdup(p);	/* the socket's path */
+	return 0;
 }
 
 /* PORT or N+M into n->port: 0, or -1. */
@@ -265,9 +289,11 @@ ovl_net_new(const char *spec, int dir)
 	n->spec = ovl_xstrdup(spec);
 	n->dir = dir;
 	n->lfd = -1;
-	if (!ovl_net_is_endpoint(spec) || parse_spec(n, spec) != 0)
-		ovl_errx(OVL_EXIT_USAGE, "bad endpoint '%s' (tcp:HOST:PORT or "
-		    "tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST])", spec);
+	if (!ovl_net_is_endpoint(spec) || (strncmp(spec, "unix", 4) == 0 ?
+	    parse_unix(n, spec) : parse_spec(n, spec)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "bad endpoint '%s' (tcp:HOST:PORT, "
+		    "tcp-listen:[HOST]:PORT[,port-file=FILE][,from=HOST], "
+		    "unix:PATH or unix-listen:PATH)", spec);
 	n->name = ovl_xstrdup(n->shown);
 	load_env();
 	ovl_net__load_secret(&cfg, spec);
@@ -292,8 +318,12 @@ ovl_net_free(struct ovl_net *n)
 {
 	if (n == NULL)
 		return;
-	if (n->lfd >= 0)
+	if (n->lfd >= 0) {
 		close(n->lfd);
+		/* the socket's name goes with the listener */
+		if (n->unix_path && n->made)
+			(void)unlink(n->host);
+	}
 	free(n->spec);
 	free(n->shown);
 	free(n->host);
@@ -368,7 +398,12 @@ static void
 tune(int fd, int dir)
 {
 	int idle, intvl, cnt;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
 
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    ss.ss_family == AF_UNIX)
+		return;		/* a local peer: no network to watch */
 	setint(fd, IPPROTO_TCP, TCP_NODELAY, 1);
 	if (cfg.keepalive > 0) {
 		idle = (int)(cfg.keepalive / 2);
@@ -443,6 +478,45 @@ nap(double s)
 	return 0;
 }
 
+/* ---- addresses ---- */
+
+/*
+ * The addresses of n: getaddrinfo's for TCP (0, or its error), or the one
+ * address of a UNIX socket (in *un, not to be freed).
+ */
+static int
+resolve(const struct ovl_net *n, int passive, struct addrinfo *un,
+    struct sockaddr_un *sun, struct addrinfo **res)
+{
+	struct addrinfo hints;
+
+	if (n->unix_path) {
+		memset(un, 0, sizeof(*un));
+		memset(sun, 0, sizeof(*sun));
+		sun->sun_family = AF_UNIX;
+		memcpy(sun->sun_path, n->host, strlen(n->host) + 1);
+		un->ai_family = AF_UNIX;
+		un->ai_socktype = SOCK_STREAM;
+		un->ai_addr = (struct sockaddr *)sun;
+		un->ai_addrlen = sizeof(*sun);
+		*res = un;
+		return 0;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (passive)
+		hints.ai_flags = AI_PASSIVE;
+	return getaddrinfo(n->host, n->port, &hints, res);
+}
+
+static void
+release(const struct ovl_net *n, struct addrinfo *res)
+{
+	if (!n->unix_path)
+		freeaddrinfo(res);
+}
+
 /* ---- connecting ---- */
 
 /* A TCP connection to ai before deadline: the fd, or -1 with *err. */
@@ -492,15 +566,13 @@ do_connect(struct ovl_net *n)
 {
 	double deadline = ovl_net__now() + cfg.connect_timeout;
 	double delay = BACKOFF_MIN, left;
-	struct addrinfo hints, *res, *ai;
+	struct addrinfo un, *res, *ai;
+	struct sockaddr_un sun;
 	char last[256] = "", why[256];
 	int fd, err, rc, gai, said = 0;
 
 	for (;;) {
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_family = AF_UNSPEC;
-		hints.ai_socktype = SOCK_STREAM;
-		gai = getaddrinfo(n->host, n->port, &hints, &res);
+		gai = resolve(n, 0, &un, &sun, &res);
 		if (gai != 0 && gai != EAI_AGAIN)
 			ovl_errx(OVL_EXIT_USAGE, "%s: cannot resolve '%s': %s",
 			    n->shown, n->host, gai_strerror(gai));
@@ -512,7 +584,7 @@ do_connect(struct ovl_net *n)
 			if (fd < 0) {
 				snprintf(last, sizeof(last), "%s", strerror(err));
 				if (err == EINTR && stopping()) {
-					freeaddrinfo(res);
+					release(n, res);
 					errno = EINTR;
 					return -1;
 				}
@@ -523,18 +595,18 @@ do_connect(struct ovl_net *n)
 			    sizeof(why));
 			err = errno;
 			if (rc == OVL_NET__HS_OK) {
-				freeaddrinfo(res);
+				release(n, res);
 				ovl_info(1, "connected to %s", n->shown);
 				return fd;
 			}
 			close(fd);
 			if (rc == OVL_NET__HS_REFUSED) {
-				freeaddrinfo(res);
+				release(n, res);
 				ovl_errx(OVL_EXIT_USAGE, "%s refused: %s",
 				    n->shown, why);
 			}
 			if (err == EINTR && stopping()) {
-				freeaddrinfo(res);
+				release(n, res);
 				errno = EINTR;
 				return -1;
 			}
@@ -542,7 +614,7 @@ do_connect(struct ovl_net *n)
 		}
 		/* (rc is the handshake's by now: the lookup's is gai) */
 		if (gai == 0)
-			freeaddrinfo(res);
+			release(n, res);
 		if (ovl_net__now() >= deadline)
 			ovl_errx(OVL_EXIT_DATA, "cannot connect to %s within %g s "
 			    "(--connect-timeout): %s", n->shown,
@@ -584,10 +656,47 @@ bind_one(struct ovl_net *n, const struct addrinfo *ai, int *err)
 	return fd;
 }
 
+/*
+ * A UNIX socket listener: a stale socket of an earlier run at the path is
+ * replaced (anything else there is an error), and the socket is made
+ * readable and writable by its owner only.
+ */
+static void
+unix_listen(struct ovl_net *n)
+{
+	struct addrinfo un, *res;
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int err = 0;
+
+	if (lstat(n->host, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			ovl_errx(OVL_EXIT_USAGE, "%s: '%s' exists and is not a "
+			    "socket", n->shown, n->host);
+		if (unlink(n->host) != 0)
+			ovl_err(OVL_EXIT_DATA, "%s: cannot remove the old socket",
+			    n->shown);
+	}
+	(void)resolve(n, 1, &un, &sun, &res);
+	old = umask(077);	/* nobody else may connect, from the start */
+	n->lfd = bind_one(n, res, &err);
+	umask(old);
+	if (n->lfd < 0) {
+		errno = err;
+		ovl_err(OVL_EXIT_DATA, "cannot listen on %s", n->shown);
+	}
+	n->made = 1;
+	(void)chmod(n->host, 0600);
+	snprintf(n->bound, sizeof(n->bound), "%s", n->host);
+	ovl_info(1, "listening on %s", n->shown);
+}
+
 void
 ovl_net_listen(struct ovl_net *n)
 {
-	struct addrinfo hints, *res, *ai;
+	struct addrinfo un, *res, *ai;
+	struct sockaddr_un sun;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char line[32], *p;
@@ -595,11 +704,11 @@ ovl_net_listen(struct ovl_net *n)
 
 	if (n->kind != EP_LISTEN || n->lfd >= 0)
 		return;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(n->host, n->port, &hints, &res);
+	if (n->unix_path) {
+		unix_listen(n);
+		return;
+	}
+	rc = resolve(n, 1, &un, &sun, &res);
 	if (rc != 0)
 		ovl_errx(rc == EAI_AGAIN ? OVL_EXIT_DATA : OVL_EXIT_USAGE,
 		    "%s: cannot resolve '%s': %s", n->shown, n->host,
@@ -608,7 +717,7 @@ ovl_net_listen(struct ovl_net *n)
 		for (ai = res; ai != NULL && n->lfd < 0; ai = ai->ai_next)
 			if ((ai->ai_family == AF_INET6) == (pass == 0))
 				n->lfd = bind_one(n, ai, &err);
-	freeaddrinfo(res);
+	release(n, res);
 	if (n->lfd < 0) {
 		errno = err;
 		ovl_err(OVL_EXIT_DATA, "cannot listen on %s", n->shown);
@@ -721,8 +830,11 @@ do_accept(struct ovl_net *n)
 				continue;
 			ovl_err(OVL_EXIT_DATA, "%s: accept", n->shown);
 		}
-		addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
-		if (!peer_allowed(n, &ss)) {
+		if (n->unix_path)
+			snprintf(peer, sizeof(peer), "local");
+		else
+			addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
+		if (!n->unix_path && !peer_allowed(n, &ss)) {
 			close(fd);
 			refused++;
 			ovl_warnx("%s: refused peer %s: not from %s (from=)",

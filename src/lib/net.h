@@ -7,6 +7,10 @@
  *                            --connect-timeout
  *   tcp-listen:[HOST]:PORT   listen on HOST (every address when empty) and
  *                            take one authenticated peer
+ *   unix:PATH                connect to the UNIX socket PATH, retrying
+ *   unix-listen:PATH         make the UNIX socket PATH (mode 0600; a stale
+ *                            socket there is replaced, removed again by
+ *                            ovl_net_free) and take one authenticated peer
  *
  * HOST is a name, an IPv4 address or an IPv6 address in brackets ([::1]).
  * PORT is a number, or N+M (their sum: a per-rank pattern "7000+%d"); a
@@ -44,6 +48,7 @@
 #define OVL_NET_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cli.h"
 
@@ -71,7 +76,8 @@ enum {
 
 /* The help lines of those options, for each tool's --help. */
 #define OVL_NET_HELP \
-	"Streams over TCP (tcp:HOST:PORT, tcp-listen:[HOST]:PORT; ovl-frame(5)):\n" \
+	"Streams over sockets (tcp:HOST:PORT, tcp-listen:[HOST]:PORT, unix:PATH,\n" \
+	"unix-listen:PATH; ovl-frame(5)):\n" \
 	"  --connect-timeout S   wait S s for the peer (60)\n" \
 	"  --keepalive S         a silent dead peer is an error after S s (10; 0 off)\n" \
 	"  --send-timeout S      a writer whose data waits S s ends (0: never)\n" \
@@ -84,7 +90,7 @@ enum {
  * is a usage error through cli), 0 when it was not.
  */
 int	ovl_net_cli(const struct ovl_cli *cli, int opt, const char *arg);
-/* 1 when spec names an endpoint (tcp: or tcp-listen:), else 0. */
+/* 1 when spec names an endpoint (tcp:, tcp-listen:, unix:, unix-listen:). */
 int	ovl_net_is_endpoint(const char *spec);
 /*
  * A function that says whether to give up waiting (a SIGTERM, say):
@@ -149,5 +155,13 @@ void	ovl_net_redirect(const char *spec, int dir, int target, char *name,
  * (ETIMEDOUT, or the socket's error: the peer went away).
  */
 int	ovl_net_drain(int fd, double timeout_s);
+/*
+ * The resume announcement a reader may send right after the handshake
+ * (ovl-frame(5)): "OVLNEXT\n" and the step it needs next, 8 bytes
+ * little-endian. Waits up to timeout_s seconds for it on fd (a stream this
+ * side writes). 0 with *step; -1 with errno: ETIMEDOUT (none came),
+ * ECONNRESET (the reader left), EPROTO (other bytes), or the socket's.
+ */
+int	ovl_net_recv_next(int fd, double timeout_s, uint64_t *step);
 
 #endif

@@ -233,6 +233,35 @@ set_hosts(struct ctx *c, const struct key *k, void *base, const char *v)
  * Set key k of base (a plan or a source) from v. eq says v came from
  * key=value (messages say "key=" then). 0, or -1 with the error set.
  */
+
+/*
+ * A path of the plan, joined to the plan's directory; a stream endpoint
+ * (net.h) stays one: tcp: and tcp-listen: as written, unix: and
+ * unix-listen: with their socket's path joined.
+ */
+static char *
+endpoint_or_path(const char *dir, const char *v)
+{
+	static const char *const kinds[] = { "unix-listen:", "unix:" };
+	char *p, *r;
+	size_t i, n;
+
+	if (strncmp(v, "tcp:", 4) == 0 || strncmp(v, "tcp-listen:", 11) == 0)
+		return ovl_xstrdup(v);
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		n = strlen(kinds[i]);
+		if (strncmp(v, kinds[i], n) != 0 || v[n] == '\0')
+			continue;
+		p = ovl_plan__join_dir(dir, v + n);
+		r = ovl_xmalloc(n + strlen(p) + 1);
+		memcpy(r, kinds[i], n);
+		strcpy(r + n, p);
+		free(p);
+		return r;
+	}
+	return ovl_plan__join_dir(dir, v);
+}
+
 static int
 set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 {
@@ -248,7 +277,7 @@ set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 			return ovl_plan__perr(c, "empty %s%s", k->key,
 			    eq ? "=" : "");
 		*FIELD(base, k, char *) = k->kind == PK_PATH ?
-		    ovl_plan__join_dir(c->p->dir, v) : ovl_xstrdup(v);
+		    endpoint_or_path(c->p->dir, v) : ovl_xstrdup(v);
 		return 0;
 	case PK_HOSTS:
 		return set_hosts(c, k, base, v);
