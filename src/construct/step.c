@@ -237,6 +237,7 @@ struct stepfig {
 	uint64_t	 none_pad;
 	double		 samples_max;	/* the same count of pieces per rank */
 	int		 plan;		/* fixed shapes: PLAN_* */
+	size_t		 splits, none_splits;	/* fixed shapes: cuts */
 	double		 drift;
 	uint32_t	 moved;
 };
@@ -280,10 +281,13 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,
 		    none_max, fg->none_pad);
 		ovl_json_u32s(fp, nmb_none, ranks);
+		if (c->o->uniform)
+			fprintf(fp, ",\"splits\":%zu", fg->none_splits);
 		fprintf(fp, "},\"samples\":{\"max_cost\":%.17g}",
 		    fg->samples_max);
 		if (c->o->uniform)
-			fprintf(fp, ",\"plan\":\"%s\"", plan_names[fg->plan]);
+			fprintf(fp, ",\"plan\":\"%s\",\"splits\":%zu",
+			    plan_names[fg->plan], fg->splits);
 		if (c->o->window > 1)
 			fprintf(fp, ",\"moved\":%u,\"drift\":%.6f", fg->moved,
 			    drift);
@@ -344,8 +348,8 @@ piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
  * Uniform shapes: the step's pieces to ranks of exactly per x seq_len
  * tokens (ovl_balance_exact), each rank's parts into per sequences
  * (ovl_pack_fill), cutting where they do not fit. Rank costs over the
- * final fragments into rc. With keys, the fragments become pieces and
- * emission keys (returns their number); else returns 0.
+ * final fragments into rc. Returns the number of fragments; with keys,
+ * they become pieces and emission keys.
  */
 static size_t
 uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
@@ -414,12 +418,12 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 			rc[r] += ovl_cost_of(&o->cost, (uint64_t)f->len +
 			    (off == 0 ? w->extra[item] : 0));
 			w->rtok[r] += f->len;
-			if (!keys)
-				continue;
-			ekeys[nk].key = (uint64_t)r << 32 | f->bin;
-			ekeys[nk].sub = (uint64_t)item << 32 | off;
-			ekeys[nk].piece = piece_cut(c, w->idx[item], off,
-			    f->len);
+			if (keys) {
+				ekeys[nk].key = (uint64_t)r << 32 | f->bin;
+				ekeys[nk].sub = (uint64_t)item << 32 | off;
+				ekeys[nk].piece = piece_cut(c, w->idx[item],
+				    off, f->len);
+			}
 			nk++;
 		}
 	}
@@ -501,9 +505,8 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
  * sequences of S tokens one after the other, cut at every sequence
  * boundary (as none cuts them), in arrival order or (mid) in the
  * mid-cut chain's order, and whole sequences go to the ranks, per each,
- * balanced (ovl_balance_bins). Rank costs into rc; with keys, fragments
- * become pieces and emission keys (returns their number), else returns
- * 0.
+ * balanced (ovl_balance_bins). Rank costs into rc. Returns the number
+ * of fragments; with keys, they become pieces and emission keys.
  */
 static size_t
 cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
@@ -557,11 +560,12 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 
 		r = w->brank[f->bin];
 		w->rtok[r] += f->len;
-		if (!keys)
-			continue;
-		ekeys[nk].key = (uint64_t)r << 32 | w->bmb[f->bin];
-		ekeys[nk].sub = (uint64_t)f->item << 32 | f->off;
-		ekeys[nk].piece = piece_cut(c, w->idx[f->item], f->off, f->len);
+		if (keys) {
+			ekeys[nk].key = (uint64_t)r << 32 | w->bmb[f->bin];
+			ekeys[nk].sub = (uint64_t)f->item << 32 | f->off;
+			ekeys[nk].piece = piece_cut(c, w->idx[f->item], f->off,
+			    f->len);
+		}
 		nk++;
 	}
 	return nk;
@@ -585,12 +589,12 @@ max_of(const double *v, uint32_t n)
  * method's own (pieces whole where they fit), the two cut plans
  * (cut_fill, mid-cut chain first; not for none) and none's, the first
  * of them among equals. Its emission keys are in ekeys (returns their
- * number), its rank costs in w->rcost; none's maximum into *none_max,
- * the plan into *plan.
+ * number), its rank costs in w->rcost; none's maximum and fragments
+ * into *none_max and *none_nf, the plan into *plan.
  */
 static size_t
 uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
-    double *none_max, int *plan)
+    double *none_max, size_t *none_nf, int *plan)
 {
 	const struct construct_opts *o = c->o;
 	struct stepwork *w = &c->sw;
@@ -598,7 +602,7 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	double mid_max, cut_max, maxc;
 	size_t nk;
 
-	(void)uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0);
+	*none_nf = uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0);
 	*none_max = max_of(w->rcost, ranks);
 	if (o->balance == OVL_BAL_NONE) {
 		*plan = PLAN_NONE;
@@ -635,7 +639,7 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 	uint32_t ranks = o->ranks, r, *nmb = w->nmb;
 	uint64_t tokens = 0, pad = 0;
 	struct stepfig fg;
-	size_t i, nk = 0, per = 0;
+	size_t i, nk = 0, per = 0, none_nf;
 	int want_none = c->stats != NULL || ovl_verbose >= 1;
 
 	memset(&fg, 0, sizeof(fg));
@@ -691,7 +695,9 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			per = (tokens + rs - 1) / rs > 0 ?
 			    (tokens + rs - 1) / rs : 1;
 		nk = uniform_plan(c, n, s->seq_len, (uint32_t)per, &fg.none_max,
-		    &fg.plan);
+		    &none_nf, &fg.plan);
+		fg.splits = nk - n;
+		fg.none_splits = none_nf - n;
 		for (r = 0; r < ranks; r++) {
 			nmb[r] = (uint32_t)per;
 			w->nmb_none[r] = (uint32_t)per;
