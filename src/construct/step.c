@@ -430,6 +430,9 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 	return nk;
 }
 
+/* The mid-cut chain looks this many pieces ahead past one that does not fit. */
+#define MID_LOOK	64
+
 static const uint32_t *sort_len;
 
 static int
@@ -446,9 +449,10 @@ cmp_len_desc(const void *a, const void *b)
  * The order of the mid-cut chain: the longest pieces (at least a quarter
  * of S, at most one per sequence boundary) straddle the boundaries of
  * the sequences filled one after the other, each near its middle (the
- * pieces in its sequence before it fill up to where its middle falls on
- * the boundary, as close as whole pieces come), long and short ones
- * alternating; the other pieces in arrival order. Writes the order to
+ * next pieces in arrival order that bring the fill closer to where its
+ * middle falls on the boundary go before it, looking up to MID_LOOK
+ * pieces past one that does not), long and short ones alternating; the
+ * other pieces after, in arrival order. Writes the order to
  * perm[0..n).
  */
 static void
@@ -457,7 +461,7 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 {
 	struct stepwork *w = &c->sw;
 	uint32_t *byl = w->order, *isx = w->bin2;
-	size_t i, k = 0, zi, fi = 0, m = 0;
+	size_t i, k = 0, zi, fi = 0, m = 0, q, seen;
 	uint64_t pos = 0;
 
 	for (i = 0; i < n; i++)
@@ -480,23 +484,30 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 		target = (pos / S + 1) * S;
 		target = target > pos + (L + 1) / 2 ? target - (L + 1) / 2 :
 		    pos;
-		for (; fi < n; fi++) {
+		/* the next unused pieces that bring pos closer to target */
+		while (fi < n && isx[fi] != 0)
+			fi++;
+		for (q = fi, seen = 0; q < n && seen < MID_LOOK && pos < target;
+		    q++) {
 			uint64_t nx;
 
-			if (isx[fi])
+			if (isx[q] != 0)
 				continue;
-			nx = pos + w->len[fi];
+			nx = pos + w->len[q];
 			if ((nx > target ? nx - target : target - nx) >=
-			    target - pos)
-				break;
-			perm[m++] = (uint32_t)fi;
+			    target - pos) {
+				seen++;
+				continue;
+			}
+			perm[m++] = (uint32_t)q;
+			isx[q] = 2;
 			pos = nx;
 		}
 		perm[m++] = x;
 		pos += L;
 	}
 	for (; fi < n; fi++)
-		if (!isx[fi])
+		if (isx[fi] == 0)
 			perm[m++] = (uint32_t)fi;
 }
 
