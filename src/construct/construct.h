@@ -126,6 +126,11 @@ struct stepwork {
 	struct ovl_frag	*frags;
 	uint32_t	*plen, *pidx;	/* one rank's parts */
 	size_t		 frags_cap;
+	/* uniform, cut plan: cost, rank and micro-batch of every bin */
+	double		*bcost;
+	uint32_t	*brank, *bmb;
+	size_t		 bins_cap;
+	double		*rcost2;	/* per rank: a baseline's costs */
 };
 
 /* One piece (or fragment) of a sequence, in emission order. */

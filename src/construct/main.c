@@ -451,7 +451,8 @@ main(int argc, char **argv)
 		free(w->rlen); free(w->rbin); free(w->bin_rank); free(w->bin_mb);
 		free(w->rcost); free(w->nmb); free(w->nmb_none); free(w->rfirst);
 		free(w->rtok); free(w->extra); free(w->parts); free(w->frags);
-		free(w->plen); free(w->pidx);
+		free(w->plen); free(w->pidx); free(w->bcost); free(w->brank);
+		free(w->bmb); free(w->rcost2);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;

@@ -176,6 +176,7 @@ sw_grow(struct stepwork *w, size_t n, size_t nbins, uint32_t ranks)
 		w->nmb_none = ovl_xcalloc(ranks, sizeof(*w->nmb_none));
 		w->rfirst = ovl_xcalloc(ranks + 1, sizeof(*w->rfirst));
 		w->rtok = ovl_xcalloc(ranks, sizeof(*w->rtok));
+		w->rcost2 = ovl_xcalloc(ranks, sizeof(*w->rcost2));
 	}
 }
 
@@ -225,12 +226,29 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Which plan a fixed-shape step was written with (do_step). */
+enum { PLAN_BALANCED, PLAN_MID, PLAN_CUT, PLAN_NONE };
+static const char *const plan_names[] = { "balanced", "mid-cut", "cut", "none" };
+
+/* What write_stats reports besides the step's own figures. */
+struct stepfig {
+	double		 maxc, lb, tb;
+	double		 none_max;	/* none on the same pieces */
+	uint64_t	 none_pad;
+	double		 samples_max;	/* the same count of pieces per rank */
+	int		 plan;		/* fixed shapes: PLAN_* */
+	size_t		 splits, none_splits;	/* fixed shapes: cuts */
+	double		 drift;
+	uint32_t	 moved;
+};
+
 static void
 write_stats(struct construct *c, const struct wstep *s, size_t n,
-    uint64_t tokens, uint64_t pad, const uint32_t *nmb, double maxc,
-    double lb, double tb, double none_max, const uint32_t *nmb_none, uint64_t none_pad,
-    double drift, uint32_t moved)
+    uint64_t tokens, uint64_t pad, const uint32_t *nmb,
+    const uint32_t *nmb_none, const struct stepfig *fg)
 {
+	double maxc = fg->maxc, lb = fg->lb, tb = fg->tb;
+	double none_max = fg->none_max, drift = fg->drift;
 	uint32_t ranks = c->o->ranks, r, lo = UINT32_MAX, hi = 0;
 	double total = 0, mean;
 	size_t i;
@@ -261,11 +279,18 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		    "\"lower_bound\":%.17g,\"tight_bound\":%.17g,"
 		    "\"none\":{\"max_cost\":%.17g,"
 		    "\"padding\":%" PRIu64 ",\"mb\":", maxc, mean, lb, tb,
-		    none_max, none_pad);
+		    none_max, fg->none_pad);
 		ovl_json_u32s(fp, nmb_none, ranks);
-		fprintf(fp, "}");
+		if (c->o->uniform)
+			fprintf(fp, ",\"splits\":%zu", fg->none_splits);
+		fprintf(fp, "},\"samples\":{\"max_cost\":%.17g}",
+		    fg->samples_max);
+		if (c->o->uniform)
+			fprintf(fp, ",\"plan\":\"%s\",\"splits\":%zu",
+			    plan_names[fg->plan], fg->splits);
 		if (c->o->window > 1)
-			fprintf(fp, ",\"moved\":%u,\"drift\":%.6f", moved, drift);
+			fprintf(fp, ",\"moved\":%u,\"drift\":%.6f", fg->moved,
+			    drift);
 		fprintf(fp, "}\n");
 	}
 	ovl_info(1, "step %" PRIu64 ": %" PRIu64 " tokens, %zu pieces, "
@@ -323,8 +348,8 @@ piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
  * Uniform shapes: the step's pieces to ranks of exactly per x seq_len
  * tokens (ovl_balance_exact), each rank's parts into per sequences
  * (ovl_pack_fill), cutting where they do not fit. Rank costs over the
- * final fragments into rc. With keys, the fragments become pieces and
- * emission keys (returns their number); else returns 0.
+ * final fragments into rc. Returns the number of fragments; with keys,
+ * they become pieces and emission keys.
  */
 static size_t
 uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
@@ -393,16 +418,226 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 			rc[r] += ovl_cost_of(&o->cost, (uint64_t)f->len +
 			    (off == 0 ? w->extra[item] : 0));
 			w->rtok[r] += f->len;
-			if (!keys)
-				continue;
-			ekeys[nk].key = (uint64_t)r << 32 | f->bin;
-			ekeys[nk].sub = (uint64_t)item << 32 | off;
-			ekeys[nk].piece = piece_cut(c, w->idx[item], off,
-			    f->len);
+			if (keys) {
+				ekeys[nk].key = (uint64_t)r << 32 | f->bin;
+				ekeys[nk].sub = (uint64_t)item << 32 | off;
+				ekeys[nk].piece = piece_cut(c, w->idx[item],
+				    off, f->len);
+			}
 			nk++;
 		}
 	}
 	return nk;
+}
+
+/* The mid-cut chain looks this many pieces ahead past one that does not fit. */
+#define MID_LOOK	64
+
+static const uint32_t *sort_len;
+
+static int
+cmp_len_desc(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (sort_len[i] != sort_len[j])
+		return sort_len[i] > sort_len[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/*
+ * The order of the mid-cut chain: the longest pieces (at least a quarter
+ * of S, at most one per sequence boundary) straddle the boundaries of
+ * the sequences filled one after the other, each near its middle (the
+ * next pieces in arrival order that bring the fill closer to where its
+ * middle falls on the boundary go before it, looking up to MID_LOOK
+ * pieces past one that does not), long and short ones alternating; the
+ * other pieces after, in arrival order. Writes the order to
+ * perm[0..n).
+ */
+static void
+mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
+    uint32_t *perm)
+{
+	struct stepwork *w = &c->sw;
+	uint32_t *byl = w->order, *isx = w->bin2;
+	size_t i, k = 0, zi, fi = 0, m = 0, q, seen;
+	uint64_t pos = 0;
+
+	for (i = 0; i < n; i++)
+		byl[i] = (uint32_t)i;
+	sort_len = w->len;
+	qsort(byl, n, sizeof(*byl), cmp_len_desc);
+	sort_len = NULL;
+	while (k < n && k + 1 < nb && w->len[byl[k]] >= S / 4 &&
+	    w->len[byl[k]] >= 2)
+		k++;
+	for (i = 0; i < n; i++)
+		isx[i] = 0;
+	for (i = 0; i < k; i++)
+		isx[byl[i]] = 1;
+	for (zi = 0; zi < k; zi++) {
+		/* long and short alternating: 0, k-1, 1, k-2, ... */
+		uint32_t x = byl[zi % 2 == 0 ? zi / 2 : k - 1 - zi / 2];
+		uint64_t L = w->len[x], target;
+
+		target = (pos / S + 1) * S;
+		target = target > pos + (L + 1) / 2 ? target - (L + 1) / 2 :
+		    pos;
+		/* the next unused pieces that bring pos closer to target */
+		while (fi < n && isx[fi] != 0)
+			fi++;
+		for (q = fi, seen = 0; q < n && seen < MID_LOOK && pos < target;
+		    q++) {
+			uint64_t nx;
+
+			if (isx[q] != 0)
+				continue;
+			nx = pos + w->len[q];
+			if ((nx > target ? nx - target : target - nx) >=
+			    target - pos) {
+				seen++;
+				continue;
+			}
+			perm[m++] = (uint32_t)q;
+			isx[q] = 2;
+			pos = nx;
+		}
+		perm[m++] = x;
+		pos += L;
+	}
+	for (; fi < n; fi++)
+		if (isx[fi] == 0)
+			perm[m++] = (uint32_t)fi;
+}
+
+/*
+ * Uniform shapes, the cut plans: the step's pieces fill ranks x per
+ * sequences of S tokens one after the other, cut at every sequence
+ * boundary (as none cuts them), in arrival order or (mid) in the
+ * mid-cut chain's order, and whole sequences go to the ranks, per each,
+ * balanced (ovl_balance_bins). Rank costs into rc. Returns the number
+ * of fragments; with keys, they become pieces and emission keys.
+ */
+static size_t
+cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
+    int keys, int mid)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = o->ranks, r, *perm = w->rbin, *plen = w->rlen;
+	size_t nb = (size_t)ranks * per, nf, k, nk = 0;
+
+	if (nb > w->bins_cap) {
+		w->bins_cap = nb + nb / 2;
+		w->bcost = ovl_xrealloc(w->bcost, w->bins_cap *
+		    sizeof(*w->bcost));
+		w->brank = ovl_xrealloc(w->brank, w->bins_cap *
+		    sizeof(*w->brank));
+		w->bmb = ovl_xrealloc(w->bmb, w->bins_cap * sizeof(*w->bmb));
+	}
+	if (n + nb > w->frags_cap) {
+		w->frags_cap = n + nb + (n + nb) / 2;
+		w->frags = ovl_xrealloc(w->frags, w->frags_cap *
+		    sizeof(*w->frags));
+	}
+	if (mid)
+		mid_order(c, n, S, nb, perm);
+	else
+		for (k = 0; k < n; k++)
+			perm[k] = (uint32_t)k;
+	for (k = 0; k < n; k++)
+		plen[k] = w->len[perm[k]];
+	nf = ovl_pack_fill(c->pk, OVL_PACK_CONCAT, plen, n, S, nb, w->frags);
+	for (k = 0; k < nb; k++)
+		w->bcost[k] = 0;
+	for (k = 0; k < nf; k++) {
+		struct ovl_frag *f = &w->frags[k];
+
+		f->item = perm[f->item];
+		w->bcost[f->bin] += ovl_cost_of(&o->cost, (uint64_t)f->len +
+		    (f->off == 0 ? w->extra[f->item] : 0));
+	}
+	(void)ovl_balance_bins(c->bal, w->bcost, nb, ranks, per, w->brank, rc);
+	/* a rank's sequences keep the fill's order */
+	memset(w->rtok, 0, ranks * sizeof(*w->rtok));
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (k = 0; k < nb; k++)
+		w->bmb[k] = w->rfirst[w->brank[k]]++;
+	if (keys)
+		ekeys_grow(nf);
+	for (k = 0; k < nf; k++) {
+		const struct ovl_frag *f = &w->frags[k];
+
+		r = w->brank[f->bin];
+		w->rtok[r] += f->len;
+		if (keys) {
+			ekeys[nk].key = (uint64_t)r << 32 | w->bmb[f->bin];
+			ekeys[nk].sub = (uint64_t)f->item << 32 | f->off;
+			ekeys[nk].piece = piece_cut(c, w->idx[f->item], f->off,
+			    f->len);
+		}
+		nk++;
+	}
+	return nk;
+}
+
+/* The largest of v[0..n). */
+static double
+max_of(const double *v, uint32_t n)
+{
+	double m = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/*
+ * Fixed shapes: the plan with the least maximum rank cost of the
+ * method's own (pieces whole where they fit), the two cut plans
+ * (cut_fill, mid-cut chain first; not for none) and none's, the first
+ * of them among equals. Its emission keys are in ekeys (returns their
+ * number), its rank costs in w->rcost; none's maximum and fragments
+ * into *none_max and *none_nf, the plan into *plan.
+ */
+static size_t
+uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
+    double *none_max, size_t *none_nf, int *plan)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = o->ranks;
+	double mid_max, cut_max, maxc;
+	size_t nk;
+
+	*none_nf = uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0);
+	*none_max = max_of(w->rcost, ranks);
+	if (o->balance == OVL_BAL_NONE) {
+		*plan = PLAN_NONE;
+		return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1);
+	}
+	(void)cut_fill(c, n, S, per, w->rcost, 0, 1);
+	mid_max = max_of(w->rcost, ranks);
+	(void)cut_fill(c, n, S, per, w->rcost, 0, 0);
+	cut_max = max_of(w->rcost, ranks);
+	nk = uniform_fill(c, o->balance, n, S, per, w->rcost, 1);
+	maxc = max_of(w->rcost, ranks);
+	*plan = PLAN_BALANCED;
+	if (maxc <= mid_max && maxc <= cut_max && maxc <= *none_max)
+		return nk;
+	if (mid_max <= cut_max && mid_max <= *none_max) {
+		*plan = PLAN_MID;
+		return cut_fill(c, n, S, per, w->rcost, 1, 1);
+	}
+	if (cut_max <= *none_max) {
+		*plan = PLAN_CUT;
+		return cut_fill(c, n, S, per, w->rcost, 1, 0);
+	}
+	*plan = PLAN_NONE;
+	return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1);
 }
 
 /* Balance, pack and write one step made of the pieces w->idx[0..n). */
@@ -413,11 +648,14 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 	const struct construct_opts *o = c->o;
 	struct stepwork *w = &c->sw;
 	uint32_t ranks = o->ranks, r, *nmb = w->nmb;
-	uint64_t tokens = 0, pad = 0, none_pad = 0;
-	double maxc = 0, lb, tb, none_max = 0;
-	size_t i, nk = 0, per = 0;
+	uint64_t tokens = 0, pad = 0;
+	struct stepfig fg;
+	size_t i, nk = 0, per = 0, none_nf;
 	int want_none = c->stats != NULL || ovl_verbose >= 1;
 
+	memset(&fg, 0, sizeof(fg));
+	fg.drift = drift;
+	fg.moved = moved;
 	for (i = 0; i < n; i++) {
 		const struct piece *p = &c->pieces[w->idx[i]];
 		w->len[i] = p->length;
@@ -426,15 +664,23 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		    p->images);
 		tokens += p->length;
 	}
-	lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
-	tb = ovl_balance_tight_bound(w->cost, n, ranks, w->scratch);
+	fg.lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
+	fg.tb = ovl_balance_tight_bound(w->cost, n, ranks, w->scratch);
+	if (want_none) {
+		/* the data-parallel loaders' baseline: equal piece counts */
+		ovl_balance_by_count(n, ranks, w->bin2);
+		memset(w->rcost2, 0, ranks * sizeof(*w->rcost2));
+		for (i = 0; i < n; i++)
+			w->rcost2[w->bin2[i]] += w->cost[i];
+		fg.samples_max = max_of(w->rcost2, ranks);
+	}
 	if (!o->uniform) {
 		if (want_none) {
-			none_max = ovl_balance(c->bal, OVL_BAL_NONE, w->cost,
+			fg.none_max = ovl_balance(c->bal, OVL_BAL_NONE, w->cost,
 			    w->len, n, ranks, w->rank, w->rcost);
 			pack_ranks(c, n, s->seq_len, w->nmb_none);
 		}
-		maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
+		fg.maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
 		    ranks, w->rank, w->rcost);
 		pack_ranks(c, n, s->seq_len, nmb);
 		ekeys_grow(n);
@@ -459,24 +705,17 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		if (tokens < s->budget && (tokens + rs - 1) / rs < per)
 			per = (tokens + rs - 1) / rs > 0 ?
 			    (tokens + rs - 1) / rs : 1;
-		if (want_none) {
-			(void)uniform_fill(c, OVL_BAL_NONE, n, s->seq_len,
-			    (uint32_t)per, w->rcost, 0);
-			for (r = 0, none_max = 0; r < ranks; r++) {
-				w->nmb_none[r] = (uint32_t)per;
-				if (w->rcost[r] > none_max)
-					none_max = w->rcost[r];
-			}
-		}
-		nk = uniform_fill(c, o->balance, n, s->seq_len, (uint32_t)per,
-		    w->rcost, 1);
+		nk = uniform_plan(c, n, s->seq_len, (uint32_t)per, &fg.none_max,
+		    &none_nf, &fg.plan);
+		fg.splits = nk - n;
+		fg.none_splits = none_nf - n;
 		for (r = 0; r < ranks; r++) {
 			nmb[r] = (uint32_t)per;
-			if (w->rcost[r] > maxc)
-				maxc = w->rcost[r];
+			w->nmb_none[r] = (uint32_t)per;
 		}
+		fg.maxc = max_of(w->rcost, ranks);
 		pad = (uint64_t)per * ranks * s->seq_len - tokens;
-		none_pad = pad;
+		fg.none_pad = pad;
 		/* the bounds of the pieces as placed: cutting lowers costs */
 		sw_grow(w, nk, 0, ranks);
 		for (i = 0; i < nk; i++) {
@@ -484,12 +723,11 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
 			    p->images);
 		}
-		lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
-		tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
+		fg.lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
+		fg.tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
 	}
 	if (want_none)
-		write_stats(c, s, n, tokens, pad, nmb, maxc, lb, tb, none_max,
-		    w->nmb_none, none_pad, drift, moved);
+		write_stats(c, s, n, tokens, pad, nmb, w->nmb_none, &fg);
 	/* emit rank by rank, micro-batch by micro-batch */
 	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
 	sw_grow(w, nk, 0, ranks);

@@ -500,3 +500,106 @@ ovl_balance_exact(struct ovl_balancer *b, int method, const struct ovl_cost *c,
 		    part[i].off, part[i].len);
 	return np;
 }
+
+/* ---- whole micro-batches to ranks ------------------------------------- */
+
+double
+ovl_balance_bins(struct ovl_balancer *b, const double *bcost, size_t nbins,
+    uint32_t ranks, uint32_t per, uint32_t *bin_rank, double *rank_cost)
+{
+	uint32_t *cnt, r, A, bB;
+	size_t i, j, iter, maxiter;
+	long bx, by;
+	double best;
+
+	if (ranks == 0)
+		return 0;
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	if (nbins == 0)
+		return 0;
+	ovl_balance__grow(b, nbins, ranks);
+	cnt = b->rcount;
+	memset(cnt, 0, ranks * sizeof(*cnt));
+	/* costliest first, to the cheapest rank with room */
+	ovl_balance__sort_by_cost(b->order, nbins, bcost);
+	for (i = 0; i < nbins; i++) {
+		uint32_t k = b->order[i], m = ranks;
+
+		for (r = 0; r < ranks; r++)
+			if (cnt[r] < per && (m == ranks ||
+			    rank_cost[r] < rank_cost[m]))
+				m = r;
+		if (m == ranks)
+			m = 0;		/* more bins than ranks x per */
+		bin_rank[k] = m;
+		cnt[m]++;
+		rank_cost[m] += bcost[k];
+	}
+	/*
+	 * Then a bin of the costliest rank moves to a rank with room, or
+	 * trades places with a cheaper bin of another rank, while that
+	 * lowers the pair's maximum below the costliest rank's cost.
+	 */
+	maxiter = 4 * (size_t)ranks + 16;
+	if (maxiter > 256)
+		maxiter = 256;
+	for (iter = 0; iter < maxiter; iter++) {
+		A = ovl_balance__argmax(rank_cost, ranks);
+		best = rank_cost[A] * (1 - 1e-12);
+		bx = by = -1;
+		bB = ranks;
+		for (i = 0; i < nbins; i++) {
+			if (bin_rank[i] != A)
+				continue;
+			for (r = 0; r < ranks; r++) {
+				double m;
+
+				if (r == A || cnt[r] >= per)
+					continue;
+				m = rank_cost[A] - bcost[i];
+				if (rank_cost[r] + bcost[i] > m)
+					m = rank_cost[r] + bcost[i];
+				if (m < best) {
+					best = m;
+					bx = (long)i;
+					by = -1;
+					bB = r;
+				}
+			}
+			for (j = 0; j < nbins; j++) {
+				double d = bcost[i] - bcost[j], m;
+
+				r = bin_rank[j];
+				if (r == A || d <= 0)
+					continue;
+				m = rank_cost[A] - d;
+				if (rank_cost[r] + d > m)
+					m = rank_cost[r] + d;
+				if (m < best) {
+					best = m;
+					bx = (long)i;
+					by = (long)j;
+					bB = r;
+				}
+			}
+		}
+		if (bx < 0)
+			break;
+		bin_rank[bx] = bB;
+		rank_cost[A] -= bcost[bx];
+		rank_cost[bB] += bcost[bx];
+		if (by >= 0) {
+			bin_rank[by] = A;
+			rank_cost[bB] -= bcost[by];
+			rank_cost[A] += bcost[by];
+		} else {
+			cnt[A]--;
+			cnt[bB]++;
+		}
+	}
+	/* the sums again, so equal inputs give equal figures */
+	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	for (i = 0; i < nbins; i++)
+		rank_cost[bin_rank[i]] += bcost[i];
+	return rank_cost[ovl_balance__argmax(rank_cost, ranks)];
+}

@@ -818,6 +818,37 @@ multifit(struct ovl_balancer *b, const double *cost, size_t n,
 	}
 }
 
+/*
+ * Never worse than none: keep none's assignment when its maximum is lower
+ * than the one in rank[] (rank_cost[] set for it). Returns the maximum.
+ */
+static double
+keep_none_if_better(struct ovl_balancer *b, const double *cost,
+    const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
+    double *rank_cost)
+{
+	uint32_t *r2 = b->heap;
+	double *rc2 = b->tsum, cur, alt;
+
+	cur = rank_costs(cost, n, rank, ranks, rank_cost);
+	balance_none(len, n, ranks, r2);
+	alt = rank_costs(cost, n, r2, ranks, rc2);
+	if (alt >= cur)
+		return cur;
+	memcpy(rank, r2, n * sizeof(*rank));
+	memcpy(rank_cost, rc2, ranks * sizeof(*rank_cost));
+	return alt;
+}
+
+void
+ovl_balance_by_count(size_t n, uint32_t ranks, uint32_t *rank)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		rank[i] = (uint32_t)(i % ranks);
+}
+
 double
 ovl_balance(struct ovl_balancer *b, int method, const double *cost,
     const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
@@ -853,6 +884,8 @@ ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 			multifit(b, cost, n, ranks, rank, rank_cost);
 		break;
 	}
-	return rank_costs(cost, n, rank, ranks, rank_cost);
+	if (method == OVL_BAL_NONE)
+		return rank_costs(cost, n, rank, ranks, rank_cost);
+	return keep_none_if_better(b, cost, len, n, ranks, rank, rank_cost);
 }
 

@@ -8,6 +8,7 @@
  * layers linearly. A rank's cost is the sum of its pieces' costs.
  *
  *   none  arrival order, cut into ranks of equal tokens (the baseline)
+ *         (lpt and kk below never return a plan worse than none's)
  *   lpt   greedy longest processing time: costliest piece first, to the
  *         rank with the least cost so far
  *   kk    Karmarkar-Karp largest differencing for R ways, then a local
@@ -86,10 +87,32 @@ void	ovl_balancer_free(struct ovl_balancer *b);
 /*
  * Assign n pieces (cost[i] >= 0, len[i] tokens, in arrival order) to
  * ranks 0..ranks-1: rank[i]. rank_cost receives each rank's total cost.
- * Returns the maximum rank cost. Deterministic.
+ * Returns the maximum rank cost. Deterministic. lpt and kk are never
+ * worse than none: when none's maximum is lower, none's assignment is
+ * the one returned.
  */
 double	ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 	    const uint32_t *len, size_t n, uint32_t ranks, uint32_t *rank,
+	    double *rank_cost);
+
+/*
+ * The unbalanced baseline of data-parallel loaders: every rank takes the
+ * same number of pieces (samples), not the same number of tokens; piece
+ * i goes to rank i % ranks (a distributed sampler's stride). ranks > 0.
+ */
+void	ovl_balance_by_count(size_t n, uint32_t ranks, uint32_t *rank);
+
+/*
+ * Whole micro-batches to ranks: nbins bins of cost bcost[i] to ranks
+ * 0..ranks-1, at most per bins each (nbins <= ranks x per; with nbins ==
+ * ranks x per every rank gets exactly per), minimizing the maximum rank
+ * cost: costliest bin first to the cheapest rank with room, then moves
+ * and swaps of one bin of the costliest rank while they lower the
+ * maximum. Writes bin_rank[i] and rank_cost[r]; returns the maximum.
+ * Deterministic.
+ */
+double	ovl_balance_bins(struct ovl_balancer *b, const double *bcost,
+	    size_t nbins, uint32_t ranks, uint32_t per, uint32_t *bin_rank,
 	    double *rank_cost);
 
 /*

@@ -157,8 +157,8 @@ test_known(void)
 	uint32_t r[5];
 	double rc[2];
 
-	/* greedy LPT: 8+5+4 against 7+6 */
-	CHECK(ovl_balance(b, OVL_BAL_LPT, c, l, 5, 2, r, rc) == 17);
+	/* greedy LPT makes 8+5+4 against 7+6; none's 15 + 15 is kept */
+	CHECK(ovl_balance(b, OVL_BAL_LPT, c, l, 5, 2, r, rc) == 15);
 	/* KK and its improvement find 15 + 15 */
 	CHECK(ovl_balance(b, OVL_BAL_KK, c, l, 5, 2, r, rc) == 15);
 	CHECK(rc[0] == 15 && rc[1] == 15);
@@ -457,6 +457,107 @@ test_window(void)
 	ovl_balancer_free(b);
 }
 
+/*
+ * Never worse than none: lpt and kk against none on many seeded steps of
+ * every size (fewer pieces than ranks too), 1 to 16 ranks, both costs.
+ */
+static void
+test_never_worse(void)
+{
+	static const double c5[] = { 3, 3, 2, 2, 2 };
+	static const uint32_t l5[] = { 3, 3, 2, 2, 2 };
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_cost cm[2] = { { 1, 0 }, { 0, 0 } };
+	struct ovl_rng rng;
+	double rc[16], none, mx;
+	uint32_t r5[5], ranks;
+	size_t i, n;
+	int m, round, worse = 0, better = 0;
+
+	/* LPT alone: 3+2+2 against 3+2; none: 3+3 against 2+2+2 */
+	CHECK(ovl_balance(b, OVL_BAL_LPT, c5, l5, 5, 2, r5, rc) == 6);
+	ovl_cost_model(&cm[1], 32, 4096, 0, 0);
+	ovl_rng_seed(&rng, 18);
+	for (round = 0; round < 600; round++) {
+		const struct ovl_cost *c = &cm[round % 2];
+
+		ranks = 1 + (uint32_t)ovl_rng_below(&rng, 16);
+		n = 1 + ovl_rng_below(&rng, round % 3 == 0 ? 3 * ranks : 800);
+		gen(&rng, n, 1024u << ovl_rng_below(&rng, 5));
+		for (i = 0; i < n; i++)
+			cost[i] = ovl_cost_of(c, len[i]);
+		none = ovl_balance(b, OVL_BAL_NONE, cost, len, n, ranks, rank_,
+		    rc);
+		for (m = OVL_BAL_LPT; m <= OVL_BAL_KK; m++) {
+			mx = ovl_balance(b, m, cost, len, n, ranks, rank_, rc);
+			if (mx > none)
+				worse++;
+			if (mx < none * (1 - 1e-9))
+				better++;
+			for (i = 0; i < n; i++)
+				if (rank_[i] >= ranks)
+					worse++;
+		}
+	}
+	CHECK(worse == 0);
+	CHECK(better > 600);
+	/* the loaders' baseline: a stride of equal counts */
+	ovl_balance_by_count(10, 4, rank_);
+	CHECK(rank_[0] == 0 && rank_[3] == 3 && rank_[4] == 0 && rank_[9] == 1);
+	ovl_balancer_free(b);
+}
+
+/* Whole micro-batches: per bins each, sums kept, at or above the bound. */
+static void
+test_bins(void)
+{
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_rng rng;
+	double rc[16], grp[16], mx, total, lb, gmax;
+	uint32_t cnt[16], ranks, per;
+	size_t i, nb;
+	int round, bad = 0, above_grouping = 0;
+
+	ovl_rng_seed(&rng, 19);
+	for (round = 0; round < 300; round++) {
+		ranks = 1 + (uint32_t)ovl_rng_below(&rng, 16);
+		per = 1 + (uint32_t)ovl_rng_below(&rng, 16);
+		nb = (size_t)ranks * per;
+		gen(&rng, nb, 8192);
+		total = 0;
+		memset(grp, 0, sizeof(grp));
+		for (i = 0; i < nb; i++) {
+			cost[i] = (double)len[i] * len[i];
+			total += cost[i];
+			grp[i / per] += cost[i];
+		}
+		lb = ovl_balance_tight_bound(cost, nb, ranks, scratch);
+		mx = ovl_balance_bins(b, cost, nb, ranks, per, rank_, rc);
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < nb; i++) {
+			if (rank_[i] >= ranks)
+				bad++;
+			else
+				cnt[rank_[i]]++;
+		}
+		for (i = 0, gmax = 0; i < ranks; i++) {
+			if (cnt[i] != per)
+				bad++;
+			total -= rc[i];
+			if (grp[i] > gmax)
+				gmax = grp[i];
+		}
+		if (fabs(total) > mx * 1e-9 || mx < lb * (1 - 1e-9))
+			bad++;
+		/* better than the bins in arrival order, per to a rank */
+		if (mx > gmax * (1 + 1e-9))
+			above_grouping++;
+	}
+	CHECK(bad == 0);
+	CHECK(above_grouping == 0);
+	ovl_balancer_free(b);
+}
+
 int
 main(void)
 {
@@ -470,5 +571,7 @@ main(void)
 	RUN(test_fill);
 	RUN(test_exact);
 	RUN(test_tight_bound);
+	RUN(test_never_worse);
+	RUN(test_bins);
 	UNIT_DONE();
 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# ovl-construct: balance that always helps (issue 18). On long-tailed
+# streams, every step of every balance method, varlen and --uniform, 1 to
+# 8 micro-batches per rank, with and without a window: the written plan's
+# maximum rank cost is never above none's on the same pieces; with fixed
+# shapes the plan written is named and the cut plans keep exact resume.
+
+load test_helper
+
+setup() {
+	construct_setup 300 5
+	"$GEN" --docs 1500 --median 120 --sigma 1.2 --tail 6 --tail-min 600 \
+	    --tail-max 6000 --seed 18 --sources 3 > "$T/long.f"
+}
+
+# never_worse STATS: every step's max_cost at most none's; prints the
+# step count and the summed speedup over none
+never_worse() {
+	python3 -c '
+import json, sys
+st = [json.loads(l) for l in open(sys.argv[1])]
+for s in st:
+    assert s["max_cost"] <= s["none"]["max_cost"] * (1 + 1e-12), s
+    assert s["samples"]["max_cost"] > 0 or s["tokens"] == 0, s
+print(len(st), sum(s["none"]["max_cost"] for s in st) / sum(s["max_cost"] for s in st))
+' "$1"
+}
+
+@test "never worse than none: every method, varlen and uniform, 1-8 micro-batches, windows" {
+	local m mode mb w
+	for m in none lpt kk; do
+		for mode in "" --uniform; do
+			for mb in 1 2 8; do
+				for w in 1 3; do
+					"$OVL_CONSTRUCT" --ranks 4 --micro-batches $mb \
+					    --seq-len 1024 --balance $m $mode --window $w \
+					    --stats "$T/st" < "$T/long.f" > "$T/out.f"
+					run -0 never_worse "$T/st"
+					echo "$m $mode $mb $w: $output" >> "$T/log"
+					[ "${output%% *}" -ge 10 ]
+				done
+			done
+		done
+	done
+	cat "$T/log"
+}
+
+@test "uniform: balanced micro-batches beat none by at least 10% with 2 or more per rank" {
+	local mb
+	for mb in 2 4; do
+		"$OVL_CONSTRUCT" --ranks 4 --micro-batches $mb --seq-len 1024 \
+		    --uniform --stats "$T/st" < "$T/long.f" > "$T/out.f"
+		run -0 python3 "$CHECK" check "$T/long.f" "$T/out.f" --ranks 4 \
+		    --micro-batches $mb --seq-len 1024 --uniform
+		run -0 never_worse "$T/st"
+		python3 -c 'import sys; assert float(sys.argv[1]) >= 1.1, sys.argv[1]' "${output#* }"
+		run -0 python3 -c '
+import json, sys
+plans = {json.loads(l)["plan"] for l in open(sys.argv[1])}
+assert plans <= {"balanced", "mid-cut", "cut", "none"}, plans
+print(" ".join(sorted(plans)))
+' "$T/st"
+	done
+}
+
+@test "varlen: the plan key is only in fixed-shape stats; samples beside none" {
+	"$OVL_CONSTRUCT" $C --stats "$T/st" < "$T/in.f" > "$T/out.f"
+	run -0 python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    s = json.loads(l)
+    assert "plan" not in s and "max_cost" in s["samples"], s
+' "$T/st"
+	"$OVL_CONSTRUCT" $C --uniform --balance none --stats "$T/st" < "$T/in.f" > "$T/out.f"
+	run -0 python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    s = json.loads(l)
+    assert s["plan"] == "none" and s["max_cost"] == s["none"]["max_cost"], s
+' "$T/st"
+}
+
+@test "uniform: the cut plans resume byte-identical from every barrier, every method" {
+	local m n B
+	B="$GENARGS --checkpoint-every 2 --ranks 4 --micro-batches 4 --seq-len 256"
+	"$GEN" $B --exact > "$T/bar.f"
+	for m in kk lpt; do
+		"$OVL_CONSTRUCT" $C --micro-batches 4 --uniform --balance $m \
+		    --stats "$T/st" < "$T/bar.f" > "$T/full.f"
+		# the cut plans were written in this run
+		run -0 python3 -c '
+import json, sys
+plans = [json.loads(l)["plan"] for l in open(sys.argv[1])]
+assert "cut" in plans or "mid-cut" in plans, plans
+' "$T/st"
+		python3 "$CHECK" barriers "$T/full.f" > "$T/ns"
+		[ "$(wc -l < "$T/ns")" -ge 3 ]
+		while read -r n; do
+			python3 "$CHECK" state "$T/full.f" "$n" > "$T/st.$n"
+			"$GEN" $B --exact --from-checkpoint "$n" |
+			    "$OVL_CONSTRUCT" $C --micro-batches 4 --uniform \
+			    --balance $m --resume "$T/st.$n" > "$T/r.f"
+			python3 "$CHECK" after "$T/full.f" "$n" > "$T/want"
+			python3 "$CHECK" body "$T/r.f" > "$T/got"
+			cmp "$T/want" "$T/got"
+		done < "$T/ns"
+	done
+}
