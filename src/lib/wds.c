@@ -14,8 +14,8 @@
 
 #include "image.h"
 
-static int
-ends_with(const char *s, const char *suf)
+int
+ovl_wds_ends_with(const char *s, const char *suf)
 {
 	size_t n = strlen(s), m = strlen(suf);
 
@@ -28,9 +28,9 @@ is_text_member(const struct ovl_wds_opts *o, const char *name)
 	size_t i;
 
 	if (o->next == 0)
-		return o->wds ? ends_with(name, ".txt") : 1;
+		return o->wds ? ovl_wds_ends_with(name, ".txt") : 1;
 	for (i = 0; i < o->next; i++)
-		if (ends_with(name, o->ext[i]))
+		if (ovl_wds_ends_with(name, o->ext[i]))
 			return 1;
 	return 0;
 }

@@ -80,6 +80,8 @@ struct ovl_wds_result {
 void	ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o,
 	    uint64_t g0, uint64_t rec0, struct ovl_buf *buf,
 	    const struct ovl_wds_cb *cb, struct ovl_wds_result *res);
+/* Does name end with suffix? */
+int	ovl_wds_ends_with(const char *name, const char *suffix);
 /* The WebDataset key of a member name: its length in name. */
 size_t	ovl_wds_keylen(const char *name);
 

@@ -439,3 +439,87 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 	}
 }
 
+
+/* The placeholder run of image k of r into s->toks; counted. */
+static void
+image_run(struct src *s, const struct rec *r, uint32_t k)
+{
+	uint64_t n = ovl_image_tokens(&s->o->image_cost, r->images[k].width,
+	    r->images[k].height, NULL, NULL), i;
+	uint32_t *t = ovl_u32vec_reserve(&s->toks, (size_t)n);
+
+	for (i = 0; i < n; i++)
+		t[i] = s->image_id;
+	s->toks.len += (size_t)n;
+	s->images++;
+	s->image_tokens += n;
+}
+
+void
+wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
+{
+	json_error_t je;
+	json_t *root, *v, *e;
+	size_t i, nnull = 0, badoff;
+	uint32_t k = 0;
+	int place = r->images != NULL && s->o->image_cost.kind != 0;
+
+	if ((root = json_loadb(json, len, 0, &je)) == NULL) {
+		bad(s, R_JSON, r, "invalid JSON at column %d: %s", je.column,
+		    je.text);
+		return;
+	}
+	v = root;
+	for (i = 0; i < s->path.n && v != NULL; i++)
+		v = json_is_object(v) ? json_object_get(v, s->path.key[i]) : NULL;
+	if (v == NULL) {
+		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		goto out;
+	}
+	if (json_is_string(v)) {	/* a caption */
+		s->scratch.len = 0;
+		ovl_buf_append(&s->scratch, json_string_value(v),
+		    json_string_length(v));
+		r->utf8_ok = 1;
+		record(s, r, (const char *)s->scratch.p, s->scratch.len);
+		goto out;
+	}
+	json_array_foreach(v, i, e) {
+		if (json_is_null(e))
+			nnull++;
+		else if (!json_is_string(e))
+			break;
+	}
+	if (!json_is_array(v) || i < json_array_size(v)) {
+		bad(s, R_NOTSTRING, r, "field '%s' is neither a string nor an "
+		    "array of strings and nulls", s->o->field);
+		goto out;
+	}
+	if (place && nnull != r->nimages) {
+		bad(s, R_IMAGE, r, "field '%s' has %zu image places (nulls) for "
+		    "%" PRIu32 " images", s->o->field, nnull, r->nimages);
+		goto out;
+	}
+	/* interleaved: each text as it is tokenized alone, each null an image */
+	s->toks.len = 0;
+	if (s->bos != OVL_TOK_NONE)
+		ovl_u32vec_push(&s->toks, s->bos);
+	json_array_foreach(v, i, e) {
+		if (json_is_null(e)) {
+			if (place)
+				image_run(s, r, k++);
+			continue;
+		}
+		if (ovl_tok_encode(s->tok, json_string_value(e),
+		    json_string_length(e), &s->toks, &badoff) != 0) {
+			bad(s, R_TOK, r, "%s at byte %zu of text %zu of field "
+			    "'%s'", ovl_tok_error(s->tok), badoff, i,
+			    s->o->field);
+			goto out;
+		}
+	}
+	s->pre = 1;
+	record(s, r, json, len);
+out:
+	json_decref(root);
+}

@@ -190,6 +190,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_FIELD:
 			o->field = optarg;
+			o->field_set = 1;
 			break;
 		case O_FIELD_TYPE:
 			if (strcmp(optarg, "text") == 0)

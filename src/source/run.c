@@ -202,7 +202,11 @@ tar_doc(void *arg, const struct ovl_wds_group *g)
 	rc.nimages = g->nimages;
 	rc.images = g->images;
 	rc.member = g->member;
-	record(s, &rc, g->text, g->len);
+	if (s->o->field_set && s->o->format == FMT_WDS && ovl_wds_ends_with(
+	    g->member, ".json"))
+		wds_json_record(s, &rc, g->text, g->len);
+	else
+		record(s, &rc, g->text, g->len);
 }
 
 static void

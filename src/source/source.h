@@ -71,6 +71,7 @@ struct src_opts {
 	int		 npaths;
 	int		 format;
 	const char	*field;
+	int		 field_set;	/* --field given (a wds .json member's) */
 	int		 parser;
 	int		 ids;		/* --field-type ids: pre-tokenized */
 	int		 per;
@@ -180,6 +181,13 @@ void	bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 void	record(struct src *s, const struct rec *r, const char *text,
 	    size_t len);
 /* A JSON line: extract the field, then record it. */
+/*
+ * A WebDataset sample whose text member is JSON (--field given): the
+ * field's string is its text; an array of strings and nulls interleaves
+ * text and the sample's images, each null the next image in member order.
+ */
+void	wds_json_record(struct src *s, struct rec *r, const char *json,
+	    size_t len);
 void	json_record(struct src *s, struct rec *r, const char *line,
 	    size_t len);
 

@@ -9,6 +9,10 @@ python3-pil), and what a reader must find in them.
       alpha: VP8, VP8L, VP8X). Sample K (--corrupt) gets one image whose
       header is damaged. Prints one JSON line per sample: key, text, and
       the images' [format, width, height] as Pillow reads them back.
+  images.py interleaved OUT.tar N SEED
+      N interleaved samples: KEY.json {"texts": [text, null, text, ...]},
+      each null the next image member; text between any two images. Prints
+      one JSON line per sample: key, texts, images.
   images.py expect SPEC < samples.jsonl
       the placeholder count of every image under a cost model, one JSON
       list per sample: fixed:N, patch:P, dynamic:P:M:MIN:MAX (Qwen2-VL's
@@ -84,6 +88,27 @@ def shard(out, n, seed, corrupt):
             print(json.dumps({"key": key, "text": text, "images": imgs}))
 
 
+def interleaved(out, n, seed):
+    """Samples KEY.json {"texts": [...]} whose nulls stand for the images
+    KEY.0.*, KEY.1.*, ... in member order, text always between two images
+    (so no two placeholder runs touch)."""
+    rng = random.Random(seed)
+    words = "a cat on a mat the dog ran far over hills image of sky".split()
+    with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for i in range(n):
+            key = "s%05d" % i
+            texts, imgs = [], []
+            for j in range(rng.randint(1, 4)):
+                texts.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 120))))
+                data, info = make_image(rng, rng.choice(KINDS))
+                add(tar, "%s.%d.%s" % (key, j, EXT[info[0]]), data)
+                imgs.append(info)
+                texts.append(None)
+            texts.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 60))))
+            add(tar, key + ".json", json.dumps({"texts": texts}).encode())
+            print(json.dumps({"key": key, "texts": texts, "images": imgs}))
+
+
 def smart_resize(h, w, factor, lo, hi):
     hb = max(factor, round(h / factor) * factor)
     wb = max(factor, round(w / factor) * factor)
@@ -114,6 +139,8 @@ def main():
     if sys.argv[1] == "shard":
         corrupt = int(sys.argv[5]) if len(sys.argv) > 5 else -1
         shard(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), corrupt)
+    elif sys.argv[1] == "interleaved":
+        interleaved(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == "expect":
         for line in sys.stdin:
             s = json.loads(line)
