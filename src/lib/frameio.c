@@ -16,6 +16,14 @@
 
 #define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
 #define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
+/*
+ * Bounded memory (issue 18): a buffer grown for an outlier frame goes back
+ * to its normal size once CALM frames in a row were small, so memory
+ * follows the largest frame of the moment, not of the whole stream. The
+ * count is the hysteresis: a stream of large frames keeps its buffer and
+ * the hot path stays allocation-free.
+ */
+#define CALM		8
 
 struct ovl_reader {
 	int		 fd;
@@ -24,6 +32,7 @@ struct ovl_reader {
 	uint8_t		*buf;
 	size_t		 cap;
 	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
+	unsigned	 calm;		/* small frames in a row (CALM) */
 	size_t		 start;		/* first unconsumed byte */
 	size_t		 end;		/* one past the last valid byte */
 	uint64_t	 base;		/* stream offset of buf[0] */
@@ -303,6 +312,29 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 }
 
 /*
+ * Between frames: a buffer grown past 4 chunks for a large frame goes back
+ * to one chunk once CALM frames in a row fitted in half a chunk and what
+ * is buffered fits too.
+ */
+static void
+settle(struct ovl_reader *r)
+{
+	size_t have = r->end - r->start;
+	uint8_t *nb;
+
+	if (r->calm < CALM || r->cap <= 4 * r->chunk || have > r->chunk / 2)
+		return;
+	nb = ovl_xmalloc(r->chunk);
+	memcpy(nb, r->buf + r->start, have);
+	free(r->buf);
+	r->buf = nb;
+	r->cap = r->chunk;
+	r->base += r->start;
+	r->start = 0;
+	r->end = have;
+}
+
+/*
  * Make buf[start..end) hold at least need bytes, reading as needed.
  * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
  * non-blocking fd has nothing more, -1 on a read error (errmsg set).
@@ -394,6 +426,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 		r->start += OVL_STREAM_HDR_LEN;
 		r->state = 1;
 	}
+	settle(r);
 	got = fill(r, OVL_FRAME_HDR_LEN);
 	if (got == OVL_RD_AGAIN)
 		return OVL_RD_AGAIN;
@@ -428,6 +461,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 	}
 	r->frame_off = r->base + r->start;
 	r->start += f->size;
+	r->calm = f->size <= r->chunk / 2 ? r->calm + 1 : 0;
 	if (f->kind == OVL_END) {
 		if (ovl_end_decode(f, &nframes) != OVL_F_OK)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off, "END frame");
@@ -520,6 +554,7 @@ struct ovl_writer {
 	uint32_t	 open_len;
 	uint64_t	 written;
 	uint64_t	 count;
+	unsigned	 calm;		/* small frames in a row (CALM) */
 	int		 started;
 };
 
@@ -570,6 +605,13 @@ write_out(struct ovl_writer *w, size_t n)
 	memmove(w->buf, w->buf + n, w->len - n);
 	w->len -= n;
 	w->written += n;
+	/* grown for a large frame, written out, CALM small frames since */
+	if (w->calm >= CALM && w->cap > 4 * (2 * WR_FLUSH) && w->len == 0 &&
+	    w->open == SIZE_MAX) {
+		free(w->buf);
+		w->cap = 2 * WR_FLUSH;
+		w->buf = ovl_xmalloc(w->cap);
+	}
 }
 
 void
@@ -622,6 +664,7 @@ ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
 	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
 	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
 	w->open = SIZE_MAX;
+	w->calm = w->open_len <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (kind != OVL_END)
 		w->count++;
 }
@@ -644,6 +687,7 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 	ensure(w, f->size);
 	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	w->len += f->size;
+	w->calm = f->size <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (f->kind != OVL_END)
 		w->count++;
 }

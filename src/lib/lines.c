@@ -9,13 +9,14 @@
 #include "buf.h"
 
 #define LINES_BLOCK	(1u << 20)	/* bytes asked of the reader at once */
+#define LINES_CAP	(8u * LINES_BLOCK)	/* the buffer's normal size */
 
 void
 ovl_lines_reset(struct ovl_lines *r, uint64_t line)
 {
 	
 	if (r->buf == NULL) {
-		r->cap = 8u * LINES_BLOCK;
+		r->cap = LINES_CAP;
 		r->buf = ovl_xmalloc(r->cap);
 	}
 	r->beg = r->end = r->scan = r->lstart = r->pend = 0;
@@ -44,6 +45,14 @@ ovl_lines_fill(struct ovl_lines *r)
 		r->pend = r->pend >= d ? r->pend - d : 0;
 		r->base += d;
 		r->beg = 0;
+		/*
+		 * Grown for a long record that is behind us: back to the
+		 * normal size (issue 18; at most once per long record).
+		 */
+		if (r->cap > 2 * LINES_CAP && r->end <= LINES_BLOCK) {
+			r->buf = ovl_xrealloc(r->buf, LINES_CAP);
+			r->cap = LINES_CAP;
+		}
 	}
 	if (r->cap - r->end < LINES_BLOCK) {
 		size_t ncap = r->cap * 2;

@@ -170,8 +170,8 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
  * One record's text: check, filter, tokenize and write it. The text stays
  * where it is (no copy) on the bytes tokenizer's path.
  */
-void
-record(struct src *s, const struct rec *r, const char *text, size_t len)
+static void
+record_doc(struct src *s, const struct rec *r, const char *text, size_t len)
 {
 	const struct src_opts *o = s->o;
 	uint64_t ntok;
@@ -273,6 +273,30 @@ counted:
 	s->cx.tokens += ntok + 1;
 	if (o->throttle > 0)
 		throttle(s, len);
+}
+
+/*
+ * Bounded memory (issue 18): the per-document buffers (tokens, unescaped
+ * text, a tar member's text) grown for an outlier go back to KEEP_BYTES
+ * once KEEP_CALM documents in a row were small, so a source holds what
+ * its current documents need, not its largest one ever.
+ */
+#define KEEP_BYTES	(1u << 20)
+#define KEEP_CALM	8
+
+void
+record(struct src *s, const struct rec *r, const char *text, size_t len)
+{
+	size_t used;
+
+	record_doc(s, r, text, len);
+	used = len > s->toks.len * 4 ? len : s->toks.len * 4;
+	s->calm = used <= KEEP_BYTES ? s->calm + 1 : 0;
+	if (s->calm == KEEP_CALM) {
+		ovl_u32vec_trim(&s->toks, KEEP_BYTES / 4);
+		ovl_buf_trim(&s->scratch, KEEP_BYTES);
+		ovl_buf_trim(&s->doc, KEEP_BYTES);
+	}
 }
 
 /*

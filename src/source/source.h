@@ -155,6 +155,7 @@ struct src {
 	struct ovl_buf	 scratch;
 	struct ovl_buf	 doc;		/* a tar member's text */
 	struct ovl_u32vec toks;
+	unsigned	 calm;		/* small documents in a row (docs.c) */
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
 	uint64_t	 filtered_len, filtered_re;
