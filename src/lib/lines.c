@@ -9,7 +9,7 @@
 #include "buf.h"
 
 #define LINES_BLOCK	(1u << 20)	/* bytes asked of the reader at once */
-#define LINES_CAP	(8u * LINES_BLOCK)	/* the buffer's normal size */
+#define LINES_CAP	(2u * LINES_BLOCK)	/* the buffer's normal size */
 
 void
 ovl_lines_reset(struct ovl_lines *r, uint64_t line)
