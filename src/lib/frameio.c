@@ -18,10 +18,10 @@
 #define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
 /*
  * Bounded memory (issue 18): a buffer grown for an outlier frame goes back
- * to its normal size once CALM frames in a row were small, so memory
- * follows the largest frame of the moment, not of the whole stream. The
- * count is the hysteresis: a stream of large frames keeps its buffer and
- * the hot path stays allocation-free.
+ * to its normal size after it (the writer's once CALM frames in a row were
+ * small), so memory follows the largest frame of the moment, not of the
+ * whole stream. Buffers shrink only from 4 times their normal size: frames
+ * of the usual sizes never allocate.
  */
 #define CALM		8
 
@@ -32,7 +32,6 @@ struct ovl_reader {
 	uint8_t		*buf;
 	size_t		 cap;
 	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
-	unsigned	 calm;		/* small frames in a row (CALM) */
 	size_t		 start;		/* first unconsumed byte */
 	size_t		 end;		/* one past the last valid byte */
 	uint64_t	 base;		/* stream offset of buf[0] */
@@ -313,8 +312,11 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 
 /*
  * Between frames: a buffer grown past 4 chunks for a large frame goes back
- * to one chunk once CALM frames in a row fitted in half a chunk and what
- * is buffered fits too.
+ * to one chunk as soon as that frame is consumed and what is buffered fits
+ * in half a chunk. No count here: the input that just passed an outlier is
+ * the one its reader may not need for longest (ovl-mix takes other sources
+ * while they catch up), and a frame of 4 chunks costs far more to read and
+ * check than one allocation.
  */
 static void
 settle(struct ovl_reader *r)
@@ -322,7 +324,7 @@ settle(struct ovl_reader *r)
 	size_t have = r->end - r->start;
 	uint8_t *nb;
 
-	if (r->calm < CALM || r->cap <= 4 * r->chunk || have > r->chunk / 2)
+	if (r->cap <= 4 * r->chunk || have > r->chunk / 2)
 		return;
 	nb = ovl_xmalloc(r->chunk);
 	memcpy(nb, r->buf + r->start, have);
@@ -461,7 +463,6 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 	}
 	r->frame_off = r->base + r->start;
 	r->start += f->size;
-	r->calm = f->size <= r->chunk / 2 ? r->calm + 1 : 0;
 	if (f->kind == OVL_END) {
 		if (ovl_end_decode(f, &nframes) != OVL_F_OK)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off, "END frame");
@@ -582,12 +583,11 @@ ovl_writer_free(struct ovl_writer *w)
 	free(w);
 }
 
+/* Write n bytes of p to the writer's fd, or die as write_out says. */
 static void
-write_out(struct ovl_writer *w, size_t n)
+put(struct ovl_writer *w, const void *p, size_t n)
 {
-	if (n == 0)
-		return;
-	if (ovl_io_write_full(w->fd, w->buf, n) != 0) {
+	if (ovl_io_write_full(w->fd, p, n) != 0) {
 		/*
 		 * A socket's reader leaving is said, naming the peer, before
 		 * the writer ends as a pipe's does (by SIGPIPE).
@@ -602,6 +602,14 @@ write_out(struct ovl_writer *w, size_t n)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'", w->name);
 	}
+}
+
+static void
+write_out(struct ovl_writer *w, size_t n)
+{
+	if (n == 0)
+		return;
+	put(w, w->buf, n);
 	memmove(w->buf, w->buf + n, w->len - n);
 	w->len -= n;
 	w->written += n;
@@ -684,10 +692,22 @@ void
 ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 {
 	start(w);
+	if (f->size > WR_FLUSH) {
+		/*
+		 * A large frame goes out from where it was read, after what
+		 * is buffered: no second copy of an outlier in memory.
+		 */
+		write_out(w, w->len);
+		put(w, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		w->written += f->size;
+		if (f->kind != OVL_END)
+			w->count++;
+		return;
+	}
 	ensure(w, f->size);
 	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	w->len += f->size;
-	w->calm = f->size <= WR_FLUSH / 2 ? w->calm + 1 : 0;
+	w->calm++;
 	if (f->kind != OVL_END)
 		w->count++;
 }
