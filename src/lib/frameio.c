@@ -32,6 +32,7 @@ struct ovl_reader {
 	uint8_t		*buf;
 	size_t		 cap;
 	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
+	size_t		 defer;		/* longer frames: OVL_RD_DEFER (0: off) */
 	size_t		 start;		/* first unconsumed byte */
 	size_t		 end;		/* one past the last valid byte */
 	uint64_t	 base;		/* stream offset of buf[0] */
@@ -102,6 +103,12 @@ ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
 		r->cap = chunk;
 		r->buf = ovl_xmalloc(r->cap);
 	}
+}
+
+void
+ovl_reader_defer(struct ovl_reader *r, size_t size)
+{
+	r->defer = size;
 }
 
 void
@@ -439,6 +446,8 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 		if (got == 0)
 			return fail(r, OVL_F_ETRUNC, r->base + r->start,
 			    r->end == r->start ? NULL : "inside a frame header");
+		if (r->defer != 0 && f->size > r->defer)
+			return OVL_RD_DEFER;
 		got = fill(r, f->size);
 		if (got == OVL_RD_AGAIN)
 			return OVL_RD_AGAIN;

@@ -21,7 +21,8 @@ struct ovl_writer;
 enum {
 	OVL_RD_EOF = 0,		/* the END frame was returned before: stream done */
 	OVL_RD_FRAME = 1,	/* *f holds a frame (END included, once) */
-	OVL_RD_AGAIN = 2	/* non-blocking fd: no whole frame yet */
+	OVL_RD_AGAIN = 2,	/* non-blocking fd: no whole frame yet */
+	OVL_RD_DEFER = 3	/* the next frame is over the defer size */
 };
 
 /*
@@ -39,6 +40,15 @@ void	ovl_reader_free(struct ovl_reader *r);
  * is used. Frames and errors are the same whatever the chunk.
  */
 void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
+/*
+ * From now on, when the next frame is longer than size bytes (0: off),
+ * ovl_reader_next returns OVL_RD_DEFER once its header is read, without
+ * reading the rest or growing the buffer: the frame stays in the pipe
+ * until a call with the defer off. ovl-mix reads ahead from the inputs it
+ * does not need yet only up to small frames, so that an outlier is held
+ * by the one input being consumed (bounded memory, issue 18).
+ */
+void	ovl_reader_defer(struct ovl_reader *r, size_t size);
 /*
  * Call fn(arg) before a read that would wait for more input (nothing is
  * readable yet): a stage flushes its output there, so what it made so far
