@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "crc32c.h"
 #include "err.h"
 #include "io.h"
 #include "num.h"
@@ -695,6 +696,52 @@ ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	if (len > 0)
 		memcpy(p, payload, len);
 	ovl_writer_finish(w, kind, flags);
+}
+
+#define GEN_PIECE	(WR_FLUSH / 2)	/* ovl_writer_frame_gen's pieces */
+
+void
+ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
+    uint32_t len, void (*gen)(void *, uint8_t *, uint32_t, uint32_t),
+    void *arg)
+{
+	uint8_t *hdr, *p;
+	uint32_t off, n, crc;
+
+	if (len <= GEN_PIECE) {
+		gen(arg, ovl_writer_begin(w, len), 0, len);
+		ovl_writer_finish(w, kind, flags);
+		return;
+	}
+	if ((len & 3) != 0 || len > OVL_FRAME_LIMIT || w->open != SIZE_MAX)
+		ovl_errx(OVL_EXIT_DATA, "internal error: bad frame length %"
+		    PRIu32 " for '%s'", len, w->name);
+	start(w);
+	/* room for the header and one piece: the buffer keeps its size */
+	ensure(w, OVL_FRAME_HDR_LEN + GEN_PIECE);
+	hdr = w->buf + w->len;
+	/* the header as ovl_frame_seal makes it, its CRC over the pieces */
+	ovl_put32(hdr, len);
+	hdr[4] = kind;
+	hdr[5] = flags;
+	hdr[6] = hdr[7] = 0;
+	crc = ovl_crc32c(0, hdr, 8);
+	p = hdr + OVL_FRAME_HDR_LEN;
+	for (off = 0; off < len; off += n) {
+		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
+		gen(arg, p, off, n);
+		crc = ovl_crc32c(crc, p, n);
+	}
+	ovl_put32(hdr + 8, crc);
+	w->len += OVL_FRAME_HDR_LEN;
+	for (off = 0; off < len; off += n) {
+		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
+		ensure(w, n);
+		gen(arg, w->buf + w->len, off, n);
+		w->len += n;
+	}
+	w->count++;
+	w->calm++;
 }
 
 void

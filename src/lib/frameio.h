@@ -134,6 +134,16 @@ void	ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags);
 /* Begin, copy len bytes of payload, finish. */
 void	ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	    const void *payload, uint32_t len);
+/*
+ * A frame of len payload bytes (a multiple of 4) that gen makes in pieces:
+ * gen(arg, dst, off, n) writes payload bytes [off, off + n) to dst. A frame
+ * over 128 KiB is never held whole (bounded memory, issue 18): gen is
+ * called twice over it, for the CRC and then to write each piece, so it
+ * must make the same bytes both times.
+ */
+void	ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
+	    uint32_t len, void (*gen)(void *, uint8_t *, uint32_t, uint32_t),
+	    void *arg);
 /* Pass through a frame read by an ovl_reader (header and CRC kept). */
 void	ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f);
 /* Write out everything buffered. */
