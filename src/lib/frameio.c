@@ -320,28 +320,38 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 
 /*
  * Between frames: a buffer grown past 4 chunks for a large frame goes back
- * to one chunk as soon as that frame is consumed and what is buffered fits
- * in half a chunk. No count here: the input that just passed an outlier is
- * the one its reader may not need for longest (ovl-mix takes other sources
- * while they catch up), and a frame of 4 chunks costs far more to read and
- * check than one allocation.
+ * to the size what is buffered needs (one chunk, mostly) as soon as that
+ * frame is consumed. No count here: the input that just passed an outlier
+ * is the one its reader may not need for longest (ovl-mix takes other
+ * sources while they catch up), and a frame of 4 chunks costs far more to
+ * read and check than one allocation.
  */
 static void
 settle(struct ovl_reader *r)
 {
-	size_t have = r->end - r->start;
+	size_t have = r->end - r->start, ncap = r->chunk;
 	uint8_t *nb;
 
-	if (r->cap <= 4 * r->chunk || have > r->chunk / 2)
+	if (r->cap <= 4 * r->chunk)
 		return;
-	nb = ovl_xmalloc(r->chunk);
+	while (ncap < have + r->chunk / 4)
+		ncap *= 2;
+	if (ncap > r->cap / 2)
+		return;
+	nb = ovl_xmalloc(ncap);
 	memcpy(nb, r->buf + r->start, have);
 	free(r->buf);
 	r->buf = nb;
-	r->cap = r->chunk;
+	r->cap = ncap;
 	r->base += r->start;
 	r->start = 0;
 	r->end = have;
+}
+
+void
+ovl_reader_done(struct ovl_reader *r)
+{
+	settle(r);
 }
 
 /*

@@ -94,6 +94,12 @@ void	ovl_reader_expect(struct ovl_reader *r, const struct ovl_expect *e);
  * end of file without END) and fill ovl_reader_error; they are final.
  */
 int	ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f);
+/*
+ * The frame returned last is no longer used: a buffer grown for it goes
+ * back to its normal size now, not at the next ovl_reader_next (which
+ * may come much later for one of many inputs).
+ */
+void	ovl_reader_done(struct ovl_reader *r);
 /* Frames of unknown kind skipped in a newer stream. */
 uint64_t ovl_reader_skipped(const struct ovl_reader *r);
 /*
