@@ -62,7 +62,12 @@ ovl_lines_fill(struct ovl_lines *r)
 		r->buf = ovl_xrealloc(r->buf, ncap);
 		r->cap = ncap;
 	}
-	n = r->read(r->arg, r->buf + r->end, r->cap - r->end);
+	/*
+	 * At most the normal size at once: a buffer doubled for a long
+	 * record is touched (resident) only as far as the record needs.
+	 */
+	n = r->read(r->arg, r->buf + r->end, r->cap - r->end < LINES_CAP ?
+	    r->cap - r->end : LINES_CAP);
 	if (n < 0)
 		return -1;
 	if (n == 0) {
