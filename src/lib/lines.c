@@ -55,15 +55,18 @@ ovl_lines_fill(struct ovl_lines *r)
 		}
 	}
 	if (r->cap - r->end < LINES_BLOCK) {
-		size_t ncap = r->cap * 2;
+		/*
+		 * A long record: grow by the normal size (mapped blocks,
+		 * mremap), not by doubling, so the buffer stays within 2 MiB
+		 * of the record (--max-doc-bytes bounds the process).
+		 */
+		size_t ncap = r->end + LINES_CAP;
 
-		while (ncap - r->end < LINES_BLOCK)
-			ncap *= 2;
 		r->buf = ovl_xrealloc(r->buf, ncap);
 		r->cap = ncap;
 	}
 	/*
-	 * At most the normal size at once: a buffer doubled for a long
+	 * At most the normal size at once: a buffer grown for a long
 	 * record is touched (resident) only as far as the record needs.
 	 */
 	n = r->read(r->arg, r->buf + r->end, r->cap - r->end < LINES_CAP ?
