@@ -6,7 +6,7 @@
  *       [--tail PCT] [--tail-min L] [--tail-max L] [--lengths a,b,...]
  *       [--sources K] [--images K] [--mixed]
  *       [--checkpoint-every K --ranks R --micro-batches M --seq-len SCHED]
- *       [--from-checkpoint N] [--exact]
+ *       [--from-checkpoint N] [--exact] [--jsonl]
  *
  * Lengths are lognormal around the median (sigma X) with PCT percent of
  * documents log-uniform in [tail-min, tail-max], or the --lengths list
@@ -15,6 +15,9 @@
  * in which step n*K opens; --from-checkpoint N writes META and then only
  * what follows BARRIER N (a resumed mixer's stream). --exact cuts steps
  * as a plan with 'uniform yes' does (the step cutter's exact mode).
+ * --jsonl writes the documents as JSON lines {"text":"..."} instead, each
+ * of its length in bytes (lowercase words), for ovl-source (a corpus of
+ * long-tailed documents for scripts/bench-memory and t27).
  */
 #include <errno.h>
 #include <math.h>
@@ -49,6 +52,66 @@ num(const char *opt, const char *s)
 	return v;
 }
 
+/* The length of document d: the --lengths list, the tail or lognormal. */
+static uint32_t
+draw_len(struct ovl_rng *rng, uint64_t d, const uint32_t *lens, size_t nlens,
+    uint64_t median, double sigma, double tail, uint64_t tail_min,
+    uint64_t tail_max)
+{
+	if (nlens > 0)
+		return lens[d % nlens];
+	if (ovl_rng_double(rng) * 100 < tail) {
+		double u = ovl_rng_double(rng);
+		return (uint32_t)(tail_min * exp(u * log((double)tail_max /
+		    tail_min)));
+	} else {
+		double u1 = ovl_rng_double(rng) + 1e-300;
+		double u2 = ovl_rng_double(rng);
+		double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+		double l = exp(log((double)median) + sigma * z);
+		return l < 1 ? 1 : l > 1e7 ? 10000000 : (uint32_t)l;
+	}
+}
+
+#define POOL	(1u << 16)
+
+/*
+ * --jsonl: each document a line {"text":"..."} of its length in bytes,
+ * slices of a pool of random lowercase words (fast enough for gigabytes).
+ */
+static int
+gen_jsonl(uint64_t ndocs, uint64_t seed, uint64_t median, double sigma,
+    double tail, uint64_t tail_min, uint64_t tail_max, const uint32_t *lens,
+    size_t nlens)
+{
+	static char pool[POOL];
+	struct ovl_rng rng, trng;
+	uint64_t d;
+	size_t i;
+	FILE *out = stdout;
+
+	ovl_rng_seed(&rng, seed);
+	ovl_rng_seed2(&trng, seed, 1);
+	for (i = 0; i < POOL; i++)
+		pool[i] = ovl_rng_next(&trng) % 6 == 0 ? ' ' :
+		    (char)('a' + ovl_rng_next(&trng) % 26);
+	for (d = 0; d < ndocs; d++) {
+		uint32_t len = draw_len(&rng, d, lens, nlens, median, sigma,
+		    tail, tail_min, tail_max), n;
+
+		fputs("{\"text\":\"", out);
+		while (len > 0) {
+			size_t at = (size_t)(ovl_rng_next(&trng) % (POOL / 2));
+			n = len < POOL / 2 ? len : POOL / 2;
+			fwrite(pool + at, 1, n, out);
+			len -= n;
+		}
+		fputs("\"}\n", out);
+	}
+	ovl_io_close_stdout();
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -71,6 +134,7 @@ main(int argc, char **argv)
 		{ "seq-len", required_argument, NULL, 'L' },
 		{ "from-checkpoint", required_argument, NULL, 'f' },
 		{ "exact", no_argument, NULL, 'e' },
+		{ "jsonl", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
 	};
 	uint64_t ndocs = 100, seed = 1, median = 500, tail_min = 8192,
@@ -82,7 +146,7 @@ main(int argc, char **argv)
 	uint64_t at[64];
 	uint32_t sl[64];
 	size_t nst = 1;
-	int mixed = 0, exact = 0, opt;
+	int mixed = 0, exact = 0, jsonl = 0, opt;
 	struct ovl_rng rng, trng;
 	struct ovl_stepcfg cfg;
 	struct ovl_stepcut cut;
@@ -117,6 +181,7 @@ main(int argc, char **argv)
 		case 'i': images = num("--images", optarg); break;
 		case 'x': mixed = 1; break;
 		case 'e': exact = 1; break;
+		case 'j': jsonl = 1; break;
 		case 'c': every = num("--checkpoint-every", optarg); break;
 		case 'r': ranks = num("--ranks", optarg); break;
 		case 'M': mb = num("--micro-batches", optarg); break;
@@ -156,6 +221,9 @@ main(int argc, char **argv)
 		ovl_cli_usagex(&cli, "bad options");
 	if (every > 0)
 		mixed = 1;
+	if (jsonl)
+		return gen_jsonl(ndocs, seed, median, sigma, tail, tail_min,
+		    tail_max, lens, nlens);
 	ovl_io_refuse_tty(STDOUT_FILENO);
 	w = ovl_writer_new(STDOUT_FILENO, "standard output");
 	p = meta;
@@ -186,19 +254,8 @@ main(int argc, char **argv)
 		uint8_t *pl;
 		int opened;
 
-		if (nlens > 0) {
-			len = lens[d % nlens];
-		} else if (ovl_rng_double(&rng) * 100 < tail) {
-			double u = ovl_rng_double(&rng);
-			len = (uint32_t)(tail_min * exp(u * log((double)tail_max /
-			    tail_min)));
-		} else {
-			double u1 = ovl_rng_double(&rng) + 1e-300;
-			double u2 = ovl_rng_double(&rng);
-			double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
-			double l = exp(log((double)median) + sigma * z);
-			len = l < 1 ? 1 : l > 1e7 ? 10000000 : (uint32_t)l;
-		}
+		len = draw_len(&rng, d, lens, nlens, median, sigma, tail,
+		    tail_min, tail_max);
 		memset(&doc, 0, sizeof(doc));
 		doc.source = (uint32_t)(d % nsrc);
 		doc.flags = mixed ? OVL_DOC_MIXED : 0;

@@ -85,6 +85,15 @@ ovl_buf_free(struct ovl_buf *b)
 	b->len = b->cap = 0;
 }
 
+void
+ovl_buf_trim(struct ovl_buf *b, size_t keep)
+{
+	if (b->cap / 2 <= keep || b->len > keep)
+		return;
+	b->p = ovl_xrealloc(b->p, keep);
+	b->cap = keep;
+}
+
 uint32_t *
 ovl_u32vec_reserve(struct ovl_u32vec *v, size_t extra)
 {
@@ -111,4 +120,13 @@ ovl_u32vec_free(struct ovl_u32vec *v)
 	free(v->p);
 	v->p = NULL;
 	v->len = v->cap = 0;
+}
+
+void
+ovl_u32vec_trim(struct ovl_u32vec *v, size_t keep)
+{
+	if (v->cap / 2 <= keep || v->len > keep)
+		return;
+	v->p = ovl_xrealloc(v->p, keep * sizeof(uint32_t));
+	v->cap = keep;
 }

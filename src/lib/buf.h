@@ -28,10 +28,18 @@ struct ovl_u32vec {
 unsigned char *ovl_buf_reserve(struct ovl_buf *b, size_t extra);
 void	ovl_buf_append(struct ovl_buf *b, const void *data, size_t n);
 void	ovl_buf_free(struct ovl_buf *b);
+/*
+ * Give back storage grown for an outlier: when cap is above 2 * keep and
+ * len at most keep, the storage becomes keep bytes (contents kept). The
+ * caller decides when (with some hysteresis: not after every item).
+ */
+void	ovl_buf_trim(struct ovl_buf *b, size_t keep);
 
 uint32_t *ovl_u32vec_reserve(struct ovl_u32vec *v, size_t extra);
 void	ovl_u32vec_push(struct ovl_u32vec *v, uint32_t x);
 void	ovl_u32vec_free(struct ovl_u32vec *v);
+/* As ovl_buf_trim, keep counted in elements. */
+void	ovl_u32vec_trim(struct ovl_u32vec *v, size_t keep);
 
 /* malloc/realloc/strdup that exit 1 on failure. */
 void	*ovl_xmalloc(size_t n);

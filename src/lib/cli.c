@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,18 @@ ovl_cli_init(const struct ovl_cli *cli)
 	int64_t v;
 
 	ovl_err_setprog(cli->prog);
+#ifdef M_MMAP_THRESHOLD
+	/*
+	 * Memory bounded by the plan (issue 18): blocks of 1 MiB and more
+	 * (buffers grown for an outlier document) are mapped and unmapped
+	 * on their own. glibc's threshold otherwise rises to the largest
+	 * block freed (up to 32 MiB), and the next such buffers stay in the
+	 * heap when freed. Two arenas: a helper thread (read-ahead,
+	 * committer) never makes a heap of its own per thread.
+	 */
+	(void)mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	(void)mallopt(M_ARENA_MAX, 2);
+#endif
 	env = getenv("OVL_VERBOSE");
 	if (env != NULL && *env != '\0' && ovl_num_i64(env, &v) == 0 &&
 	    v >= -1 && v <= 9)

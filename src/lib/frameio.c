@@ -10,12 +10,21 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "crc32c.h"
 #include "err.h"
 #include "io.h"
 #include "num.h"
 
 #define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
 #define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
+/*
+ * Bounded memory (issue 18): a buffer grown for an outlier frame goes back
+ * to its normal size after it (the writer's once CALM frames in a row were
+ * small), so memory follows the largest frame of the moment, not of the
+ * whole stream. Buffers shrink only from 4 times their normal size: frames
+ * of the usual sizes never allocate.
+ */
+#define CALM		8
 
 struct ovl_reader {
 	int		 fd;
@@ -24,6 +33,7 @@ struct ovl_reader {
 	uint8_t		*buf;
 	size_t		 cap;
 	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
+	size_t		 defer;		/* longer frames: OVL_RD_DEFER (0: off) */
 	size_t		 start;		/* first unconsumed byte */
 	size_t		 end;		/* one past the last valid byte */
 	uint64_t	 base;		/* stream offset of buf[0] */
@@ -94,6 +104,12 @@ ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
 		r->cap = chunk;
 		r->buf = ovl_xmalloc(r->cap);
 	}
+}
+
+void
+ovl_reader_defer(struct ovl_reader *r, size_t size)
+{
+	r->defer = size;
 }
 
 void
@@ -303,6 +319,42 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 }
 
 /*
+ * Between frames: a buffer grown past 4 chunks for a large frame goes back
+ * to the size what is buffered needs (one chunk, mostly) as soon as that
+ * frame is consumed. No count here: the input that just passed an outlier
+ * is the one its reader may not need for longest (ovl-mix takes other
+ * sources while they catch up), and a frame of 4 chunks costs far more to
+ * read and check than one allocation.
+ */
+static void
+settle(struct ovl_reader *r)
+{
+	size_t have = r->end - r->start, ncap = r->chunk;
+	uint8_t *nb;
+
+	if (r->cap <= 4 * r->chunk)
+		return;
+	while (ncap < have + r->chunk / 4)
+		ncap *= 2;
+	if (ncap > r->cap / 2)
+		return;
+	nb = ovl_xmalloc(ncap);
+	memcpy(nb, r->buf + r->start, have);
+	free(r->buf);
+	r->buf = nb;
+	r->cap = ncap;
+	r->base += r->start;
+	r->start = 0;
+	r->end = have;
+}
+
+void
+ovl_reader_done(struct ovl_reader *r)
+{
+	settle(r);
+}
+
+/*
  * Make buf[start..end) hold at least need bytes, reading as needed.
  * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
  * non-blocking fd has nothing more, -1 on a read error (errmsg set).
@@ -394,6 +446,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 		r->start += OVL_STREAM_HDR_LEN;
 		r->state = 1;
 	}
+	settle(r);
 	got = fill(r, OVL_FRAME_HDR_LEN);
 	if (got == OVL_RD_AGAIN)
 		return OVL_RD_AGAIN;
@@ -404,6 +457,8 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 		if (got == 0)
 			return fail(r, OVL_F_ETRUNC, r->base + r->start,
 			    r->end == r->start ? NULL : "inside a frame header");
+		if (r->defer != 0 && f->size > r->defer)
+			return OVL_RD_DEFER;
 		got = fill(r, f->size);
 		if (got == OVL_RD_AGAIN)
 			return OVL_RD_AGAIN;
@@ -520,6 +575,7 @@ struct ovl_writer {
 	uint32_t	 open_len;
 	uint64_t	 written;
 	uint64_t	 count;
+	unsigned	 calm;		/* small frames in a row (CALM) */
 	int		 started;
 };
 
@@ -547,12 +603,11 @@ ovl_writer_free(struct ovl_writer *w)
 	free(w);
 }
 
+/* Write n bytes of p to the writer's fd, or die as write_out says. */
 static void
-write_out(struct ovl_writer *w, size_t n)
+put(struct ovl_writer *w, const void *p, size_t n)
 {
-	if (n == 0)
-		return;
-	if (ovl_io_write_full(w->fd, w->buf, n) != 0) {
+	if (ovl_io_write_full(w->fd, p, n) != 0) {
 		/*
 		 * A socket's reader leaving is said, naming the peer, before
 		 * the writer ends as a pipe's does (by SIGPIPE).
@@ -567,9 +622,24 @@ write_out(struct ovl_writer *w, size_t n)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "write error on '%s'", w->name);
 	}
+}
+
+static void
+write_out(struct ovl_writer *w, size_t n)
+{
+	if (n == 0)
+		return;
+	put(w, w->buf, n);
 	memmove(w->buf, w->buf + n, w->len - n);
 	w->len -= n;
 	w->written += n;
+	/* grown for a large frame, written out, CALM small frames since */
+	if (w->calm >= CALM && w->cap > 4 * (2 * WR_FLUSH) && w->len == 0 &&
+	    w->open == SIZE_MAX) {
+		free(w->buf);
+		w->cap = 2 * WR_FLUSH;
+		w->buf = ovl_xmalloc(w->cap);
+	}
 }
 
 void
@@ -622,6 +692,7 @@ ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
 	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
 	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
 	w->open = SIZE_MAX;
+	w->calm = w->open_len <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (kind != OVL_END)
 		w->count++;
 }
@@ -637,13 +708,72 @@ ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	ovl_writer_finish(w, kind, flags);
 }
 
+#define GEN_PIECE	(WR_FLUSH / 2)	/* ovl_writer_frame_gen's pieces */
+
+void
+ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
+    uint32_t len, void (*gen)(void *, uint8_t *, uint32_t, uint32_t),
+    void *arg)
+{
+	uint8_t *hdr, *p;
+	uint32_t off, n, crc;
+
+	if (len <= GEN_PIECE) {
+		gen(arg, ovl_writer_begin(w, len), 0, len);
+		ovl_writer_finish(w, kind, flags);
+		return;
+	}
+	if ((len & 3) != 0 || len > OVL_FRAME_LIMIT || w->open != SIZE_MAX)
+		ovl_errx(OVL_EXIT_DATA, "internal error: bad frame length %"
+		    PRIu32 " for '%s'", len, w->name);
+	start(w);
+	/* room for the header and one piece: the buffer keeps its size */
+	ensure(w, OVL_FRAME_HDR_LEN + GEN_PIECE);
+	hdr = w->buf + w->len;
+	/* the header as ovl_frame_seal makes it, its CRC over the pieces */
+	ovl_put32(hdr, len);
+	hdr[4] = kind;
+	hdr[5] = flags;
+	hdr[6] = hdr[7] = 0;
+	crc = ovl_crc32c(0, hdr, 8);
+	p = hdr + OVL_FRAME_HDR_LEN;
+	for (off = 0; off < len; off += n) {
+		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
+		gen(arg, p, off, n);
+		crc = ovl_crc32c(crc, p, n);
+	}
+	ovl_put32(hdr + 8, crc);
+	w->len += OVL_FRAME_HDR_LEN;
+	for (off = 0; off < len; off += n) {
+		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
+		ensure(w, n);
+		gen(arg, w->buf + w->len, off, n);
+		w->len += n;
+	}
+	w->count++;
+	w->calm++;
+}
+
 void
 ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 {
 	start(w);
+	if (f->size > WR_FLUSH) {
+		/*
+		 * A large frame goes out from where it was read, after what
+		 * is buffered: no second copy of an outlier in memory.
+		 */
+		write_out(w, w->len);
+		put(w, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		w->written += f->size;
+		if (f->kind != OVL_END)
+			w->count++;
+		return;
+	}
 	ensure(w, f->size);
 	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	w->len += f->size;
+	w->calm++;
 	if (f->kind != OVL_END)
 		w->count++;
 }

@@ -21,7 +21,8 @@ struct ovl_writer;
 enum {
 	OVL_RD_EOF = 0,		/* the END frame was returned before: stream done */
 	OVL_RD_FRAME = 1,	/* *f holds a frame (END included, once) */
-	OVL_RD_AGAIN = 2	/* non-blocking fd: no whole frame yet */
+	OVL_RD_AGAIN = 2,	/* non-blocking fd: no whole frame yet */
+	OVL_RD_DEFER = 3	/* the next frame is over the defer size */
 };
 
 /*
@@ -39,6 +40,15 @@ void	ovl_reader_free(struct ovl_reader *r);
  * is used. Frames and errors are the same whatever the chunk.
  */
 void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
+/*
+ * From now on, when the next frame is longer than size bytes (0: off),
+ * ovl_reader_next returns OVL_RD_DEFER once its header is read, without
+ * reading the rest or growing the buffer: the frame stays in the pipe
+ * until a call with the defer off. ovl-mix reads ahead from the inputs it
+ * does not need yet only up to small frames, so that an outlier is held
+ * by the one input being consumed (bounded memory, issue 18).
+ */
+void	ovl_reader_defer(struct ovl_reader *r, size_t size);
 /*
  * Call fn(arg) before a read that would wait for more input (nothing is
  * readable yet): a stage flushes its output there, so what it made so far
@@ -84,6 +94,12 @@ void	ovl_reader_expect(struct ovl_reader *r, const struct ovl_expect *e);
  * end of file without END) and fill ovl_reader_error; they are final.
  */
 int	ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f);
+/*
+ * The frame returned last is no longer used: a buffer grown for it goes
+ * back to its normal size now, not at the next ovl_reader_next (which
+ * may come much later for one of many inputs).
+ */
+void	ovl_reader_done(struct ovl_reader *r);
 /* Frames of unknown kind skipped in a newer stream. */
 uint64_t ovl_reader_skipped(const struct ovl_reader *r);
 /*
@@ -124,6 +140,16 @@ void	ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags);
 /* Begin, copy len bytes of payload, finish. */
 void	ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	    const void *payload, uint32_t len);
+/*
+ * A frame of len payload bytes (a multiple of 4) that gen makes in pieces:
+ * gen(arg, dst, off, n) writes payload bytes [off, off + n) to dst. A frame
+ * over 128 KiB is never held whole (bounded memory, issue 18): gen is
+ * called twice over it, for the CRC and then to write each piece, so it
+ * must make the same bytes both times.
+ */
+void	ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
+	    uint32_t len, void (*gen)(void *, uint8_t *, uint32_t, uint32_t),
+	    void *arg);
 /* Pass through a frame read by an ovl_reader (header and CRC kept). */
 void	ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f);
 /* Write out everything buffered. */

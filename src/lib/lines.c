@@ -9,13 +9,14 @@
 #include "buf.h"
 
 #define LINES_BLOCK	(1u << 20)	/* bytes asked of the reader at once */
+#define LINES_CAP	(2u * LINES_BLOCK)	/* the buffer's normal size */
 
 void
 ovl_lines_reset(struct ovl_lines *r, uint64_t line)
 {
 	
 	if (r->buf == NULL) {
-		r->cap = 8u * LINES_BLOCK;
+		r->cap = LINES_CAP;
 		r->buf = ovl_xmalloc(r->cap);
 	}
 	r->beg = r->end = r->scan = r->lstart = r->pend = 0;
@@ -44,16 +45,32 @@ ovl_lines_fill(struct ovl_lines *r)
 		r->pend = r->pend >= d ? r->pend - d : 0;
 		r->base += d;
 		r->beg = 0;
+		/*
+		 * Grown for a long record that is behind us: back to the
+		 * normal size (issue 18; at most once per long record).
+		 */
+		if (r->cap > 2 * LINES_CAP && r->end <= LINES_BLOCK) {
+			r->buf = ovl_xrealloc(r->buf, LINES_CAP);
+			r->cap = LINES_CAP;
+		}
 	}
 	if (r->cap - r->end < LINES_BLOCK) {
-		size_t ncap = r->cap * 2;
+		/*
+		 * A long record: grow by the normal size (mapped blocks,
+		 * mremap), not by doubling, so the buffer stays within 2 MiB
+		 * of the record (--max-doc-bytes bounds the process).
+		 */
+		size_t ncap = r->end + LINES_CAP;
 
-		while (ncap - r->end < LINES_BLOCK)
-			ncap *= 2;
 		r->buf = ovl_xrealloc(r->buf, ncap);
 		r->cap = ncap;
 	}
-	n = r->read(r->arg, r->buf + r->end, r->cap - r->end);
+	/*
+	 * At most the normal size at once: a buffer grown for a long
+	 * record is touched (resident) only as far as the record needs.
+	 */
+	n = r->read(r->arg, r->buf + r->end, r->cap - r->end < LINES_CAP ?
+	    r->cap - r->end : LINES_CAP);
 	if (n < 0)
 		return -1;
 	if (n == 0) {

@@ -71,6 +71,7 @@ struct input {
 	struct ovl_reader *r;
 	struct ovl_frame pend;		/* the next frame, read ahead */
 	int		 has_pend;
+	int		 deferred;	/* a large next frame left in the pipe */
 	int		 need_meta;	/* the next frame must be META */
 	int		 meta_seen;	/* a META of this input was taken */
 	int		 ended;		/* END was read */
@@ -83,6 +84,8 @@ struct input {
 enum { ST_ACTIVE = 0, ST_DROPPED = 1, ST_EXHAUSTED = 2 };
 
 #define MIX_READ_CHUNK	(64u << 10)	/* read size per input */
+/* inputs not needed yet are read ahead only up to frames of this size */
+#define MIX_AHEAD_MAX	(4 * MIX_READ_CHUNK)
 
 struct source {
 	const struct ovl_plan_source *ps;

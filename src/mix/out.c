@@ -268,6 +268,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	ovl_doc_cursor(d, &s->cur);
 	in->tokens += ntok;
 	in->docs++;
+	/* an outlier's buffer goes now: this input may wait long (issue 18) */
+	ovl_reader_done(in->r);
 	return stopped ? 2 : 1;
 }
 

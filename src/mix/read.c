@@ -93,6 +93,7 @@ open_input(struct input *in)
 	ovl_reader_set_chunk(in->r, MIX_READ_CHUNK);
 	in->need_meta = 1;
 	in->has_pend = 0;
+	in->deferred = 0;
 	in->ended = 0;
 }
 
@@ -189,10 +190,13 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 
 /*
  * Read the next frame of in without blocking. Returns 1 when in has a
- * pending frame (or has ended), 0 when it would block.
+ * pending frame (or has ended), 0 when it would block. An input read
+ * ahead (not needed now) leaves a frame over MIX_AHEAD_MAX in its pipe
+ * (in->deferred, not polled until needed): with many inputs, outliers read
+ * ahead would otherwise be held at once, one per input (issue 18).
  */
 static int
-try_read(struct mixer *m, struct input *in)
+try_read(struct mixer *m, struct input *in, int needed)
 {
 	int rc;
 
@@ -201,9 +205,15 @@ try_read(struct mixer *m, struct input *in)
 			return 1;
 		if (!in->connected)
 			return 0;
+		ovl_reader_defer(in->r, needed ? 0 : MIX_AHEAD_MAX);
+		in->deferred = 0;
 		rc = ovl_reader_next(in->r, &in->pend);
 		if (rc == OVL_RD_AGAIN)
 			return 0;
+		if (rc == OVL_RD_DEFER) {
+			in->deferred = 1;
+			return 0;
+		}
 		if (rc == OVL_RD_FRAME) {
 			if (in->need_meta) {
 				take_meta(m, in, &in->pend);
@@ -248,11 +258,11 @@ wait_for(struct mixer *m, struct input *need)
 	int rc, timeout;
 	double t0;
 
-	while (!try_read(m, need)) {
+	while (!try_read(m, need, 1)) {
 		n = 0;
 		for (i = 0; i < m->nin; i++) {
 			struct input *in = &m->in[i];
-			if (in->has_pend || in->ended)
+			if (in->has_pend || in->ended || in->deferred)
 				continue;
 			m->pfd[n].fd = in->fd;
 			m->pfd[n].events = POLLIN;
@@ -276,7 +286,7 @@ wait_for(struct mixer *m, struct input *need)
 			if (m->pfd[i].revents != 0)
 				m->pin[i]->connected = 1;
 			if (m->pfd[i].revents != 0 && m->pin[i] != need)
-				(void)try_read(m, m->pin[i]);
+				(void)try_read(m, m->pin[i], 0);
 		}
 		if (m->o->stats != NULL && ovl_io_since(&m->last_stats) >= 1.0)
 			write_stats(m, 0);

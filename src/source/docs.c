@@ -206,11 +206,82 @@ place_images(struct src *s, const struct rec *r, const char *text,
 }
 
 /*
+ * A long document's DOC frame goes out in pieces (ovl_writer_frame_gen):
+ * the writer never holds it whole, only the text (or the tokens) it comes
+ * from (bounded memory, issue 18).
+ */
+#define DOC_PIECES	(1u << 20)	/* payloads longer than this */
+
+struct docgen {
+	uint8_t		 hdr[OVL_DOC_FIXED];
+	const uint32_t	*toks;		/* the ids, or NULL: the text's bytes */
+	const unsigned char *text;
+	uint32_t	 ntok;		/* without the end-of-document token */
+	uint32_t	 eod;
+};
+
+/* Payload bytes [off, off + n) of the frame: header, ids, eod. */
+static void
+doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
+{
+	const struct docgen *g = arg;
+	uint32_t end = off + n, tend = OVL_DOC_FIXED + g->ntok * 4, b;
+
+	if (off < OVL_DOC_FIXED) {
+		b = end < OVL_DOC_FIXED ? end : OVL_DOC_FIXED;
+		memcpy(dst, g->hdr + off, b - off);
+		dst += b - off;
+		off = b;
+	}
+	if (off < end && off < tend) {
+		size_t i = (off - OVL_DOC_FIXED) / 4;
+
+		b = end < tend ? end : tend;
+		if (g->toks != NULL)
+			memcpy(dst, g->toks + i, b - off);
+		else
+			widen((uint32_t *)(void *)dst, g->text + i,
+			    (b - off) / 4);
+		dst += b - off;
+		off = b;
+	}
+	if (off < end)
+		memcpy(dst, &g->eod, 4);
+}
+
+static void
+write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
+    const char *text, uint32_t ntok, uint32_t plen)
+{
+	struct docgen g;
+	struct ovl_doc d;
+
+	memset(&d, 0, sizeof(d));
+	d.source = s->o->id;
+	d.epoch = s->cx.epoch;
+	d.chunk = s->cx.k;
+	d.record = r->index;
+	d.nchunks = s->cs.n;
+	d.nimages = r->nimages;
+	d.start_off = r->start_off;
+	d.next_off = r->next_off;
+	d.next_rec = r->index + 1;
+	/* the fixed part alone, then its token count (ovl-frame(5): u32 at 64) */
+	ovl_doc_encode(g.hdr, &d);
+	ovl_put32(g.hdr + 64, ntok + 1);
+	g.toks = toks;
+	g.text = (const unsigned char *)text;
+	g.ntok = ntok;
+	g.eod = s->eod;
+	ovl_writer_frame_gen(s->w, OVL_DOC, 0, plen, doc_piece, &g);
+}
+
+/*
  * One record's text: check, filter, tokenize and write it. The text stays
  * where it is (no copy) on the bytes tokenizer's path.
  */
-void
-record(struct src *s, const struct rec *r, const char *text, size_t len)
+static void
+record_doc(struct src *s, const struct rec *r, const char *text, size_t len)
 {
 	const struct src_opts *o = s->o;
 	uint64_t ntok;
@@ -290,9 +361,15 @@ counted:
 		struct ovl_doc d;
 		uint32_t tl = o->text ? (uint32_t)len : 0;
 		uint32_t plen = ovl_doc_payload_len((uint32_t)ntok + 1, tl);
-		uint8_t *p = ovl_writer_begin(s->w, plen);
-		uint32_t *t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
+		uint8_t *p;
+		uint32_t *t;
 
+		if (plen > DOC_PIECES && tl == 0) {
+			write_pieces(s, r, toks, text, (uint32_t)ntok, plen);
+			goto written;
+		}
+		p = ovl_writer_begin(s->w, plen);
+		t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
 		memset(&d, 0, sizeof(d));
 		d.source = o->id;
 		d.epoch = s->cx.epoch;
@@ -314,12 +391,41 @@ counted:
 		t[ntok] = s->eod;
 		ovl_writer_finish(s->w, OVL_DOC, 0);
 	}
+written:
 	s->docs++;
 	s->tokens += ntok + 1;
 	s->cx.docs++;
 	s->cx.tokens += ntok + 1;
 	if (o->throttle > 0)
 		throttle(s, len);
+}
+
+/*
+ * Bounded memory (issue 18): the per-document buffers (tokens, unescaped
+ * text, a tar member's text) grown for an outlier go back to KEEP_BYTES
+ * once KEEP_CALM documents in a row were small, so a source holds what
+ * its current documents need, not its largest one ever.
+ */
+#define KEEP_BYTES	(1u << 20)
+#define KEEP_CALM	8
+
+void
+record(struct src *s, const struct rec *r, const char *text, size_t len)
+{
+	size_t used;
+
+	record_doc(s, r, text, len);
+	used = len > s->toks.len * 4 ? len : s->toks.len * 4;
+	if (used < s->itoks.len * 4)
+		used = s->itoks.len * 4;	/* a document with its images */
+	s->itoks.len = 0;
+	s->calm = used <= KEEP_BYTES ? s->calm + 1 : 0;
+	if (s->calm == KEEP_CALM) {
+		ovl_u32vec_trim(&s->toks, KEEP_BYTES / 4);
+		ovl_u32vec_trim(&s->itoks, KEEP_BYTES / 4);
+		ovl_buf_trim(&s->scratch, KEEP_BYTES);
+		ovl_buf_trim(&s->doc, KEEP_BYTES);
+	}
 }
 
 /*

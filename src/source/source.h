@@ -163,6 +163,7 @@ struct src {
 	struct ovl_u32vec itoks;	/* a document with its image runs */
 	uint32_t	 image_id;	/* the placeholder token */
 	uint64_t	 images, image_tokens;	/* placed */
+	unsigned	 calm;		/* small documents in a row (docs.c) */
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
 	uint64_t	 filtered_len, filtered_re;
