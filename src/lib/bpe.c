@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "err.h"
 #include "num.h"
 #include "pretok.h"
 #include "tok.h"
@@ -233,21 +234,6 @@ rank_of(const struct ovl_bpe *b, const unsigned char *p, size_t n)
 /* ---- loading --------------------------------------------------------- */
 
 static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int
 b64val(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')
@@ -355,16 +341,16 @@ read_file(const char *path, size_t *len, char *err, size_t errlen)
 	size_t got;
 
 	if ((f = fopen(path, "rb")) == NULL) {
-		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		ovl_errbuf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fail(err, errlen, "'%s': not a regular file", path);
+		ovl_errbuf(err, errlen, "'%s': not a regular file", path);
 		fclose(f);
 		return NULL;
 	}
 	if ((uint64_t)st.st_size > FILE_MAX) {
-		fail(err, errlen, "'%s': rank file larger than %u bytes", path,
+		ovl_errbuf(err, errlen, "'%s': rank file larger than %u bytes", path,
 		    FILE_MAX);
 		fclose(f);
 		return NULL;
@@ -372,7 +358,7 @@ read_file(const char *path, size_t *len, char *err, size_t errlen)
 	buf = ovl_xmalloc((size_t)st.st_size + 1);
 	got = fread(buf, 1, (size_t)st.st_size, f);
 	if (ferror(f) || got != (size_t)st.st_size) {
-		fail(err, errlen, "cannot read '%s': %s", path,
+		ovl_errbuf(err, errlen, "cannot read '%s': %s", path,
 		    ferror(f) ? strerror(errno) : "file changed size");
 		fclose(f);
 		free(buf);
@@ -437,41 +423,41 @@ load_ranks(struct ovl_bpe *b, const char *path, char *err, size_t errlen)
 		while (q < eol && is_space(*q))
 			q++;
 		if (l2 == 0 || q != eol) {
-			fail(err, errlen, "%s:%zu: expected 'BASE64-TOKEN RANK'",
+			ovl_errbuf(err, errlen, "%s:%zu: expected 'BASE64-TOKEN RANK'",
 			    path, line);
 			goto out;
 		}
 		if (l1 > (OVL_BPE_TOKEN_MAX + 2) / 3 * 4 ||
 		    (tl = b64decode(f1, l1, tok)) < 0) {
-			fail(err, errlen, "%s:%zu: bad base64 token '%.*s'", path,
+			ovl_errbuf(err, errlen, "%s:%zu: bad base64 token '%.*s'", path,
 			    line, (int)(l1 > 40 ? 40 : l1), (const char *)f1);
 			goto out;
 		}
 		if (tl > OVL_BPE_TOKEN_MAX) {
-			fail(err, errlen, "%s:%zu: token longer than %d bytes",
+			ovl_errbuf(err, errlen, "%s:%zu: token longer than %d bytes",
 			    path, line, OVL_BPE_TOKEN_MAX);
 			goto out;
 		}
 		if (l2 >= sizeof(rankbuf)) {
-			fail(err, errlen, "%s:%zu: bad rank '%.15s...'", path,
+			ovl_errbuf(err, errlen, "%s:%zu: bad rank '%.15s...'", path,
 			    line, (const char *)f2);
 			goto out;
 		}
 		memcpy(rankbuf, f2, l2);
 		rankbuf[l2] = '\0';
 		if (ovl_num_u64_max(rankbuf, OVL_BPE_RANK_MAX, &rank) != 0) {
-			fail(err, errlen, "%s:%zu: bad rank '%s' (a number up "
+			ovl_errbuf(err, errlen, "%s:%zu: bad rank '%s' (a number up "
 			    "to %u)", path, line, rankbuf, OVL_BPE_RANK_MAX);
 			goto out;
 		}
 		grow_byid(b, (uint32_t)rank);
 		if (b->byid[rank] != 0) {
-			fail(err, errlen, "%s:%zu: rank %" PRIu64 " given twice",
+			ovl_errbuf(err, errlen, "%s:%zu: rank %" PRIu64 " given twice",
 			    path, line, rank);
 			goto out;
 		}
 		if (add_token(b, tok, (size_t)tl, (uint32_t)rank, &dup) != 0) {
-			fail(err, errlen, "%s:%zu: token '%.*s' given twice "
+			ovl_errbuf(err, errlen, "%s:%zu: token '%.*s' given twice "
 			    "(ranks %" PRIu32 " and %" PRIu64 ")", path, line,
 			    (int)(l1 > 40 ? 40 : l1), (const char *)f1,
 			    dup, rank);
@@ -482,7 +468,7 @@ load_ranks(struct ovl_bpe *b, const char *path, char *err, size_t errlen)
 			b->maxrank = (uint32_t)rank;
 	}
 	if (b->nent == 0) {
-		fail(err, errlen, "%s: no tokens", path);
+		ovl_errbuf(err, errlen, "%s: no tokens", path);
 		goto out;
 	}
 	rc = 0;
@@ -511,7 +497,7 @@ index_small(struct ovl_bpe *b, const char *path, char *err, size_t errlen)
 	}
 	for (i = 0; i < 256; i++)
 		if (b->byte_rank[i] == NONE)
-			return fail(err, errlen, "%s: no token for byte 0x%02zx "
+			return ovl_errbuf(err, errlen, "%s: no token for byte 0x%02zx "
 			    "(every byte needs one)", path, i);
 	return 0;
 }
@@ -521,7 +507,7 @@ add_special(struct ovl_bpe *b, const char *text, uint32_t id, char *err,
     size_t errlen)
 {
 	if (id < b->nbyid && b->byid[id] != 0)
-		return fail(err, errlen, "special token %s has id %" PRIu32
+		return ovl_errbuf(err, errlen, "special token %s has id %" PRIu32
 		    ", a rank of the file", text, id);
 	b->sp[b->nsp].text = ovl_xstrdup(text);
 	b->sp[b->nsp].len = strlen(text);
@@ -563,10 +549,10 @@ json_encoder(struct ovl_bpe *b, const char *path, json_t **root, char *err,
 	int want_first = 0;
 
 	if ((*root = json_load_file(path, 0, &je)) == NULL)
-		return fail(err, errlen, "%s:%d: %s", path, je.line, je.text), -1;
+		return ovl_errbuf(err, errlen, "%s:%d: %s", path, je.line, je.text), -1;
 	r = json_string_value(json_object_get(*root, "bpe_ranks"));
 	if (r == NULL || !json_is_object(json_object_get(*root, "special_tokens")))
-		return fail(err, errlen, "%s: a JSON encoder needs \"bpe_ranks\" "
+		return ovl_errbuf(err, errlen, "%s: a JSON encoder needs \"bpe_ranks\" "
 		    "and \"special_tokens\" (the npm package tiktoken's form); "
 		    "a rank file has one \"BASE64-TOKEN RANK\" per line", path), -1;
 	for (p = r; *p != '\0'; p = e) {
@@ -601,7 +587,7 @@ json_encoder(struct ovl_bpe *b, const char *path, json_t **root, char *err,
 	return 0;
 bad:
 	free(out.p);
-	return fail(err, errlen, "%s: bpe_ranks: a group must start \"! RANK\"",
+	return ovl_errbuf(err, errlen, "%s: bpe_ranks: a group must start \"! RANK\"",
 	    path), -1;
 }
 
@@ -617,7 +603,7 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 
 	/* A file that cannot be read says so before any guess at its name. */
 	if (access(path, R_OK) != 0) {
-		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		ovl_errbuf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		goto bad;
 	}
 	if (is_json(path) && json_encoder(b, path, &js, err, errlen) != 0)
@@ -631,7 +617,7 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 		snprintf(b->name, sizeof(b->name), "custom");
 	} else if (pattern == NULL || *pattern == '\0') {
 		if ((enc = guess) == NULL) {
-			fail(err, errlen, "cannot tell the encoding from the "
+			ovl_errbuf(err, errlen, "cannot tell the encoding from the "
 			    "name '%s': name it (tiktoken:FILE:cl100k) or give a "
 			    "pattern", path);
 			goto bad;
@@ -668,7 +654,7 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 			    err, errlen) != 0) {
 				if (json_is_integer(v))
 					goto bad;
-				fail(err, errlen, "%s: special token '%s' has no "
+				ovl_errbuf(err, errlen, "%s: special token '%s' has no "
 				    "id", path, key);
 				goto bad;
 			}

@@ -106,3 +106,14 @@ ovl_info(int level, const char *fmt, ...)
 	vmsg(fmt, ap, 0);
 	va_end(ap);
 }
+
+int
+ovl_errbuf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}

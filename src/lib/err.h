@@ -8,6 +8,7 @@
 #define OVL_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* Exit codes, defined once for the whole toolkit (see ovl(7)). */
 enum {
@@ -38,5 +39,11 @@ void	ovl_vwarnx(const char *fmt, va_list ap);
 /* Print "prog: message" when ovl_verbose >= level (level 0: unless -q). */
 void	ovl_info(int level, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/*
+ * Format a message into err[0..errlen) for a caller that reports it, and
+ * return -1: `return ovl_errbuf(err, errlen, "bad %s", x);`.
+ */
+int	ovl_errbuf(char *err, size_t errlen, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 
 #endif

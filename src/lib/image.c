@@ -13,22 +13,9 @@
 
 #include <zlib.h>
 
+#include "err.h"
+
 #define DIM_MAX		(1u << 24)	/* a side longer than this is absurd */
-
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static uint32_t
 be32(const uint8_t *p)
@@ -48,7 +35,7 @@ sized(struct ovl_image_info *out, enum ovl_image_format f, uint32_t w,
     uint32_t h, char *err, size_t errlen)
 {
 	if (w == 0 || h == 0 || w > DIM_MAX || h > DIM_MAX)
-		return fail(err, errlen, "%s: a size of %" PRIu32 "x%" PRIu32
+		return ovl_errbuf(err, errlen, "%s: a size of %" PRIu32 "x%" PRIu32
 		    " pixels", ovl_image_format_name(f), w, h);
 	out->format = f;
 	out->width = w;
@@ -62,11 +49,11 @@ png(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
     size_t errlen)
 {
 	if (n < 33)
-		return fail(err, errlen, "png: truncated header (%zu bytes)", n);
+		return ovl_errbuf(err, errlen, "png: truncated header (%zu bytes)", n);
 	if (be32(p + 8) != 13 || memcmp(p + 12, "IHDR", 4) != 0)
-		return fail(err, errlen, "png: no IHDR chunk at byte offset 8");
+		return ovl_errbuf(err, errlen, "png: no IHDR chunk at byte offset 8");
 	if ((uint32_t)crc32(0L, p + 12, 17) != be32(p + 29))
-		return fail(err, errlen, "png: IHDR CRC mismatch at byte "
+		return ovl_errbuf(err, errlen, "png: IHDR CRC mismatch at byte "
 		    "offset 29");
 	return sized(out, OVL_IMAGE_PNG, be32(p + 16), be32(p + 20), err,
 	    errlen);
@@ -87,10 +74,10 @@ jpeg(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
 		while (i < n && p[i] == 0xff && i + 1 < n && p[i + 1] == 0xff)
 			i++;	/* fill bytes */
 		if (i + 4 > n)
-			return fail(err, errlen, "jpeg: no frame header before "
+			return ovl_errbuf(err, errlen, "jpeg: no frame header before "
 			    "the end (byte offset %zu)", i);
 		if (p[i] != 0xff)
-			return fail(err, errlen, "jpeg: no marker at byte "
+			return ovl_errbuf(err, errlen, "jpeg: no marker at byte "
 			    "offset %zu", i);
 		m = p[i + 1];
 		if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7)) {
@@ -98,17 +85,17 @@ jpeg(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
 			continue;
 		}
 		if (m == 0xd9 || m == 0xda)
-			return fail(err, errlen, "jpeg: %s before a frame "
+			return ovl_errbuf(err, errlen, "jpeg: %s before a frame "
 			    "header (byte offset %zu)", m == 0xd9 ?
 			    "end of image" : "scan", i);
 		len = (size_t)p[i + 2] << 8 | p[i + 3];
 		if (len < 2)
-			return fail(err, errlen, "jpeg: a marker length of %zu "
+			return ovl_errbuf(err, errlen, "jpeg: a marker length of %zu "
 			    "at byte offset %zu", len, i + 2);
 		if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 &&
 		    m != 0xcc) {
 			if (len < 8 || i + 9 > n)
-				return fail(err, errlen, "jpeg: truncated frame "
+				return ovl_errbuf(err, errlen, "jpeg: truncated frame "
 				    "header at byte offset %zu", i);
 			return sized(out, OVL_IMAGE_JPEG,
 			    (uint32_t)p[i + 7] << 8 | p[i + 8],
@@ -126,12 +113,12 @@ webp(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
 	const uint8_t *c = p + 12, *d = p + 20;
 
 	if (n < 30)
-		return fail(err, errlen, "webp: truncated header (%zu bytes)",
+		return ovl_errbuf(err, errlen, "webp: truncated header (%zu bytes)",
 		    n);
 	if (memcmp(c, "VP8 ", 4) == 0) {
 		/* frame tag (3 bytes), start code 9d 01 2a, 14-bit sizes */
 		if (d[3] != 0x9d || d[4] != 0x01 || d[5] != 0x2a)
-			return fail(err, errlen, "webp: VP8 start code missing "
+			return ovl_errbuf(err, errlen, "webp: VP8 start code missing "
 			    "at byte offset 23");
 		return sized(out, OVL_IMAGE_WEBP,
 		    ((uint32_t)d[6] | (uint32_t)d[7] << 8) & 0x3fff,
@@ -142,7 +129,7 @@ webp(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
 		uint32_t b;
 
 		if (d[0] != 0x2f)
-			return fail(err, errlen, "webp: VP8L signature missing "
+			return ovl_errbuf(err, errlen, "webp: VP8L signature missing "
 			    "at byte offset 20");
 		b = (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 |
 		    (uint32_t)d[4] << 24;
@@ -152,7 +139,7 @@ webp(const uint8_t *p, size_t n, struct ovl_image_info *out, char *err,
 	if (memcmp(c, "VP8X", 4) == 0)
 		return sized(out, OVL_IMAGE_WEBP, le24(d + 4) + 1,
 		    le24(d + 7) + 1, err, errlen);
-	return fail(err, errlen, "webp: unknown first chunk '%c%c%c%c' at byte "
+	return ovl_errbuf(err, errlen, "webp: unknown first chunk '%c%c%c%c' at byte "
 	    "offset 12", c[0] >= 32 && c[0] < 127 ? c[0] : '?',
 	    c[1] >= 32 && c[1] < 127 ? c[1] : '?',
 	    c[2] >= 32 && c[2] < 127 ? c[2] : '?',
@@ -173,7 +160,7 @@ ovl_image_probe(const uint8_t *p, size_t n, struct ovl_image_info *out,
 		return jpeg(p, n, out, err, errlen);
 	if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0)
 		return webp(p, n, out, err, errlen);
-	return fail(err, errlen, "not a PNG, JPEG or WebP image (%zu bytes)", n);
+	return ovl_errbuf(err, errlen, "not a PNG, JPEG or WebP image (%zu bytes)", n);
 }
 
 const char *
@@ -244,7 +231,7 @@ ovl_image_cost_parse(const char *spec, struct ovl_image_cost *c, char *err,
 		goto bad;
 	return 0;
 bad:
-	return fail(err, errlen, "bad image cost '%s' (fixed:N, patch:P or "
+	return ovl_errbuf(err, errlen, "bad image cost '%s' (fixed:N, patch:P or "
 	    "dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS)", spec);
 }
 

@@ -429,6 +429,34 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 }
 
 /*
+ * Parse a record's JSON and walk to the --field: the value (root in *root,
+ * the caller's to free), or NULL after reporting the bad record.
+ */
+static json_t *
+json_field(struct src *s, const struct rec *r, const char *text, size_t len,
+    json_t **root)
+{
+	json_error_t je;
+	json_t *v;
+	size_t i;
+
+	if ((*root = json_loadb(text, len, 0, &je)) == NULL) {
+		bad(s, R_JSON, r, "invalid JSON at column %d: %s", je.column,
+		    je.text);
+		return NULL;
+	}
+	v = *root;
+	for (i = 0; i < s->path.n && v != NULL; i++)
+		v = json_is_object(v) ? json_object_get(v, s->path.key[i]) : NULL;
+	if (v == NULL) {
+		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
+		json_decref(*root);
+		*root = NULL;
+	}
+	return v;
+}
+
+/*
  * A JSON line whose field is an array of token ids (--field-type ids):
  * every id an integer below the tokenizer's vocabulary, then recorded
  * as the document's tokens (the end-of-document token appended, no text).
@@ -436,23 +464,12 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 static void
 ids_record(struct src *s, struct rec *r, const char *line, size_t len)
 {
-	json_error_t je;
-	json_t *root = json_loadb(line, len, 0, &je), *v, *x;
+	json_t *root, *v, *x;
 	uint32_t vocab = ovl_tok_vocab(s->tok);
 	size_t i;
 
-	if (root == NULL) {
-		bad(s, R_JSON, r, "invalid JSON at column %d: %s", je.column,
-		    je.text);
+	if ((v = json_field(s, r, line, len, &root)) == NULL)
 		return;
-	}
-	v = root;
-	for (i = 0; i < s->path.n && v != NULL; i++)
-		v = json_is_object(v) ? json_object_get(v, s->path.key[i]) : NULL;
-	if (v == NULL) {
-		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
-		goto out;
-	}
 	if (!json_is_array(v)) {
 		bad(s, R_NOTSTRING, r, "field '%s' is not an array of token ids",
 		    s->o->field);
@@ -564,24 +581,13 @@ image_run(struct src *s, const struct rec *r, uint32_t k)
 void
 wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
 {
-	json_error_t je;
 	json_t *root, *v, *e;
 	size_t i, nnull = 0, badoff;
 	uint32_t k = 0;
 	int place = r->images != NULL && s->o->image_cost.kind != 0;
 
-	if ((root = json_loadb(json, len, 0, &je)) == NULL) {
-		bad(s, R_JSON, r, "invalid JSON at column %d: %s", je.column,
-		    je.text);
+	if ((v = json_field(s, r, json, len, &root)) == NULL)
 		return;
-	}
-	v = root;
-	for (i = 0; i < s->path.n && v != NULL; i++)
-		v = json_is_object(v) ? json_object_get(v, s->path.key[i]) : NULL;
-	if (v == NULL) {
-		bad(s, R_MISSING, r, "no field '%s'", s->o->field);
-		goto out;
-	}
 	if (json_is_string(v)) {	/* a caption */
 		s->scratch.len = 0;
 		ovl_buf_append(&s->scratch, json_string_value(v),
