@@ -249,6 +249,22 @@ doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 		memcpy(dst, &g->eod, 4);
 }
 
+/* A record's DOC fields but its tokens and text. */
+static void
+doc_head(const struct src *s, const struct rec *r, struct ovl_doc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->source = s->o->id;
+	d->epoch = s->cx.epoch;
+	d->chunk = s->cx.k;
+	d->record = r->index;
+	d->nchunks = s->cs.n;
+	d->nimages = r->nimages;
+	d->start_off = r->start_off;
+	d->next_off = r->next_off;
+	d->next_rec = r->index + 1;
+}
+
 static void
 write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
     const char *text, uint32_t ntok, uint32_t plen)
@@ -256,16 +272,7 @@ write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
 	struct docgen g;
 	struct ovl_doc d;
 
-	memset(&d, 0, sizeof(d));
-	d.source = s->o->id;
-	d.epoch = s->cx.epoch;
-	d.chunk = s->cx.k;
-	d.record = r->index;
-	d.nchunks = s->cs.n;
-	d.nimages = r->nimages;
-	d.start_off = r->start_off;
-	d.next_off = r->next_off;
-	d.next_rec = r->index + 1;
+	doc_head(s, r, &d);
 	/* the fixed part alone, then its token count (ovl-frame(5): u32 at 64) */
 	ovl_doc_encode(g.hdr, &d);
 	ovl_put32(g.hdr + 64, ntok + 1);
@@ -370,16 +377,7 @@ counted:
 		}
 		p = ovl_writer_begin(s->w, plen);
 		t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
-		memset(&d, 0, sizeof(d));
-		d.source = o->id;
-		d.epoch = s->cx.epoch;
-		d.chunk = s->cx.k;
-		d.record = r->index;
-		d.nchunks = s->cs.n;
-		d.nimages = r->nimages;
-		d.start_off = r->start_off;
-		d.next_off = r->next_off;
-		d.next_rec = r->index + 1;
+		doc_head(s, r, &d);
 		d.ntokens = (uint32_t)ntok + 1;
 		d.text_len = tl;
 		d.text = text;
