@@ -115,7 +115,10 @@ for s in sorted(d):
 	ck=$!
 	"$py" -c 'import sys; from overlord import net; net.connect(sys.argv[1]).close()' \
 	    "unix:$PWD/a0.sock"
-	run -1 wait "$ck"
+	# (wait in this shell: run's subshell is not the sink's parent)
+	rc=0
+	wait "$ck" || rc=$?
+	[ "$rc" -eq 1 ] || { cat err1; false; }
 	grep -q "rank0: the reader on 'peer local on unix-listen:$PWD/a0.sock' said no step (it left)" err1
 	[ ! -e f1 ]
 	# two ranks that need different steps
@@ -128,7 +131,9 @@ from overlord import net
 a = net.connect(sys.argv[1] % 0, next_step=8)
 b = net.connect(sys.argv[1] % 1, next_step=9)
 assert a.recv(1) == b"" and b.recv(1) == b""    # the stream never starts' "unix:$PWD/b%d.sock"
-	run -2 wait "$ck"
+	rc=0
+	wait "$ck" || rc=$?
+	[ "$rc" -eq 2 ] || { cat err2; false; }
 	grep -q "the ranks' readers need different steps: rank0 step 8, rank1 step 9" err2
 	[ ! -e f2 ]
 }
