@@ -433,18 +433,6 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 /* The mid-cut chain looks this many pieces ahead past one that does not fit. */
 #define MID_LOOK	64
 
-static const uint32_t *sort_len;
-
-static int
-cmp_len_desc(const void *a, const void *b)
-{
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-
-	if (sort_len[i] != sort_len[j])
-		return sort_len[i] > sort_len[j] ? -1 : 1;
-	return i < j ? -1 : i > j;
-}
-
 /*
  * The order of the mid-cut chain: the longest pieces (at least a quarter
  * of S, at most one per sequence boundary) straddle the boundaries of
@@ -466,9 +454,7 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 
 	for (i = 0; i < n; i++)
 		byl[i] = (uint32_t)i;
-	sort_len = w->len;
-	qsort(byl, n, sizeof(*byl), cmp_len_desc);
-	sort_len = NULL;
+	ovl_pack_sort_desc(byl, n, w->len);
 	while (k < n && k + 1 < nb && w->len[byl[k]] >= S / 4 &&
 	    w->len[byl[k]] >= 2)
 		k++;

@@ -67,7 +67,7 @@ grow_items(struct ovl_packer *p, size_t n)
 	p->order_cap = n;
 }
 
-/* Sort key for bfd: longer first, then earlier. */
+/* Sort key: longer first, then earlier (ovl_pack_sort_desc). */
 static const uint32_t *sort_len;
 
 static int
@@ -78,6 +78,14 @@ cmp_len_desc(const void *a, const void *b)
 	if (sort_len[i] != sort_len[j])
 		return sort_len[i] > sort_len[j] ? -1 : 1;
 	return i < j ? -1 : i > j;
+}
+
+void
+ovl_pack_sort_desc(uint32_t *idx, size_t n, const uint32_t *len)
+{
+	sort_len = len;
+	qsort(idx, n, sizeof(*idx), cmp_len_desc);
+	sort_len = NULL;
 }
 
 /* The smallest room r >= want with a bin waiting, or -1. */
@@ -131,9 +139,7 @@ pack_bfd(struct ovl_packer *p, const uint32_t *len, size_t n, uint32_t cap,
 	memset(p->bits, 0, nwords * sizeof(*p->bits));
 	for (i = 0; i < n; i++)
 		p->order[i] = (uint32_t)i;
-	sort_len = len;
-	qsort(p->order, n, sizeof(*p->order), cmp_len_desc);
-	sort_len = NULL;
+	ovl_pack_sort_desc(p->order, n, len);
 	for (i = 0; i < n; i++) {
 		uint32_t k = p->order[i], l = len[k];
 		long r = find_room(p, l, cap);
@@ -318,9 +324,7 @@ ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
 	for (i = 0; i < n; i++)
 		p->order[i] = (uint32_t)i;
 	if (method == OVL_PACK_BFD) {
-		sort_len = len;
-		qsort(p->order, n, sizeof(*p->order), cmp_len_desc);
-		sort_len = NULL;
+		ovl_pack_sort_desc(p->order, n, len);
 	}
 	for (i = 0; i < n; i++) {
 		uint32_t k = p->order[i];
@@ -348,9 +352,7 @@ ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
 	}
 	if (nd > 0 && method != OVL_PACK_BFD) {
 		/* longest first, as bfd does */
-		sort_len = len;
-		qsort(p->defer, nd, sizeof(*p->defer), cmp_len_desc);
-		sort_len = NULL;
+		ovl_pack_sort_desc(p->defer, nd, len);
 	}
 	return fill_cut(p, len, nd, cap, nbins, frag, nf);
 }

@@ -70,4 +70,10 @@ struct ovl_frag {
 size_t	ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
 	    size_t n, uint32_t cap, size_t nbins, struct ovl_frag *frag);
 
+/*
+ * Sort the indices idx[0..n) by len[idx] descending, then by index: the
+ * order in which best-fit decreasing takes pieces. Not reentrant.
+ */
+void	ovl_pack_sort_desc(uint32_t *idx, size_t n, const uint32_t *len);
+
 #endif
