@@ -100,12 +100,7 @@ reference() {
 }
 
 @test "construct to ckpt and per-rank streams over TCP, IPv4 and IPv6: the bytes of the files" {
-	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
-	    "$SAMPLES/web/web-0.jsonl" > one.plan
-	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
-	"$OVL_MIX" one.plan web=s.fr > m.fr
-	"$OVL_CONSTRUCT" one.plan < m.fr > c.fr
-	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < c.fr
+	rank_refs
 	# rank streams listen on every address: rank 1's reader comes over IPv6
 	host6=127.0.0.1
 	python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' \
@@ -166,6 +161,14 @@ one_stream() {
 	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
 	"$OVL_MIX" one.plan web=s.fr > m.fr
 	"$OVL_CONSTRUCT" one.plan < m.fr > ref.fr
+}
+
+# one_stream, with ovl-construct's stream as c.fr and each rank's stream
+# written to the files ref/rank0 and ref/rank1
+rank_refs() {
+	one_stream
+	mv ref.fr c.fr
+	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < c.fr
 }
 
 @test "refused and logged, never read: garbage, a raw stream, a wrong secret, another run, a second reader" {
@@ -476,12 +479,7 @@ kill_resume() {
 }
 
 @test "rank streams served to trainer hosts (--trainer-hosts, the plan's hosts trainers=): a peer from another host is refused and logged" {
-	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
-	    "$SAMPLES/web/web-0.jsonl" > one.plan
-	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
-	"$OVL_MIX" one.plan web=s.fr > m.fr
-	"$OVL_CONSTRUCT" one.plan < m.fr > c.fr
-	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < c.fr
+	rank_refs
 	# rank 0 is for the trainer host 127.0.0.3, rank 1 for 127.0.0.1
 	# (loopback addresses: this machine has every one of 127/8)
 	echo 'hosts trainers=127.0.0.3,127.0.0.1' >> one.plan
