@@ -171,6 +171,7 @@ struct construct {
 	int		 have_pos;
 	uint64_t	 last_pos;
 	uint32_t	 pad_id;
+	uint64_t	 eod;		/* the stream's end-of-document id */
 	uint32_t	*run_id;	/* per source: its image placeholder */
 	size_t		 nrun;
 	/* scratch for JSON and drift */

@@ -4,6 +4,8 @@
  */
 #include "construct.h"
 
+#include <math.h>
+
 /* ---- output --------------------------------------------------------- */
 
 void
@@ -568,6 +570,59 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 	return nk;
 }
 
+/*
+ * Can a fill of fragments w->frags[0..nf) go to Megatron as it is? Its
+ * reset-position-ids and reset-attention-mask see a document end only at
+ * an end-of-document token, so a fragment that does not end its document
+ * must be the last of its sequence (in the order written): otherwise what
+ * follows would attend to it and continue its positions, while the frames
+ * and npy outputs restart them at every piece.
+ */
+static const struct ovl_frag *ord_frags;
+
+/* The emission order within a sequence: by bin, then piece, then offset. */
+static int
+cmp_emit(const void *a, const void *b)
+{
+	const struct ovl_frag *f = &ord_frags[*(const uint32_t *)a];
+	const struct ovl_frag *g = &ord_frags[*(const uint32_t *)b];
+
+	if (f->bin != g->bin)
+		return f->bin < g->bin ? -1 : 1;
+	if (f->item != g->item)
+		return f->item < g->item ? -1 : 1;
+	return f->off < g->off ? -1 : f->off > g->off;
+}
+
+static int
+ends_separate(const struct construct *c, size_t nf)
+{
+	static uint32_t *ord;
+	static size_t cap;
+	const struct stepwork *w = &c->sw;
+	const uint32_t *tok = c->arena.p;
+	size_t k;
+
+	if (nf > cap) {
+		cap = nf + nf / 2;
+		ord = ovl_xrealloc(ord, cap * sizeof(*ord));
+	}
+	for (k = 0; k < nf; k++)
+		ord[k] = (uint32_t)k;
+	ord_frags = w->frags;
+	qsort(ord, nf, sizeof(*ord), cmp_emit);
+	for (k = 0; k + 1 < nf; k++) {
+		const struct ovl_frag *f = &w->frags[ord[k]];
+		const struct ovl_frag *g = &w->frags[ord[k + 1]];
+		const struct piece *p = &c->pieces[w->idx[f->item]];
+
+		if (g->bin == f->bin && tok[p->tok + f->off + f->len - 1] !=
+		    c->eod)
+			return 0;
+	}
+	return 1;
+}
+
 /* The largest of v[0..n). */
 static double
 max_of(const double *v, uint32_t n)
@@ -605,10 +660,11 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 		*plan = PLAN_NONE;
 		return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1);
 	}
-	(void)cut_fill(c, n, S, per, w->rcost, 0, 1);
-	mid_max = max_of(w->rcost, ranks);
-	(void)cut_fill(c, n, S, per, w->rcost, 0, 0);
-	cut_max = max_of(w->rcost, ranks);
+	/* a cut plan that would hide a document end is not a candidate */
+	nk = cut_fill(c, n, S, per, w->rcost, 0, 1);
+	mid_max = ends_separate(c, nk) ? max_of(w->rcost, ranks) : HUGE_VAL;
+	nk = cut_fill(c, n, S, per, w->rcost, 0, 0);
+	cut_max = ends_separate(c, nk) ? max_of(w->rcost, ranks) : HUGE_VAL;
 	nk = uniform_fill(c, o->balance, n, S, per, w->rcost, 1);
 	maxc = max_of(w->rcost, ranks);
 	*plan = PLAN_BALANCED;

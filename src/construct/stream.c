@@ -360,6 +360,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
 		    ovl_reader_name(c->rd), ovl_reader_offset(c->rd));
+	c->eod = UINT64_MAX;
+	(void)ovl_reader_meta_u64(c->rd, "eod", &c->eod);
 	for (p = text, e = text + tlen; p < e; p = nl) {
 		size_t klen, i;
 		int skip = 0;
