@@ -87,6 +87,18 @@ check() {
 	! grep -q '"off":6,' <<< "$output" || false
 	grep -q '"off":7,' <<< "$output"
 	[[ "$stderr" == *"skipped 1 bad record (1 bad image)"* ]]
+	# a header that claims 2^24 x 2^24 pixels: refused before its run of
+	# 2^48 tokens is made (the count saturates at 2^32 - 1)
+	/usr/bin/python3 - <<-'PY'
+	import struct, zlib
+	ihdr = b"IHDR" + struct.pack(">IIBBBBB", 1 << 24, 1 << 24, 8, 2, 0, 0, 0)
+	png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+	open("h.0.png", "wb").write(png)
+	open("h.txt", "w").write("huge")
+	PY
+	tar --format=ustar -cf huge.tar h.0.png h.txt
+	run -1 "$OVL_SOURCE" --format wds --image-cost patch:1 --image-token 0 x huge.tar
+	[[ "$output" == *"image 'h.0.png' (16777216x16777216) costs at least 4294967295 tokens, more than a sequence holds (16777216)"* ]]
 }
 
 @test "images: usage errors (exit 2) in ovl-source and in the plan" {
@@ -137,7 +149,6 @@ check() {
 	PY
 	# a null too many for the images: a bad record naming the member
 	printf '{"texts": [null, "x", null]}' > k.json
-	printf 'x' > k.0.png
 	cp "$OVL_SRCDIR/tests/fuzz/seeds/image/seed.png" k.0.png
 	tar --format=ustar -cf bad.tar k.0.png k.json
 	run -1 "$OVL_SOURCE" --format wds --member-ext .json --field texts \

@@ -166,6 +166,50 @@ emit_json(struct src *s, const struct rec *r, const char *text, size_t len,
 	ovl_io_check_stdout();
 }
 
+/* The placeholder run of image k of r appended to v; counted. */
+static void
+image_run(struct src *s, const struct rec *r, uint32_t k, struct ovl_u32vec *v)
+{
+	uint64_t n = ovl_image_tokens(&s->o->image_cost, r->images[k].width,
+	    r->images[k].height, NULL, NULL), i;
+	uint32_t *t = ovl_u32vec_reserve(v, (size_t)n);
+
+	for (i = 0; i < n; i++)
+		t[i] = s->image_id;
+	v->len += (size_t)n;
+	s->images++;
+	s->image_tokens += n;
+}
+
+/*
+ * Does every image of r cost at most a sequence's largest length
+ * (OVL_PACK_CAP_MAX)? A header may claim any size up to 2^24 pixels a
+ * side; a run longer than any sequence is refused as a bad image before
+ * its tokens are allocated. 0 after reporting the record.
+ */
+int
+images_fit(struct src *s, const struct rec *r)
+{
+	uint64_t n;
+	uint32_t i;
+
+	for (i = 0; r->images != NULL && s->o->image_cost.kind != 0 &&
+	    i < r->nimages; i++) {
+		n = ovl_image_tokens(&s->o->image_cost, r->images[i].width,
+		    r->images[i].height, NULL, NULL);
+		if (n > OVL_PACK_CAP_MAX) {
+			bad(s, R_IMAGE, r, "image '%s' (%" PRIu32 "x%" PRIu32
+			    ") costs %s%" PRIu64 " tokens, more than a sequence "
+			    "holds (%u)", r->images[i].member,
+			    r->images[i].width, r->images[i].height,
+			    n == UINT32_MAX ? "at least " : "", n,
+			    OVL_PACK_CAP_MAX);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /*
  * A WebDataset sample's images, each a run of the placeholder token as long
  * as the cost model says, before its text (after a beginning-of-document
@@ -176,22 +220,13 @@ place_images(struct src *s, const struct rec *r, const char *text,
     size_t len, const uint32_t *toks, uint64_t *ntok)
 {
 	size_t lead = toks != NULL && s->bos != OVL_TOK_NONE ? 1 : 0;
-	uint64_t n, k;
 	uint32_t i, *t;
 
 	s->itoks.len = 0;
 	if (lead)
 		ovl_u32vec_push(&s->itoks, toks[0]);
-	for (i = 0; i < r->nimages; i++) {
-		n = ovl_image_tokens(&s->o->image_cost, r->images[i].width,
-		    r->images[i].height, NULL, NULL);
-		t = ovl_u32vec_reserve(&s->itoks, (size_t)n);
-		for (k = 0; k < n; k++)
-			t[k] = s->image_id;
-		s->itoks.len += (size_t)n;
-		s->images++;
-	}
-	s->image_tokens += s->itoks.len - lead;
+	for (i = 0; i < r->nimages; i++)
+		image_run(s, r, i, &s->itoks);
 	if (toks != NULL) {
 		t = ovl_u32vec_reserve(&s->itoks, (size_t)(*ntok - lead));
 		memcpy(t, toks + lead, (size_t)(*ntok - lead) * 4);
@@ -561,21 +596,6 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 }
 
 
-/* The placeholder run of image k of r into s->toks; counted. */
-static void
-image_run(struct src *s, const struct rec *r, uint32_t k)
-{
-	uint64_t n = ovl_image_tokens(&s->o->image_cost, r->images[k].width,
-	    r->images[k].height, NULL, NULL), i;
-	uint32_t *t = ovl_u32vec_reserve(&s->toks, (size_t)n);
-
-	for (i = 0; i < n; i++)
-		t[i] = s->image_id;
-	s->toks.len += (size_t)n;
-	s->images++;
-	s->image_tokens += n;
-}
-
 void
 wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
 {
@@ -617,7 +637,7 @@ wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
 	json_array_foreach(v, i, e) {
 		if (json_is_null(e)) {
 			if (place)
-				image_run(s, r, k++);
+				image_run(s, r, k++, &s->toks);
 			continue;
 		}
 		if (ovl_tok_encode(s->tok, json_string_value(e),

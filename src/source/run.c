@@ -202,6 +202,8 @@ tar_doc(void *arg, const struct ovl_wds_group *g)
 	rc.nimages = g->nimages;
 	rc.images = g->images;
 	rc.member = g->member;
+	if (!images_fit(s, &rc))
+		return;
 	if (s->o->field_set && s->o->format == FMT_WDS && ovl_wds_ends_with(
 	    g->member, ".json"))
 		wds_json_record(s, &rc, g->text, g->len);

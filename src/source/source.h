@@ -49,6 +49,7 @@
 #include "lines.h"
 #include "net.h"
 #include "num.h"
+#include "pack.h"
 #include "parquet.h"
 #include "plan.h"
 #include "remote.h"
@@ -189,6 +190,8 @@ void	record(struct src *s, const struct rec *r, const char *text,
  */
 void	wds_json_record(struct src *s, struct rec *r, const char *json,
 	    size_t len);
+/* Every image of r costs at most OVL_PACK_CAP_MAX tokens; else reported, 0. */
+int	images_fit(struct src *s, const struct rec *r);
 void	json_record(struct src *s, struct rec *r, const char *line,
 	    size_t len);
 
