@@ -4,10 +4,10 @@
 sockets) incrementally and checks them; see its docstrings.
 """
 
-from .frames import (Barrier, Frame, FrameError, Reader, Seq, StepEnd, read,
-                     steps)
+from .frames import (Barrier, Frame, FrameError, Image, Reader, Seq, StepEnd,
+                     read, steps)
 from ._crc import FAST as CRC_IN_C, crc32c
 
-__all__ = ["Barrier", "Frame", "FrameError", "Reader", "Seq", "StepEnd",
+__all__ = ["Barrier", "Frame", "FrameError", "Image", "Reader", "Seq", "StepEnd",
            "read", "steps", "crc32c", "CRC_IN_C"]
 __version__ = "0.1.0"

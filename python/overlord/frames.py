@@ -28,11 +28,13 @@ from ._crc import crc32c
 
 MAGIC = b"\x89OVL\r\n\x1a\n"
 MAJOR = 1
-MINOR = 1  # STEP frames
+MINOR = 2  # 1: STEP frames; 2: IMAGE frames
 
 META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END, STEP = 1, 2, 3, 4, 5, 6, 7, 8
+IMAGE = 9
 KIND_NAMES = {META: "META", DOC: "DOC", CHUNK_END: "CHUNK_END", SEQ: "SEQ",
-              BARRIER: "BARRIER", STATE: "STATE", END: "END", STEP: "STEP"}
+              BARRIER: "BARRIER", STATE: "STATE", END: "END", STEP: "STEP",
+              IMAGE: "IMAGE"}
 
 FRAME_MAX_DEFAULT = 256 << 20
 _HDR = struct.Struct("<IBBHI")          # len, kind, flags, reserved, crc
@@ -40,6 +42,11 @@ _SEQ = struct.Struct("<QIIIIII")        # step rank mb ntokens npieces seq_len f
 _SEQ_COUNTS = struct.Struct("<II")      # ntokens npieces, at byte 16 of a SEQ
 _BARRIER = struct.Struct("<QQQQI")      # n step mix_pos tokens offset
 _STEP = struct.Struct("<QII")           # step rank seqs
+# flags format width height index ntokens doc_pos seq_pos step rank mb piece
+# name_len offset length path_len data_len
+_IMAGE = struct.Struct("<IIIIIIIIQIIIIQQII")
+IMAGE_INLINE, IMAGE_REF = 1, 2
+IMAGE_FORMATS = {1: "png", 2: "jpeg", 3: "webp"}
 
 
 class FrameError(Exception):
@@ -69,10 +76,12 @@ class Seq:
     a larger buffer (bounds checked by the reader)."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
-                 "positions", "cu_seqlens", "npieces", "buffer", "offset")
+                 "positions", "cu_seqlens", "npieces", "buffer", "offset",
+                 "images")
 
     def __init__(self, payload, offset=0):
         self.buffer, self.offset = payload, offset     # where it was read
+        self.images = []    # its Image frames, in order (read, steps)
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
          self.flags) = _SEQ.unpack_from(payload, offset)
         # one view of the three arrays, sliced (they follow each other)
@@ -81,9 +90,72 @@ class Seq:
         self.positions = a[ntok:2 * ntok]
         self.cu_seqlens = a[2 * ntok:]
 
+    def images_due(self):
+        """The IMAGE frames that follow this SEQ (its pieces' counts)."""
+        ntok, np_ = len(self.tokens), self.npieces
+        if np_ == 0:
+            return 0
+        off = self.offset + 32 + 8 * ntok + 4 * (np_ + 1)
+        rec = np.frombuffer(self.buffer, "<u4", 10 * np_, off)
+        return int(rec[9::10].sum())
+
     def __repr__(self):
-        return "Seq(step=%d, rank=%d, mb=%d, tokens=%d)" % (
-            self.step, self.rank, self.mb, len(self.tokens))
+        return "Seq(step=%d, rank=%d, mb=%d, tokens=%d, images=%d)" % (
+            self.step, self.rank, self.mb, len(self.tokens), len(self.images))
+
+
+class Image:
+    """An image of a sequence (an IMAGE frame after its SEQ): where its
+    run of placeholder tokens begins in the sequence (seq_pos) and how long
+    it is (ntokens), its format ("png", "jpeg", "webp") and size as its
+    header says, the shard member it came from, and either its bytes
+    (``data``, inline) or where they are (``path``, ``offset``,
+    ``length``: a reference, ``images=ref``). ``read()`` gives the bytes
+    either way; ``pil()`` decodes them with Pillow."""
+
+    __slots__ = ("ref", "format", "width", "height", "index", "ntokens",
+                 "doc_pos", "seq_pos", "step", "rank", "mb", "piece",
+                 "offset", "length", "member", "path", "data")
+
+    def __init__(self, payload):
+        (flags, fmt, self.width, self.height, self.index, self.ntokens,
+         self.doc_pos, self.seq_pos, self.step, self.rank, self.mb,
+         self.piece, nl, self.offset, self.length, pl,
+         dl) = _IMAGE.unpack_from(payload, 0)
+        if 80 + nl + pl + dl > len(payload) or flags not in (1, 2) or \
+                (flags == IMAGE_INLINE and dl != self.length) or \
+                (flags == IMAGE_REF and dl != 0):
+            raise ValueError("malformed IMAGE frame")
+        self.ref = flags == IMAGE_REF
+        self.format = IMAGE_FORMATS.get(fmt, "format%d" % fmt)
+        b = bytes(payload[80:80 + nl + pl]) if nl + pl else b""
+        self.member = b[:nl].decode("utf-8", "replace")
+        self.path = b[nl:].decode("utf-8", "surrogateescape") if self.ref else None
+        self.data = None if self.ref else bytes(payload[80 + nl + pl:80 + nl + pl + dl])
+
+    def read(self):
+        """The image's bytes: inline, or read from its shard (a reference:
+        the member's data at offset of the tar at path)."""
+        if not self.ref:
+            return self.data
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            b = f.read(self.length)
+        if len(b) != self.length:
+            raise OSError("'%s': %d bytes at offset %d, the shard has %d"
+                          % (self.path, self.length, self.offset, len(b)))
+        return b
+
+    def pil(self):
+        """The image decoded by Pillow (PIL.Image; needs python3-pil)."""
+        import io
+        from PIL import Image as PILImage
+        return PILImage.open(io.BytesIO(self.read()))
+
+    def __repr__(self):
+        return "Image(%s %dx%d, seq_pos=%d, ntokens=%d, %s)" % (
+            self.format, self.width, self.height, self.seq_pos, self.ntokens,
+            "ref" if self.ref else "%d bytes" % self.length)
 
 
 class StepEnd:
@@ -350,23 +422,53 @@ class Reader:
 
 def read(src, **kw):
     """The items of a stream a trainer cares about, in order: Seq for every
-    SEQ frame, StepEnd for every STEP frame and Barrier for every BARRIER.
+    SEQ frame (with its images: Image for each IMAGE frame after it),
+    StepEnd for every STEP frame and Barrier for every BARRIER.
     Other frames (META, STATE, END) are checked and passed over."""
     with Reader(src, **kw) as r:
         yield from _items(r, r._scan())
 
 
 def _items(r, frames):
-    """read's items of frames (Reader._scan's) of the reader r."""
+    """read's items of frames (Reader._scan's) of the reader r. A SEQ whose
+    pieces announce images comes once they are read, in its ``images``."""
     seq_size = _SEQ.size
+    held, due = None, 0
     for kind, flags, buf, p, ln, off in frames:
+        if due:
+            if kind != IMAGE:
+                r._error("%s frame where %d more IMAGE frames of the SEQ "
+                         "before were due" % (KIND_NAMES.get(kind, kind), due),
+                         off)
+            try:
+                im = Image(buf[p:p + ln])
+            except (ValueError, struct.error):
+                r._error("malformed IMAGE frame", off)
+            if (im.step, im.rank, im.mb) != (held.step, held.rank, held.mb):
+                r._error("IMAGE of step %d rank %d micro-batch %d after the "
+                         "SEQ of step %d rank %d micro-batch %d" % (
+                             im.step, im.rank, im.mb, held.step, held.rank,
+                             held.mb), off)
+            held.images.append(im)
+            due -= 1
+            if not due:
+                yield held
+                held = None
+            continue
         if kind == SEQ:
             if ln < seq_size:
                 r._error("malformed SEQ frame", off)
             ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
-            if 32 + 8 * ntok + 4 * (npieces + 1) > ln:
+            if 32 + 8 * ntok + 4 * (npieces + 1) + 40 * npieces > ln:
                 r._error("malformed SEQ frame (its arrays pass its end)", off)
-            yield Seq(buf, p)
+            s = Seq(buf, p)
+            due = s.images_due()
+            if due:
+                held = s
+                continue
+            yield s
+        elif kind == IMAGE:
+            r._error("an IMAGE frame that no SEQ before it announced", off)
         elif kind == STEP:
             yield StepEnd(buf[p:p + ln].tobytes())
         elif kind == BARRIER:

@@ -17,6 +17,15 @@ cross_entropy needs); cu_seqlens is such a view always. The tensors of a
 step stay valid as long as they are held (a view holds its block of the
 stream, 4 MiB at most, until it goes).
 
+A sequence with images (a vision-language stream: IMAGE frames, see
+ovl-frame(5)) has two more entries: ``images``, its images in order (bytes
+by default; decoded ``PIL.Image`` objects with ``images="pil"``, which
+needs Pillow; the ``overlord.frames.Image`` records themselves with
+``images="frames"``, for a reference's shard, member and offset), and
+``image_positions`` (int64, one row ``[seq_pos, ntokens]`` per image:
+where its run of placeholder tokens begins in input_ids, and its length).
+A sequence without images has neither.
+
 A step whose STEP frame says the rank got nothing gives an empty list: the
 rank still steps with the others (a DDP job must call its collective
 operations every step; train on nothing, or skip the optimizer step on
@@ -52,26 +61,42 @@ def _is_endpoint(src):
     return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
 
 
-def micro_batch(seq, ignore_index=IGNORE, dtype=None):
+IMAGE_MODES = ("bytes", "pil", "frames")
+
+
+def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
     """The tensors of one overlord.Seq (see the module's docstring): three
     numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
     a view of the bytes read (int32, no copy), then wrapped without copies
     (torch.from_numpy). With dtype torch.int32, input_ids and
-    position_ids are views of the bytes read too (no copy)."""
+    position_ids are views of the bytes read too (no copy). A sequence
+    with images gets them too, as images says (bytes, pil, frames)."""
     tok = seq.tokens
     if dtype == torch.int32:
-        return _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
-                        seq.cu_seqlens, ignore_index)
-    return _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
-                    seq.cu_seqlens, ignore_index)
+        mb = _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
+                      seq.cu_seqlens, ignore_index)
+    else:
+        mb = _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
+                      seq.cu_seqlens, ignore_index)
+    if seq.images:
+        ims = seq.images
+        if images == "pil":
+            mb["images"] = [im.pil() for im in ims]
+        elif images == "frames":
+            mb["images"] = list(ims)
+        else:
+            mb["images"] = [im.read() for im in ims]
+        mb["image_positions"] = torch.tensor(
+            [[im.seq_pos, im.ntokens] for im in ims], dtype=torch.int64)
+    return mb
 
 
-def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
+def micro_batches(seqs, ignore_index=IGNORE, dtype=None, images="bytes"):
     """[micro_batch(s) for s in seqs]. (One int64 pass over all of a
     step's sequences, their tensors views of it, was measured slower: an
     array of megabytes is fresh pages every time, while one sequence's
     copies come from memory malloc reuses.)"""
-    return [micro_batch(s, ignore_index, dtype) for s in seqs]
+    return [micro_batch(s, ignore_index, dtype, images) for s in seqs]
 
 
 def _tensors(tok, ids, pos, cu, ignore_index):
@@ -145,10 +170,15 @@ class RankDataset(IterableDataset):
     """One rank's steps from its stream; see the module docstring."""
 
     def __init__(self, src, prefetch=4, ignore_index=IGNORE, check_crc=True,
-                 dtype=torch.int64):
+                 dtype=torch.int64, images="bytes"):
         super().__init__()
         if dtype not in (torch.int64, torch.int32):
             raise ValueError("dtype: torch.int64 or torch.int32, not %r" % (dtype,))
+        if images not in IMAGE_MODES:
+            raise ValueError("images: one of %s, not %r" % (IMAGE_MODES, images))
+        if images == "pil":
+            import PIL.Image  # noqa: F401  (asked for: fail here, not mid-run)
+        self.images = images
         self.dtype = dtype
         self.src = src
         self.prefetch = prefetch
@@ -217,7 +247,7 @@ class RankDataset(IterableDataset):
                 return
             ign, dtype = self.ignore_index, self.dtype
             for step, seqs in frames._steps(frames._items(r, r._scan(spans))):
-                mbs = micro_batches(seqs, ign, dtype)
+                mbs = micro_batches(seqs, ign, dtype, self.images)
                 if step < self.next_step:
                     raise frames.FrameError(
                         "the stream gave step %d, the trainer needs step %d: "

@@ -148,6 +148,9 @@ struct ckpt_run {
 
 	uint64_t	 nseqs, nskipped, ncu;
 	uint64_t	 cur_step;	/* step of the last SEQ, + 1; 0 before any */
+	int		 seq_dropped;	/* the last SEQ was not written (--rank,
+					   skipped steps): nor are its images */
+	uint64_t	 nimages;	/* IMAGE frames written */
 	struct ovl_reader *rd;		/* standard input, for offsets in messages */
 	struct skip	 skips[MAX_SKIPS];
 	size_t		 nskips;

@@ -110,6 +110,11 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 		    ",\"offset\":%" PRIu32 ",\"length\":%" PRIu32, pc.epoch,
 		    pc.chunk, pc.record, pc.mix_pos, pc.offset, pc.length);
 		ovl_buf_append(b, t, strlen(t));
+		if (pc.nimages > 0) {
+			snprintf(t, sizeof(t), ",\"images\":%" PRIu32,
+			    pc.nimages);
+			ovl_buf_append(b, t, strlen(t));
+		}
 		/* the file the piece's chunk is (and its byte range, if cut) */
 		file = src_file(R, pc.source, pc.epoch, pc.chunk, &foff, &flen);
 		if (file != NULL) {
@@ -168,6 +173,7 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 
 	/* the reader checked it: rank below ranks, steps in order */
 	(void)ovl_seq_decode(f, &s);
+	R->seq_dropped = 1;
 	if (R->o->rank_set && s.rank != R->o->rank)
 		return;
 	if (s.step + 1 != R->cur_step) {
@@ -181,6 +187,7 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 		R->nskipped++;
 		return;
 	}
+	R->seq_dropped = 0;
 	if (R->std != NULL) {
 		if (R->o->json) {
 			R->scratch.len = 0;
@@ -246,6 +253,53 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 	if (R->man != NULL)
 		write_manifest(R, &s);
 	R->nseqs++;
+}
+
+/*
+ * An image of the SEQ before (ovl-frame(5) IMAGE): it goes where its
+ * sequence went, right after it. Files of tokens (Megatron, npy, jsonl)
+ * have no place for it; the manifest counts each piece's.
+ */
+static void
+on_image(struct ckpt_run *R, const struct ovl_frame *f)
+{
+	struct ovl_image im;
+
+	if (R->seq_dropped)
+		return;
+	(void)ovl_image_decode(f, &im);	/* the reader checked it */
+	R->nimages++;
+	if (R->std != NULL) {
+		if (R->o->json) {
+			struct ovl_buf *b = &R->scratch;
+			char t[256];
+
+			b->len = 0;
+			snprintf(t, sizeof(t), "{\"image\":%" PRIu32 ",\"step\":%"
+			    PRIu64 ",\"rank\":%" PRIu32 ",\"mb\":%" PRIu32
+			    ",\"piece\":%" PRIu32 ",\"seq_pos\":%" PRIu32
+			    ",\"ntokens\":%" PRIu32 ",\"length\":%" PRIu64
+			    ",\"member\":", im.index, im.step, im.rank, im.mb,
+			    im.piece, im.seq_pos, im.ntokens, im.length);
+			ovl_buf_append(b, t, strlen(t));
+			ovl_json_string_buf(b, im.name, im.name_len);
+			ovl_buf_append(b, "}\n", 2);
+			out_put(R->std, b->p, b->len);
+		} else {
+			out_put(R->std, f->payload - OVL_FRAME_HDR_LEN, f->size);
+			R->std->nframes++;
+		}
+	}
+	if (R->frames != NULL) {
+		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		R->frames->nframes++;
+	}
+	if (R->o->per_rank != NULL) {
+		struct out *o = rank_out(R, im.rank);
+
+		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		o->nframes++;
+	}
 }
 
 /* ---- commits ---- */
@@ -670,6 +724,7 @@ static void (*const on_kind[])(struct ckpt_run *, const struct ovl_frame *) = {
 	[OVL_SEQ] = on_seq,
 	[OVL_STATE] = on_state,
 	[OVL_STEP] = on_step,
+	[OVL_IMAGE] = on_image,
 };
 
 int
@@ -716,7 +771,7 @@ run(struct ckpt_opts *o)
 	rd = ovl_reader_new(STDIN_FILENO, inname, 0);
 	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",
 	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE |
-	    1u << OVL_STEP,
+	    1u << OVL_STEP | 1u << OVL_IMAGE,
 	    .what = "a stream of sequences", .checks = OVL_EXPECT_SEQ,
 	    .ranks = o->plan_ranks });
 	R.rd = rd;
@@ -756,6 +811,8 @@ run(struct ckpt_opts *o)
 	committer_join();
 	ovl_info(1, "%" PRIu64 " sequences written, %" PRIu64 " skipped",
 	    R.nseqs, R.nskipped);
+	if (R.nimages > 0)
+		ovl_info(1, "%" PRIu64 " images written", R.nimages);
 	if (R.std != NULL && R.std->fd == STDOUT_FILENO)
 		ovl_io_close_stdout();
 	run_free(&R);

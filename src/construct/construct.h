@@ -79,6 +79,7 @@ struct piece {
 	uint32_t	 offset;	/* within the document */
 	uint32_t	 length;
 	uint32_t	 images;	/* image tokens counted with it */
+	uint32_t	 img0, nimg;	/* its IMAGE frames: c->imgs[img0..+nimg) */
 	uint32_t	 wstep;		/* step within the window as cut */
 	uint32_t	 nstep;		/* step within the window after moving */
 };
@@ -133,6 +134,19 @@ struct stepwork {
 	double		*rcost2;	/* per rank: a baseline's costs */
 };
 
+/*
+ * An image of a document being placed (its IMAGE payload in c->iarena):
+ * it goes out after the SEQ whose piece holds the first token of its run.
+ * Images are never part of the STATE: after a restore, the document of
+ * the boundary comes again from its source, with them.
+ */
+struct cimg {
+	size_t		 off;		/* payload in c->iarena */
+	uint32_t	 len;
+	uint32_t	 doc_pos, ntokens;
+	int		 ok;		/* its run lies inside its document */
+};
+
 /* One piece (or fragment) of a sequence, in emission order. */
 struct emitkey {
 	uint64_t	key;	/* rank, micro-batch */
@@ -174,6 +188,15 @@ struct construct {
 	uint64_t	 eod;		/* the stream's end-of-document id */
 	uint32_t	*run_id;	/* per source: its image placeholder */
 	size_t		 nrun;
+	/* images: of the document being placed and the window's pieces */
+	struct cimg	*imgs;
+	size_t		 nimgs, imgcap;
+	size_t		 img_doc0;	/* first image of the current document */
+	size_t		 img_next;	/* its first image not in a piece yet */
+	struct ovl_buf	 iarena;	/* IMAGE payloads */
+	struct ovl_buf	 pdoc;		/* a DOC whose IMAGE frames are coming */
+	uint32_t	 pdoc_due;
+	uint64_t	 img_out, img_dropped;
 	/* scratch for JSON and drift */
 	struct ovl_u32vec jtok, jpos, jcu;
 	double		 drift[MAX_WINDOW];
@@ -192,6 +215,24 @@ void	close_step(struct construct *c, const struct wstep *prev,
 	    uint32_t next_sl);
 /* Free the emit order kept between steps. */
 void	ekeys_free(void);
+
+/* ---- images.c ---- */
+/* A DOC frame: placed now, or held until its IMAGE frames are in. */
+void	doc_frame(struct construct *c, const struct ovl_frame *f);
+/* An IMAGE frame of the DOC held; the last one places the DOC. */
+void	on_image(struct construct *c, const struct ovl_frame *f);
+/* The images of the current document from token off on: start placing. */
+void	images_begin(struct construct *c, const struct ovl_doc *d, uint32_t off);
+/* The current document's images whose run starts in [off, off + len). */
+void	images_attach(struct construct *c, struct piece *p);
+/* IMAGE frames a piece sends (its images whose run starts in it). */
+uint32_t piece_images(const struct construct *c, const struct piece *p);
+/* After the SEQ of pieces idx[0..np): their IMAGE frames. */
+void	images_emit(struct construct *c, uint64_t step, uint32_t rank,
+	    uint32_t mb, const uint32_t *idx, size_t np);
+/* The window was written: keep only the current document's images left. */
+void	images_flushed(struct construct *c);
+void	images_free(struct construct *c);
 
 /* ---- stream.c ---- */
 void	held_pop(struct construct *c);

@@ -353,7 +353,10 @@ run(struct construct *c)
 			on_meta(c, &f);
 			break;
 		case OVL_DOC:
-			on_doc(c, &f);
+			doc_frame(c, &f);
+			break;
+		case OVL_IMAGE:
+			on_image(c, &f);
 			break;
 		case OVL_STATE:
 			on_state(c, &f);
@@ -416,8 +419,8 @@ main(int argc, char **argv)
 		ovl_reader_on_idle(c.rd, flush_writer, c.wr);
 	ovl_reader_expect(c.rd, &(struct ovl_expect){
 	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
-	    1u << OVL_CHUNK_END | 1u << OVL_BARRIER | 1u << OVL_STATE,
-	    .what = "a stream of documents", .checks = OVL_EXPECT_DOC });
+	    1u << OVL_CHUNK_END | 1u << OVL_BARRIER | 1u << OVL_STATE |
+	    1u << OVL_IMAGE, .what = "a stream of documents", .checks = OVL_EXPECT_DOC });
 	c.bal = ovl_balancer_new();
 	c.pk = ovl_packer_new();
 	run(&c);
@@ -443,6 +446,10 @@ main(int argc, char **argv)
 	free(c.held);
 	free(c.wgroup);
 	free(c.run_id);
+	if (c.img_dropped > 0)
+		ovl_info(1, "%" PRIu64 " images whose runs were cut off their "
+		    "documents (long-docs=truncate) left out", c.img_dropped);
+	images_free(&c);
 	ekeys_free();
 	{
 		struct stepwork *w = &c.sw;

@@ -114,6 +114,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			pc.record = p->record;
 			pc.mix_pos = p->mix_pos;
 			pc.length = p->length;
+			pc.nimages = piece_images(c, p);
 			ovl_seq_put_piece(pl, ntok, (uint32_t)np, (uint32_t)j, &pc);
 		}
 	}
@@ -126,6 +127,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	c->padding += ntok - real;
 	if (pl != NULL) {
 		ovl_writer_finish(c->wr, OVL_SEQ, 0);
+		images_emit(c, step, rank, mb, idx, np);
 		return;
 	}
 	printf("{\"kind\":\"seq\",\"step\":%" PRIu64 ",\"rank\":%u,\"mb\":%u,"
@@ -143,6 +145,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		    p->mix_pos, p->offset, p->length);
 	}
 	printf("]}\n");
+	images_emit(c, step, rank, mb, idx, np);
 }
 
 /* ---- one step: balance, pack, emit -------------------------------------- */
@@ -909,6 +912,7 @@ flush_window(struct construct *c)
 	/* the open step is empty whenever the window is flushed */
 	c->npieces = 0;
 	c->arena.len = 0;
+	images_flushed(c);
 	c->nws = 0;
 	c->open_first = 0;
 }

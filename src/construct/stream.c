@@ -250,6 +250,7 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
 	memcpy(ovl_u32vec_reserve(&c->arena, len), d->tokens + off,
 	    (size_t)len * 4);
 	c->arena.len += len;
+	images_attach(c, p);
 }
 
 void
@@ -283,6 +284,7 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		off = c->skip_off;
 		c->skipping = 0;
 	}
+	images_begin(c, &d, off);
 	while (off < d.ntokens && !c->stopped) {
 		struct wstep prev;
 		int opened, fresh = c->cut.used == 0;

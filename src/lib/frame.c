@@ -41,7 +41,7 @@ const char *
 ovl_kind_name(unsigned kind)
 {
 	static const char *names[] = { NULL, "META", "DOC", "CHUNK_END", "SEQ",
-	    "BARRIER", "STATE", "END", "STEP" };
+	    "BARRIER", "STATE", "END", "STEP", "IMAGE" };
 
 	if (kind >= 1 && kind < sizeof(names) / sizeof(names[0]))
 		return names[kind];
@@ -371,7 +371,7 @@ ovl_seq_put_piece(uint8_t *p, uint32_t ntokens, uint32_t npieces, uint32_t i,
 	ovl_put64(q + 16, pc->record);
 	ovl_put64(q + 24, pc->mix_pos);
 	ovl_put32(q + 32, pc->length);
-	ovl_put32(q + 36, 0);
+	ovl_put32(q + 36, pc->nimages);
 }
 
 int
@@ -420,6 +420,7 @@ ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *pc)
 	pc->record = ovl_le64(q + 16);
 	pc->mix_pos = ovl_le64(q + 24);
 	pc->length = ovl_le32(q + 32);
+	pc->nimages = ovl_le32(q + 36);
 }
 
 /* ---- BARRIER ---- */
@@ -604,4 +605,108 @@ ovl_step_decode(const struct ovl_frame *f, struct ovl_step *s)
 	s->rank = ovl_le32(p + 8);
 	s->seqs = ovl_le32(p + 12);
 	return OVL_F_OK;
+}
+
+/* ---- IMAGE ---- */
+
+uint32_t
+ovl_image_payload_len(uint32_t name_len, uint32_t path_len, uint32_t data_len)
+{
+	uint64_t n = (uint64_t)OVL_IMAGE_FIXED + name_len + path_len + data_len;
+
+	if (n > OVL_FRAME_LIMIT)
+		return 0;
+	return ovl_align4(n);
+}
+
+uint8_t *
+ovl_image_data(uint8_t *p)
+{
+	return p + OVL_IMAGE_FIXED + ovl_le32(p + 52) + ovl_le32(p + 72);
+}
+
+void
+ovl_image_encode(uint8_t *p, const struct ovl_image *im)
+{
+	uint32_t len = ovl_image_payload_len(im->name_len, im->path_len,
+	    im->data_len);
+	uint32_t end = OVL_IMAGE_FIXED + im->name_len + im->path_len +
+	    im->data_len;
+	uint8_t *q = p + OVL_IMAGE_FIXED;
+
+	ovl_put32(p + 0, im->flags);
+	ovl_put32(p + 4, im->format);
+	ovl_put32(p + 8, im->width);
+	ovl_put32(p + 12, im->height);
+	ovl_put32(p + 16, im->index);
+	ovl_put32(p + 20, im->ntokens);
+	ovl_put32(p + 24, im->doc_pos);
+	ovl_put32(p + 28, im->seq_pos);
+	ovl_put64(p + 32, im->step);
+	ovl_put32(p + 40, im->rank);
+	ovl_put32(p + 44, im->mb);
+	ovl_put32(p + 48, im->piece);
+	ovl_put32(p + 52, im->name_len);
+	ovl_put64(p + 56, im->offset);
+	ovl_put64(p + 64, im->length);
+	ovl_put32(p + 72, im->path_len);
+	ovl_put32(p + 76, im->data_len);
+	if (im->name != NULL && im->name_len > 0)
+		memcpy(q, im->name, im->name_len);
+	q += im->name_len;
+	if (im->path != NULL && im->path_len > 0)
+		memcpy(q, im->path, im->path_len);
+	q += im->path_len;
+	if (im->data != NULL && im->data_len > 0)
+		memcpy(q, im->data, im->data_len);
+	memset(p + end, 0, len - end);
+}
+
+int
+ovl_image_decode(const struct ovl_frame *f, struct ovl_image *im)
+{
+	const uint8_t *p = f->payload;
+	uint64_t n;
+
+	if (f->kind != OVL_IMAGE || f->len < OVL_IMAGE_FIXED)
+		return OVL_F_EPAYLOAD;
+	im->flags = ovl_le32(p + 0);
+	im->format = ovl_le32(p + 4);
+	im->width = ovl_le32(p + 8);
+	im->height = ovl_le32(p + 12);
+	im->index = ovl_le32(p + 16);
+	im->ntokens = ovl_le32(p + 20);
+	im->doc_pos = ovl_le32(p + 24);
+	im->seq_pos = ovl_le32(p + 28);
+	im->step = ovl_le64(p + 32);
+	im->rank = ovl_le32(p + 40);
+	im->mb = ovl_le32(p + 44);
+	im->piece = ovl_le32(p + 48);
+	im->name_len = ovl_le32(p + 52);
+	im->offset = ovl_le64(p + 56);
+	im->length = ovl_le64(p + 64);
+	im->path_len = ovl_le32(p + 72);
+	im->data_len = ovl_le32(p + 76);
+	n = (uint64_t)OVL_IMAGE_FIXED + im->name_len + im->path_len +
+	    im->data_len;
+	if (n > f->len || ovl_align4(n) != f->len)
+		return OVL_F_EPAYLOAD;
+	if (im->flags == OVL_IMAGE_INLINE ? im->data_len != im->length :
+	    im->flags == OVL_IMAGE_REF ? im->data_len != 0 : 1)
+		return OVL_F_EPAYLOAD;
+	im->name = (const char *)(p + OVL_IMAGE_FIXED);
+	im->path = im->name + im->name_len;
+	im->data = (const uint8_t *)im->path + im->path_len;
+	return OVL_F_OK;
+}
+
+void
+ovl_image_set_seq(uint8_t *p, uint64_t step, uint32_t rank, uint32_t mb,
+    uint32_t piece, uint32_t seq_pos)
+{
+	ovl_put32(p + 28, seq_pos);
+	ovl_put64(p + 32, step);
+	ovl_put32(p + 40, rank);
+	ovl_put32(p + 44, mb);
+	ovl_put32(p + 48, piece);
 }

@@ -27,7 +27,7 @@
 #define OVL_STREAM_HDR_LEN	16
 #define OVL_FRAME_HDR_LEN	12
 #define OVL_VERSION_MAJOR	1
-#define OVL_VERSION_MINOR	1	/* 1: STEP frames */
+#define OVL_VERSION_MINOR	2	/* 1: STEP frames; 2: IMAGE frames */
 /* The largest payload the format allows, and the default reader limit. */
 #define OVL_FRAME_LIMIT		(1u << 30)
 #define OVL_FRAME_MAX_DEFAULT	(256u << 20)
@@ -40,7 +40,8 @@ enum ovl_kind {
 	OVL_BARRIER = 5,	/* checkpoint n: a step boundary */
 	OVL_STATE = 6,		/* a stage's state for checkpoint n */
 	OVL_END = 7,		/* clean end of stream */
-	OVL_STEP = 8		/* a rank's step is complete (minor 1) */
+	OVL_STEP = 8,		/* a rank's step is complete (minor 1) */
+	OVL_IMAGE = 9		/* an image of the DOC or SEQ before (minor 2) */
 };
 
 /* Return codes of the parsing functions. */
@@ -125,6 +126,7 @@ int	ovl_cursor_cmp(const struct ovl_cursor *a, const struct ovl_cursor *b);
 
 #define OVL_DOC_TEXT	0x1u	/* text bytes follow the tokens */
 #define OVL_DOC_MIXED	0x2u	/* mix_pos and mix_tokens are set */
+#define OVL_DOC_IMAGES	0x4u	/* its nimages IMAGE frames follow it */
 #define OVL_DOC_FIXED	80u	/* bytes before the token array */
 
 struct ovl_doc {
@@ -190,6 +192,7 @@ struct ovl_piece {
 	uint64_t	record;
 	uint64_t	mix_pos;
 	uint32_t	length;		/* tokens */
+	uint32_t	nimages;	/* IMAGE frames of the piece after the SEQ */
 };
 
 struct ovl_seq {
@@ -295,6 +298,55 @@ void	ovl_step_encode(uint8_t *payload, const struct ovl_step *s);
 int	ovl_step_decode(const struct ovl_frame *f, struct ovl_step *s);
 void	ovl_end_encode(uint8_t *payload, uint64_t nframes);
 int	ovl_end_decode(const struct ovl_frame *f, uint64_t *nframes);
+
+/* ---- IMAGE (minor 2) ---------------------------------------------- */
+
+/*
+ * One image of a document: its bytes (OVL_IMAGE_INLINE) or where they are
+ * (OVL_IMAGE_REF: the shard's path, the member's name, the byte offset of
+ * its data in the tar and its length). After a DOC with OVL_DOC_IMAGES
+ * come its nimages IMAGE frames (doc_pos: where its placeholder run
+ * begins in the document); after a SEQ come the IMAGE frames of its
+ * pieces, piece by piece (each piece's count in its record), with step,
+ * rank, mb, piece and seq_pos (where the run begins in the sequence) set.
+ */
+#define OVL_IMAGE_INLINE	0x1u
+#define OVL_IMAGE_REF		0x2u
+#define OVL_IMAGE_FIXED		80u
+struct ovl_image {
+	uint32_t	 flags;		/* OVL_IMAGE_INLINE or OVL_IMAGE_REF */
+	uint32_t	 format;	/* enum ovl_image_format: 1 png, 2 jpeg, 3 webp */
+	uint32_t	 width, height;
+	uint32_t	 index;		/* the image's number in its document */
+	uint32_t	 ntokens;	/* its placeholder run */
+	uint32_t	 doc_pos;	/* the run's first token in the document */
+	uint32_t	 seq_pos;	/* ... in the sequence (after a SEQ) */
+	uint64_t	 step;		/* after a SEQ: the SEQ's step, rank, */
+	uint32_t	 rank, mb;	/*   micro-batch */
+	uint32_t	 piece;		/*   and the piece that holds the run */
+	uint64_t	 offset;	/* byte offset of the member's data in the tar */
+	uint64_t	 length;	/* the member's bytes */
+	uint32_t	 name_len, path_len, data_len;
+	const char	*name;		/* the member's name */
+	const char	*path;		/* the shard (a reference), else empty */
+	const uint8_t	*data;		/* data_len bytes (inline) */
+};
+/* Payload bytes of an IMAGE, or 0 when over OVL_FRAME_LIMIT. */
+uint32_t ovl_image_payload_len(uint32_t name_len, uint32_t path_len,
+	    uint32_t data_len);
+/* Encode (name, path and data copied when non-NULL, padding zeroed). */
+void	ovl_image_encode(uint8_t *payload, const struct ovl_image *im);
+/* Where data goes in an encoded payload (to fill in place). */
+uint8_t	*ovl_image_data(uint8_t *payload);
+/*
+ * View an IMAGE frame: OVL_F_OK, or OVL_F_EPAYLOAD (lengths that do not
+ * add up, not exactly one of INLINE and REF, inline bytes that are not
+ * the member's length). Pointers into f.
+ */
+int	ovl_image_decode(const struct ovl_frame *f, struct ovl_image *im);
+/* Set the sequence fields of an encoded payload in place. */
+void	ovl_image_set_seq(uint8_t *payload, uint64_t step, uint32_t rank,
+	    uint32_t mb, uint32_t piece, uint32_t seq_pos);
 
 /* ---- little-endian helpers ---------------------------------------- */
 

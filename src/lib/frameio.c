@@ -56,6 +56,10 @@ struct ovl_reader {
 	uint64_t	 next_step;	/* SEQ steps from here on */
 	uint64_t	 next_barrier;	/* BARRIER numbers from here on */
 	int		 have_barrier;
+	uint64_t	 img_due;	/* IMAGE frames the DOC or SEQ before owes */
+	int		 img_seq;	/* they follow a SEQ (of img_step, ...) */
+	uint64_t	 img_step;
+	uint32_t	 img_rank, img_mb;
 	uint64_t	 skipped;
 };
 
@@ -254,6 +258,11 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 	if (!r->seen_meta)
 		return bad(r, OVL_F_EGRAMMAR, "the stream does not begin with "
 		    "META (%s first)", ovl_kind_name(f->kind));
+	if (r->img_due > 0 && f->kind != OVL_IMAGE)
+		return bad(r, OVL_F_EGRAMMAR, "%s frame where %" PRIu64 " more "
+		    "IMAGE frames of the %s before were due",
+		    ovl_kind_name(f->kind), r->img_due, r->img_seq ? "SEQ" :
+		    "DOC");
 	if (f->kind == OVL_END)
 		return OVL_F_OK;
 	if (r->ex.kinds != 0 && !(r->ex.kinds & (1u << f->kind)))
@@ -273,7 +282,41 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 			    " after step %" PRIu64 " (steps out of order)",
 			    s.step, r->next_step);
 		r->next_step = s.step;
+		{
+			struct ovl_piece pc;
+			uint32_t i;
+
+			r->img_due = 0;
+			for (i = 0; i < s.npieces; i++) {
+				ovl_seq_piece(&s, i, &pc);
+				r->img_due += pc.nimages;
+			}
+			r->img_seq = 1;
+			r->img_step = s.step;
+			r->img_rank = s.rank;
+			r->img_mb = s.mb;
+		}
 		break;
+	case OVL_IMAGE: {
+		struct ovl_image im;
+
+		if (r->ex.checks == 0)
+			break;
+		if (ovl_image_decode(f, &im) != OVL_F_OK)
+			return bad(r, OVL_F_EPAYLOAD, "malformed IMAGE");
+		if (r->img_due == 0)
+			return bad(r, OVL_F_EGRAMMAR, "an IMAGE frame that no "
+			    "DOC or SEQ before it announced");
+		if (r->img_seq && (im.step != r->img_step ||
+		    im.rank != r->img_rank || im.mb != r->img_mb))
+			return bad(r, OVL_F_EGRAMMAR, "IMAGE of step %" PRIu64
+			    " rank %" PRIu32 " micro-batch %" PRIu32 " after "
+			    "the SEQ of step %" PRIu64 " rank %" PRIu32
+			    " micro-batch %" PRIu32, im.step, im.rank, im.mb,
+			    r->img_step, r->img_rank, r->img_mb);
+		r->img_due--;
+		break;
+	}
 	case OVL_STEP: {
 		struct ovl_step st;
 
@@ -301,6 +344,8 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 			    " at byte %" PRIu64 " with the cursor after it at "
 			    "record %" PRIu64 ", byte %" PRIu64, d.record,
 			    d.start_off, d.next_rec, d.next_off);
+		r->img_due = (d.flags & OVL_DOC_IMAGES) ? d.nimages : 0;
+		r->img_seq = 0;
 		break;
 	case OVL_BARRIER:
 		if (r->ex.checks == 0)
@@ -508,7 +553,8 @@ ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
 		if (f->kind == OVL_META || f->kind == OVL_DOC ||
 		    f->kind == OVL_CHUNK_END || f->kind == OVL_SEQ ||
 		    f->kind == OVL_BARRIER || f->kind == OVL_STATE ||
-		    f->kind == OVL_END || f->kind == OVL_STEP)
+		    f->kind == OVL_END || f->kind == OVL_STEP ||
+		    f->kind == OVL_IMAGE)
 			break;
 		if (r->minor <= OVL_VERSION_MINOR)
 			return bad(r, OVL_F_EGRAMMAR, "unknown frame kind %u "

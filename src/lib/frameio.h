@@ -72,7 +72,11 @@ void	ovl_reader_on_idle(struct ovl_reader *r, void (*fn)(void *), void *arg);
  * - DOC (OVL_EXPECT_DOC): a payload that decodes (its chunk below the
  *   source's chunk count), the cursor after it the next record and not
  *   before its start;
- * - BARRIER: checkpoint numbers increasing (OVL_EXPECT_SEQ or _DOC).
+ * - BARRIER: checkpoint numbers increasing (OVL_EXPECT_SEQ or _DOC);
+ * - IMAGE (OVL_EXPECT_SEQ or _DOC): exactly the IMAGE frames a DOC
+ *   (OVL_DOC_IMAGES: nimages) or a SEQ (its pieces' nimages) announces
+ *   follow it, nothing else between, each a payload that decodes; after
+ *   a SEQ, of its step, rank and micro-batch.
  */
 #define OVL_EXPECT_SEQ	1u
 #define OVL_EXPECT_DOC	2u

@@ -25,6 +25,7 @@ const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", "eod",
 	"offsets", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
 static const char *const fieldtypes[] = { "text", "ids", NULL };
+static const char *const imagemodes[] = { "inline", "ref", "none", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
@@ -116,6 +117,8 @@ static const struct key source_keys[] = {
 	    0, 0 },
 	{ "image-token", PK_STR, SRC(image_token), 0, 0, NULL, "--image-token",
 	    0, 0, 0 },
+	{ "images", PK_CHOICE, SRC(images), 0, 0, imagemodes, "--images", 0,
+	    0, 0 },
 	{ "shuffle-seed", PK_SEED, 0, 0, 0, NULL, "--shuffle-seed", 0, 0, 0 },
 	{ "epochs", PK_U32, SRC(epochs), 1, UINT32_MAX, NULL, "--epochs",
 	    PKF_EPOCHS, 0, 0 },
@@ -390,6 +393,9 @@ ovl_plan__source_keys(struct ctx *c, struct ovl_plan_source *s)
 	if ((s->image_cost != NULL) != (s->image_token != NULL))
 		return ovl_plan__perr(c, "%s: image-cost= and image-token= go "
 		    "together", what);
+	if (s->images != NULL && s->image_cost == NULL)
+		return ovl_plan__perr(c, "%s: images= sends the images that "
+		    "image-cost= places", what);
 	if (s->image_cost != NULL && (s->format == NULL ||
 	    strcmp(s->format, "wds") != 0))
 		return ovl_plan__perr(c, "%s: image-cost= places the images of "

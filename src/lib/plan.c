@@ -1091,6 +1091,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->long_docs);
 		free(s->image_cost);
 		free(s->image_token);
+		free(s->images);
 		free(s->field_type);
 		free(s->special);
 		free(s->match);

@@ -103,6 +103,7 @@ struct ovl_plan_source {
 	char		 *long_docs;	/* long-docs=, else the plan's long-docs */
 	char		 *image_cost;	/* image-cost=SPEC (image.h), or NULL */
 	char		 *image_token;	/* image-token=TOK, or NULL */
+	char		 *images;	/* images=inline|ref|none, or NULL */
 	char		 *field_type;	/* field-type=text|ids */
 	char		 *throttle;	/* throttle=RATE (ovl-source --throttle): a slow source, for tests and benchmarks */
 	uint64_t	  min_tokens;	/* min-tokens=, 0 unset */

@@ -76,7 +76,9 @@ struct rd {
 	struct ovl_wds_result *res;
 	struct ovl_buf	*buf;
 	uint64_t	 g0, idx;
-	struct ovl_buf	 img;		/* an image member's bytes (probe) */
+	struct ovl_buf	 img;		/* an image member's bytes (probe), or
+					   the group's (keep) */
+	unsigned	 calm;		/* small groups in a row (keep) */
 	struct ovl_wds_image *images;	/* OVL_WDS_MAX_IMAGES (probe) */
 };
 
@@ -102,10 +104,17 @@ finish_group(struct rd *r, struct group *g)
 	d.record = r->idx++;
 	d.nimages = g->nimages;
 	d.images = r->o->probe ? r->images : NULL;
+	d.image_data = r->o->keep ? r->img.p : NULL;
 	d.member = g->member;
 	d.text = (const char *)r->buf->p;
 	d.len = r->buf->len;
 	r->cb->doc(r->cb->arg, &d);
+	/* bounded memory (issue 18): a buffer grown for a large group goes */
+	if (r->o->keep) {
+		r->calm = r->img.len <= (1u << 20) ? r->calm + 1 : 0;
+		if (r->calm == 8)
+			ovl_buf_trim(&r->img, 1u << 20);
+	}
 }
 
 static void
@@ -163,6 +172,7 @@ probe_image(struct rd *r, struct group *g, struct archive *a,
 	struct ovl_image_info info;
 	char err[256];
 	la_ssize_t n = 0;
+	uint64_t data_off;
 
 	if (g->nimages >= OVL_WDS_MAX_IMAGES) {
 		bad(r, OVL_WDS_IMAGE, g->index, name, "more than %d images in "
@@ -174,8 +184,12 @@ probe_image(struct rd *r, struct group *g, struct archive *a,
 		    "than --max-doc-bytes (%" PRIu64 ")", r->o->max_doc);
 		return -1;
 	}
-	r->img.len = 0;
-	while (r->img.len <= r->o->max_doc) {
+	/* with keep, the group's images one after the other */
+	size_t at = r->o->keep && g->nimages > 0 ? r->img.len : 0;
+
+	r->img.len = at;
+	data_off = (uint64_t)archive_filter_bytes(a, 0);
+	while (r->img.len - at <= r->o->max_doc) {
 		unsigned char *p = ovl_buf_reserve(&r->img, 64u << 10);
 
 		n = archive_read_data(a, p, r->img.cap - r->img.len);
@@ -185,7 +199,7 @@ probe_image(struct rd *r, struct group *g, struct archive *a,
 	}
 	if (n < 0)
 		return -2;
-	if (ovl_image_probe(r->img.p, r->img.len, &info, err,
+	if (ovl_image_probe(r->img.p + at, r->img.len - at, &info, err,
 	    sizeof(err)) != 0) {
 		bad(r, OVL_WDS_IMAGE, g->index, name, "%s", err);
 		return -1;
@@ -195,7 +209,9 @@ probe_image(struct rd *r, struct group *g, struct archive *a,
 	im->width = info.width;
 	im->height = info.height;
 	im->format = (int)info.format;
-	im->size = r->img.len;
+	im->size = r->img.len - at;
+	im->data_off = data_off;
+	im->at = at;
 	snprintf(im->member, sizeof(im->member), "%s", name);
 	return 0;
 }
@@ -205,7 +221,7 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
     uint64_t rec0, struct ovl_buf *buf, const struct ovl_wds_cb *cb,
     struct ovl_wds_result *res)
 {
-	struct rd r = { o, cb, res, buf, g0, rec0, { 0 }, NULL };
+	struct rd r = { o, cb, res, buf, g0, rec0, { 0 }, 0, NULL };
 	struct ovl_buf key = { 0 };
 	struct archive_entry *e;
 	struct group g;

@@ -23,6 +23,7 @@ struct ovl_wds_opts {
 	size_t		 next;		/* 0: the default */
 	uint64_t	 max_doc;	/* longest text member, and image */
 	int		 probe;		/* read every image's size (image.h) */
+	int		 keep;		/* and keep its bytes (with probe) */
 };
 
 /* An image member of a group (with opts.probe). */
@@ -30,6 +31,8 @@ struct ovl_wds_image {
 	uint32_t	 width, height;
 	int		 format;	/* enum ovl_image_format */
 	uint64_t	 size;		/* the member's bytes */
+	uint64_t	 data_off;	/* byte offset of its data in the tar */
+	size_t		 at;		/* its bytes at group.image_data + at (keep) */
 	char		 member[256];
 };
 
@@ -42,6 +45,7 @@ struct ovl_wds_group {
 	uint32_t	 nimages;
 	const struct ovl_wds_image *images;	/* nimages of them, in member
 						   order; NULL without probe */
+	const uint8_t	*image_data;	/* their bytes (opts.keep), or NULL */
 	const char	*member;	/* the text member's name */
 	const char	*text;
 	size_t		 len;

@@ -147,6 +147,67 @@ emit_json_doc(struct mixer *m, const struct ovl_doc *d, uint32_t sid)
 	ovl_io_check_stdout();
 }
 
+static void
+emit_json_image(const struct ovl_image *im)
+{
+	printf("{\"kind\":\"image\",\"index\":%" PRIu32 ",\"doc_pos\":%"
+	    PRIu32 ",\"ntokens\":%" PRIu32 ",\"width\":%" PRIu32
+	    ",\"height\":%" PRIu32 ",\"format\":%" PRIu32 ",\"ref\":%s,"
+	    "\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"member\":",
+	    im->index, im->doc_pos, im->ntokens, im->width, im->height,
+	    im->format, im->flags == OVL_IMAGE_REF ? "true" : "false",
+	    im->offset, im->length);
+	ovl_json_string(stdout, im->name, im->name_len);
+	fputs("}\n", stdout);
+	ovl_io_check_stdout();
+}
+
+/*
+ * The n IMAGE frames that follow the document just emitted (record rec of
+ * chunk ep:ch), passed on after it. A writer that restarted meanwhile
+ * (--reopen) sends the document again (the mixer's cursor still names it,
+ * see emit_doc) and all its images: the document and the images already
+ * passed on are dropped.
+ */
+static void
+pass_images(struct mixer *m, struct input *in, uint32_t n, uint32_t ep,
+    uint32_t ch, uint64_t rec)
+{
+	struct ovl_image im;
+	struct ovl_doc d;
+	uint32_t next = 0;
+
+	while (next < n) {
+		if (!in->has_pend && !in->ended)
+			wait_for(m, in);
+		if (in->ended || in->pend.kind == OVL_END)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': the stream ends inside "
+			    "the images of record %" PRIu64 " of chunk %" PRIu32
+			    ":%" PRIu32, in->label, rec, ep, ch);
+		in->has_pend = 0;
+		if (in->pend.kind == OVL_DOC &&
+		    ovl_doc_decode(&in->pend, &d) == OVL_F_OK &&
+		    d.epoch == ep && d.chunk == ch && d.record == rec) {
+			in->dups++;	/* a restarted writer's repeat */
+			continue;
+		}
+		if (in->pend.kind != OVL_IMAGE ||
+		    ovl_image_decode(&in->pend, &im) != OVL_F_OK)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': %s frame at byte offset %"
+			    PRIu64 " where image %" PRIu32 " of %" PRIu32 " of "
+			    "record %" PRIu64 " was due", in->label,
+			    ovl_kind_name(in->pend.kind),
+			    ovl_reader_offset(in->r), next, n, rec);
+		if (im.index < next)
+			continue;	/* passed on before the restart */
+		if (m->o->json)
+			emit_json_image(&im);
+		else
+			ovl_writer_copy(m->w, &in->pend);
+		next++;
+	}
+}
+
 /*
  * Emit the document pending on in (source k) at the next mixed position,
  * preceded by the checkpoints the step cutter opens inside it. Returns 0
@@ -163,6 +224,10 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	uint32_t plen, ntok = d->ntokens;
 	size_t nb = 0, i;
 	int opened, stopped = 0, longk = -1;
+	uint32_t nimg = (d->flags & OVL_DOC_IMAGES) ? d->nimages : 0;
+	uint32_t ep = d->epoch, ch = d->chunk;
+	uint64_t rec = d->record;
+	struct ovl_cursor after;
 
 	/* the sequence length of the step the document starts in */
 	(void)ovl_stepcut_next(&c2, d->ntokens, &opened);
@@ -265,9 +330,16 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	s->tokens += ntok;
 	s->docs++;
 	s->empty_run = 0;
-	ovl_doc_cursor(d, &s->cur);
 	in->tokens += ntok;
 	in->docs++;
+	/*
+	 * Its images follow it (the cursor moves past the document only
+	 * then: a writer restarted meanwhile sends it again, with them).
+	 */
+	ovl_doc_cursor(d, &after);
+	if (nimg > 0)
+		pass_images(m, in, nimg, ep, ch, rec);
+	s->cur = after;
 	/* an outlier's buffer goes now: this input may wait long (issue 18) */
 	ovl_reader_done(in->r);
 	return stopped ? 2 : 1;

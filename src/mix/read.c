@@ -84,7 +84,7 @@ open_input(struct input *in)
 	    in->path != NULL ? in->path : "-", 0);
 	ovl_reader_expect(in->r, &(struct ovl_expect){
 	    .meta_keys = "vocab eod", .kinds = 1u << OVL_DOC |
-	    1u << OVL_CHUNK_END, .what = "a source stream",
+	    1u << OVL_CHUNK_END | 1u << OVL_IMAGE, .what = "a source stream",
 	    .checks = OVL_EXPECT_DOC });
 	/*
 	 * Small reads: with many inputs, 1 MiB read ahead per input falls
@@ -474,7 +474,14 @@ take_doc(struct mixer *m, struct source *s, struct ovl_doc *d)
 			if (d->nchunks != 0)
 				s->nchunks = d->nchunks;
 			return in;
-		default:	/* the reader lets DOC, CHUNK_END, END through */
+		case OVL_IMAGE:
+			/*
+			 * An image of a document not mixed (consumed before,
+			 * or dropped as too long): its DOC went, so does it.
+			 */
+			in->has_pend = 0;
+			continue;
+		default:	/* the reader lets DOC, CHUNK_END, END, IMAGE through */
 			abort();
 		}
 	}

@@ -174,6 +174,7 @@ image_run(struct src *s, const struct rec *r, uint32_t k, struct ovl_u32vec *v)
 	    r->images[k].height, NULL, NULL), i;
 	uint32_t *t = ovl_u32vec_reserve(v, (size_t)n);
 
+	s->img_at[k] = (uint32_t)v->len;
 	for (i = 0; i < n; i++)
 		t[i] = s->image_id;
 	v->len += (size_t)n;
@@ -284,6 +285,57 @@ doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 		memcpy(dst, &g->eod, 4);
 }
 
+/* Do IMAGE frames follow r's DOC (its images placed, and sent)? */
+static int
+ships_images(const struct src *s, const struct rec *r)
+{
+	return r->images != NULL && r->nimages > 0 &&
+	    s->o->image_cost.kind != 0 && s->o->images != IMG_NONE &&
+	    !s->o->json;
+}
+
+/*
+ * The IMAGE frames of r's images after its DOC: each with where its run
+ * begins (img_at, set as the runs were placed), and its bytes or where
+ * they are in the shard.
+ */
+static void
+write_images(struct src *s, const struct rec *r)
+{
+	struct ovl_image im;
+	uint32_t k, len;
+	int ref = s->o->images == IMG_REF;
+
+	for (k = 0; k < r->nimages; k++) {
+		const struct ovl_wds_image *w = &r->images[k];
+
+		memset(&im, 0, sizeof(im));
+		im.flags = ref ? OVL_IMAGE_REF : OVL_IMAGE_INLINE;
+		im.format = (uint32_t)w->format;
+		im.width = w->width;
+		im.height = w->height;
+		im.index = k;
+		im.ntokens = (uint32_t)ovl_image_tokens(&s->o->image_cost,
+		    w->width, w->height, NULL, NULL);
+		im.doc_pos = s->img_at[k];
+		im.offset = w->data_off;
+		im.length = w->size;
+		im.name = w->member;
+		im.name_len = (uint32_t)strlen(w->member);
+		if (ref) {
+			im.path = s->cx.path;
+			im.path_len = (uint32_t)strlen(s->cx.path);
+		} else {
+			im.data = r->image_data + w->at;
+			im.data_len = (uint32_t)w->size;
+		}
+		len = ovl_image_payload_len(im.name_len, im.path_len,
+		    im.data_len);
+		ovl_image_encode(ovl_writer_begin(s->w, len), &im);
+		ovl_writer_finish(s->w, OVL_IMAGE, 0);
+	}
+}
+
 /* A record's DOC fields but its tokens and text. */
 static void
 doc_head(const struct src *s, const struct rec *r, struct ovl_doc *d)
@@ -295,6 +347,8 @@ doc_head(const struct src *s, const struct rec *r, struct ovl_doc *d)
 	d->record = r->index;
 	d->nchunks = s->cs.n;
 	d->nimages = r->nimages;
+	if (ships_images(s, r))
+		d->flags |= OVL_DOC_IMAGES;
 	d->start_off = r->start_off;
 	d->next_off = r->next_off;
 	d->next_rec = r->index + 1;
@@ -425,6 +479,8 @@ counted:
 		ovl_writer_finish(s->w, OVL_DOC, 0);
 	}
 written:
+	if (ships_images(s, r))
+		write_images(s, r);
 	s->docs++;
 	s->tokens += ntok + 1;
 	s->cx.docs++;

@@ -26,6 +26,9 @@ static const struct ovl_cli cli = {
 	"                        of placeholder tokens: fixed:N, patch:P or\n"
 	"                        dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS\n"
 	"  --image-token TOK     the placeholder token (text or id)\n"
+	"  --images MODE         placed images travel inline (default, their\n"
+	"                        bytes), ref (shard, member, offset, length)\n"
+	"                        or none (IMAGE frames, ovl-frame(5))\n"
 	"  --special POLICY      special-token text in documents: plain (default),\n"
 	"                        error, allow or strip (tiktoken)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
@@ -69,7 +72,7 @@ enum {
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
-	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN
+	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_IMAGES
 };
 
 static const struct option longopts[] = {
@@ -107,6 +110,7 @@ static const struct option longopts[] = {
 	{ "s3-endpoint", required_argument, NULL, O_S3_ENDPOINT },
 	{ "image-cost", required_argument, NULL, O_IMAGE_COST },
 	{ "image-token", required_argument, NULL, O_IMAGE_TOKEN },
+	{ "images", required_argument, NULL, O_IMAGES },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -168,7 +172,7 @@ parse_format(const char *v)
 static void
 parse_opts(struct src_opts *o, int argc, char **argv)
 {
-	int c;
+	int c, images_set = 0;
 	double d;
 	char err[256];
 
@@ -326,6 +330,18 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_IMAGE_TOKEN:
 			o->image_token = optarg;
 			break;
+		case O_IMAGES:
+			if (strcmp(optarg, "inline") == 0)
+				o->images = IMG_INLINE;
+			else if (strcmp(optarg, "ref") == 0)
+				o->images = IMG_REF;
+			else if (strcmp(optarg, "none") == 0)
+				o->images = IMG_NONE;
+			else
+				ovl_cli_usagex(&cli, "bad --images '%s' (inline, "
+				    "ref or none)", optarg);
+			images_set = 1;
+			break;
 		case O_S3_ENDPOINT:
 			if (strncmp(optarg, "http://", 7) != 0 &&
 			    strncmp(optarg, "https://", 8) != 0)
@@ -351,6 +367,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	if ((o->image_cost.kind != 0) != (o->image_token != NULL))
 		ovl_cli_usagex(&cli, "--image-cost and --image-token go "
 		    "together");
+	if (images_set && o->image_cost.kind == 0)
+		ovl_cli_usagex(&cli, "--images sends the images --image-cost "
+		    "places");
 	if (o->standby != NULL && o->output == NULL)
 		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
 		    "over)");

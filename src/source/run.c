@@ -201,6 +201,7 @@ tar_doc(void *arg, const struct ovl_wds_group *g)
 	rc.index = g->record;
 	rc.nimages = g->nimages;
 	rc.images = g->images;
+	rc.image_data = g->image_data;
 	rc.member = g->member;
 	if (!images_fit(s, &rc))
 		return;
@@ -231,7 +232,8 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 {
 	const struct src_opts *o = s->o;
 	struct ovl_wds_opts wo = { o->format == FMT_WDS, o->ext,
-	    (size_t)o->next, o->max_doc, o->image_cost.kind != 0 };
+	    (size_t)o->next, o->max_doc, o->image_cost.kind != 0,
+	    o->image_cost.kind != 0 && o->images == IMG_INLINE };
 	struct ovl_wds_cb cb = { tar_doc, tar_bad, s };
 	struct ovl_wds_result res;
 	struct ovl_input in;
@@ -412,8 +414,10 @@ write_meta(struct src *s)
 
 		ovl_image_cost_format(&o->image_cost, spec, sizeof(spec));
 		fprintf(fp, "source.%s.image-token %" PRIu32 "\n"
-		    "source.%s.image-cost %s\n", o->name, s->image_id, o->name,
-		    spec);
+		    "source.%s.image-cost %s\nsource.%s.images %s\n", o->name,
+		    s->image_id, o->name, spec, o->name, o->images ==
+		    IMG_INLINE ? "inline" : o->images == IMG_REF ? "ref" :
+		    "none");
 	}
 	/*
 	 * Where every chunk comes from, in chunk order, and the shuffle that

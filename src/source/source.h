@@ -107,7 +107,11 @@ struct src_opts {
 	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
 	const char	*image_token;	/* --image-token (with --image-cost) */
 	struct ovl_image_cost image_cost;	/* kind 0: images not placed */
+	int		 images;	/* IMG_*: how placed images travel */
 };
+
+/* --images: placed images travel inline, as references, or not at all */
+enum { IMG_INLINE, IMG_REF, IMG_NONE };
 
 /* Why a record was skipped (--on-error=skip). */
 enum { R_JSON, R_MISSING, R_NOTSTRING, R_UTF8, R_TOOLONG, R_INPUT, R_OPEN,
@@ -135,6 +139,7 @@ struct rec {
 	uint64_t	 line;		/* for messages; 0: unknown */
 	uint32_t	 nimages;
 	const struct ovl_wds_image *images;	/* their sizes, or NULL */
+	const uint8_t	*image_data;	/* their bytes (--images inline) */
 	int		 utf8_ok;	/* already validated */
 	const char	*member;	/* tar member name, for messages */
 	int		 row;		/* start_off is a parquet row (1) or a
@@ -163,6 +168,7 @@ struct src {
 	struct ovl_u32vec toks;
 	struct ovl_u32vec itoks;	/* a document with its image runs */
 	uint32_t	 image_id;	/* the placeholder token */
+	uint32_t	 img_at[OVL_WDS_MAX_IMAGES];	/* each run's first token */
 	uint64_t	 images, image_tokens;	/* placed */
 	unsigned	 calm;		/* small documents in a row (docs.c) */
 	struct cx	 cx;
