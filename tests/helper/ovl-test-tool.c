@@ -18,6 +18,8 @@
  *	  BARRIER n= step= mix_pos= tokens= offset=
  *	  STATE stage= n= <text, newlines as |>
  *	  STEP step= rank= seqs=
+ *	  IMAGE inline|ref fmt= w= h= index= ntok= doc_pos= seq_pos= step=
+ *	      rank= mb= piece= off= len= member= path= data=<XXH64 of bytes>
  *	  END frames=N
  *	  KIND<k> len=N (a kind this tool does not know)
  *   ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET U32
@@ -237,6 +239,23 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 			break;
 		printf("STEP step=%" PRIu64 " rank=%" PRIu32 " seqs=%" PRIu32 "\n",
 		    sp.step, sp.rank, sp.seqs);
+		return 0;
+	}
+	case OVL_IMAGE: {
+		struct ovl_image im;
+
+		if (ovl_image_decode(f, &im) != OVL_F_OK)
+			break;
+		printf("IMAGE %s fmt=%" PRIu32 " w=%" PRIu32 " h=%" PRIu32
+		    " index=%" PRIu32 " ntok=%" PRIu32 " doc_pos=%" PRIu32
+		    " seq_pos=%" PRIu32 " step=%" PRIu64 " rank=%" PRIu32 " mb=%"
+		    PRIu32 " piece=%" PRIu32 " off=%" PRIu64 " len=%" PRIu64
+		    " member=%.*s path=%.*s data=%016" PRIx64 "\n",
+		    im.flags == OVL_IMAGE_REF ? "ref" : "inline", im.format,
+		    im.width, im.height, im.index, im.ntokens, im.doc_pos,
+		    im.seq_pos, im.step, im.rank, im.mb, im.piece, im.offset,
+		    im.length, (int)im.name_len, im.name, (int)im.path_len,
+		    im.path, ovl_hash64(im.data, im.data_len, 0));
 		return 0;
 	}
 	case OVL_END:

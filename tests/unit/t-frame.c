@@ -44,7 +44,7 @@ build(void)
 	struct ovl_barrier b = { 2, 16, 99, 65536, 7 };
 	struct ovl_state st = { OVL_STAGE_MIX, 5, 4, "a 1\n" };
 	struct ovl_seq sq = { 0 };
-	struct ovl_piece pc = { 1, 0, 2, 5, 9, 99, 3 };
+	struct ovl_piece pc = { 1, 0, 2, 5, 9, 99, 3, 0 };
 	uint32_t pos[] = { 0, 1, 2 }, cu[] = { 0, 3 };
 	uint8_t *f;
 	uint32_t len, frames = 0;
@@ -302,9 +302,71 @@ test_cursor(void)
 	CHECK(ovl_cursor_cmp(&c, &d) < 0 && ovl_cursor_cmp(&d, &c) > 0);
 }
 
+/* IMAGE: inline and reference round trips; lengths that do not add up */
+static void
+test_image(void)
+{
+	uint8_t pl[256], data[13] = "\x89PNG\r\n\x1a\nabcde";
+	struct ovl_image im, back;
+	struct ovl_frame f;
+	uint32_t len;
+
+	memset(&im, 0, sizeof(im));
+	im.flags = OVL_IMAGE_INLINE;
+	im.format = 1;
+	im.width = 640;
+	im.height = 480;
+	im.index = 2;
+	im.ntokens = 99;
+	im.doc_pos = 7;
+	im.offset = 1536;
+	im.length = sizeof(data);
+	im.name = "k.2.png";
+	im.name_len = 7;
+	im.data = data;
+	im.data_len = sizeof(data);
+	len = ovl_image_payload_len(im.name_len, 0, im.data_len);
+	CHECK(len == ovl_align4(80 + 7 + 13) && len <= sizeof(pl));
+	memset(pl, 0xee, sizeof(pl));
+	ovl_image_encode(pl, &im);
+	ovl_image_set_seq(pl, 5, 1, 3, 4, 300);
+	f.kind = OVL_IMAGE;
+	f.flags = 0;
+	f.payload = pl;
+	f.len = len;
+	CHECK(ovl_image_decode(&f, &back) == OVL_F_OK);
+	CHECK(back.width == 640 && back.height == 480 && back.index == 2 &&
+	    back.ntokens == 99 && back.doc_pos == 7 && back.seq_pos == 300 &&
+	    back.step == 5 && back.rank == 1 && back.mb == 3 &&
+	    back.piece == 4 && back.offset == 1536 && back.length == 13);
+	CHECK(memcmp(back.name, "k.2.png", 7) == 0 &&
+	    memcmp(back.data, data, 13) == 0 && back.path_len == 0);
+	CHECK(pl[len - 1] == 0);	/* padding zeroed */
+	f.len = len + 4;		/* lengths must add up */
+	CHECK(ovl_image_decode(&f, &back) == OVL_F_EPAYLOAD);
+	f.len = len;
+	ovl_put32(pl, OVL_IMAGE_REF);	/* a reference carries no bytes */
+	CHECK(ovl_image_decode(&f, &back) == OVL_F_EPAYLOAD);
+	ovl_put32(pl, 3);
+	CHECK(ovl_image_decode(&f, &back) == OVL_F_EPAYLOAD);
+	im.flags = OVL_IMAGE_REF;
+	im.data = NULL;
+	im.data_len = 0;
+	im.path = "/d/s.tar";
+	im.path_len = 8;
+	len = ovl_image_payload_len(7, 8, 0);
+	ovl_image_encode(pl, &im);
+	f.len = len;
+	CHECK(ovl_image_decode(&f, &back) == OVL_F_OK && back.flags ==
+	    OVL_IMAGE_REF && memcmp(back.path, "/d/s.tar", 8) == 0 &&
+	    back.length == 13);
+	CHECK(strcmp(ovl_kind_name(OVL_IMAGE), "IMAGE") == 0);
+}
+
 int
 main(void)
 {
+	RUN(test_image);
 	RUN(test_crc32c);
 	RUN(test_roundtrip);
 	RUN(test_limits);

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# Image payloads travel with the stream (issue 16): IMAGE frames
+# (ovl-frame(5), minor 2) from ovl-source through ovl-mix and
+# ovl-construct to ovl-ckpt's per-rank streams, inline or as references
+# into the shards (images=ref); the bytes equal the shard members
+# (tests/helper/image-payloads.py reads them with python/overlord and
+# Python's tarfile); killed and resumed, the streams are the same bytes,
+# images included, and the checkpoints hold none of them.
+
+load test_helper
+
+setup_file() {
+	/usr/bin/python3 -c 'import PIL, numpy' 2> /dev/null ||
+	    skip "python3-pil or numpy is not installed (scripts/bootstrap)"
+	cd "$BATS_FILE_TMPDIR"
+	/usr/bin/python3 "$OVL_SRCDIR/tests/helper/images.py" shard s.tar 60 11 > s.jsonl
+	/usr/bin/python3 "$OVL_SRCDIR/tests/helper/images.py" interleaved i.tar 30 4 > i.jsonl
+}
+
+setup() {
+	/usr/bin/python3 -c 'import PIL, numpy' 2> /dev/null || skip "python3-pil or numpy is not installed"
+	cd "$BATS_TEST_TMPDIR"
+	cp "$BATS_FILE_TMPDIR"/*.tar .
+	export PYTHONPATH="$OVL_SRCDIR/python"
+	export OVL_CRC_LIB="$OVL_BUILDDIR/python/libovlcrc.so"
+	# captions, interleaved documents and text alone, in one mix
+	{
+		printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0 on-exhaust=drop %s\n' "$1"
+		printf 'source doc path=i.tar format=wds member-ext=.json field=texts image-cost=dynamic:14:2:3136:200704 image-token=0 on-exhaust=drop %s\n' "$1"
+		printf 'source web path=%s on-exhaust=drop\n' "$SAMPLES/web/web-0.jsonl"
+		printf 'seq-len 1024\nranks 2\nmicro-batches 2\ncheckpoint every=2\n'
+	} > p.plan
+}
+
+# pipe PLAN: the stages by hand, per-rank streams r0.fr r1.fr
+pipe() {
+	local x args
+	for x in cap doc web; do
+		mapfile -d '' args < <("$OVL_MIX" --source-args "$x" "$1")
+		"$OVL_SOURCE" "${args[@]}" > "$x.fr"
+	done
+	"$OVL_MIX" "$1" cap=cap.fr doc=doc.fr web=web.fr |
+	    "$OVL_CONSTRUCT" "$1" | "$OVL_CKPT" -d ck --per-rank 'r%d.fr'
+}
+
+@test "images: inline in the per-rank streams, each the shard member's bytes, its run whole in its piece" {
+	pipe p.plan
+	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar r0.fr r1.fr
+	echo "# $output" >&3
+	[[ "$output" == *"inline "[1-9]*" ref 0 "* ]]
+	[[ "$output" == *"'jpeg': "*"'png': "*"'webp': "* ]]
+	# the C reader agrees: every IMAGE after its SEQ, counted by the pieces
+	"$OVL_TEST_TOOL" dump r0.fr > d0.txt
+	grep -q '^IMAGE inline fmt=' d0.txt
+	! grep '^IMAGE' d0.txt | grep -v ' rank=0 '
+}
+
+@test "images=ref: each reference names the shard, and dd reads the member's bytes there" {
+	sed -i 's/image-token=0/& images=ref/' p.plan
+	pipe p.plan
+	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar r0.fr r1.fr
+	echo "# $output" >&3
+	[[ "$output" == *"inline 0 ref "[1-9]* ]]
+	# three of them by hand: dd at the offset, tar -xO of the member
+	"$OVL_TEST_TOOL" dump r1.fr | grep '^IMAGE ref' | head -3 > refs.txt
+	[ "$(wc -l < refs.txt)" -eq 3 ]
+	while read -r _ _ _ _ _ _ _ _ _ _ _ _ _ off len member path _; do
+		dd if="${path#path=}" bs=1 skip="${off#off=}" count="${len#len=}" status=none > got.img
+		tar -xOf "${path#path=}" "${member#member=}" > want.img
+		cmp got.img want.img
+	done < refs.txt
+	# no reference carries bytes (XXH64 of nothing)
+	"$OVL_TEST_TOOL" dump r0.fr | grep '^IMAGE' > all.txt
+	! grep -v ' data=ef46db3751d8e999$' all.txt
+}
+
+@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
+	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
+	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
+	sed -i 's/^source \(cap\|doc\) .*/& throttle=25docs/' p.plan
+	local k last
+	for k in 1 2 3; do
+		if [ "$k" -eq 1 ]; then
+			"$OVL_RUN" -q -c ck p.plan 2> run.err 3>&- &
+		else
+			"$OVL_RUN" -q --resume -c ck p.plan 2> run.err 3>&- &
+		fi
+		pid=$!
+		want=$(( k * 2 + RANDOM % 3 ))
+		for _ in $(seq 1200); do
+			last=$("$OVL_CKPT" show --print0 ck 2> /dev/null | tr '\0' '\n' | sed -n '/^last$/{n;p}')
+			[ -n "$last" ] && [ "$last" -ge "$want" ] && break
+			! kill -0 "$pid" 2> /dev/null && break
+			sleep 0.05
+		done
+		sleep "0.$((RANDOM % 5))"
+		kill -KILL "$pid" 2> /dev/null || true
+		wait "$pid" || true
+		# (killed while it ran: the end is not recorded)
+		"$OVL_CKPT" show --print0 ck | tr '\0' '\n' | grep -x -A1 ended | tail -n 1 | grep -qx 0
+	done
+	run -0 "$OVL_RUN" -q --resume -c ck p.plan
+	cmp ref/all.fr out/all.fr
+	cmp ref-r/r0.fr out/r0.fr
+	cmp ref-r/r1.fr out/r1.fr
+	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
+	# the images are in the outputs, not in the checkpoint log
+	local img log
+	img=$(tar -tvf s.tar | awk '$6 ~ /\.(png|jpg|webp)$/ {n += $3} END {print n}')
+	log=$(stat -c %s ck/ckpt.log)
+	echo "# image bytes $img, checkpoint log $log bytes" >&3
+	[ "$log" -lt $((img / 4)) ]
+}
+
+@test "images: the grammar counts IMAGE frames (announced by their DOC, nothing between), exit 3 with the offset" {
+	local x args n at
+	printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0\nseq-len 1024\n' > p.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args cap p.plan)
+	"$OVL_SOURCE" "${args[@]}" > cap.fr
+	"$OVL_TEST_TOOL" frames cap.fr > frames.txt
+	# the first DOC followed by an IMAGE
+	n=$(awk '$3 == "DOC" { d = $1 } $3 == "IMAGE" && d != "" { print d; exit }' frames.txt)
+	at=$(awk -v n="$n" '$1 == n + 1 { print $2 }' frames.txt)
+	# one image more announced: the next frame is not the IMAGE due
+	cp cap.fr more.fr
+	"$OVL_TEST_TOOL" poke more.fr "$n" 20 99
+	run -3 --separate-stderr "$OVL_MIX" p.plan cap=more.fr
+	[[ "$stderr" == *"more IMAGE frames of the DOC before were due at byte offset"* ]]
+	# none announced (the DOC's image flag cleared): its IMAGE is out of place
+	cp cap.fr none.fr
+	"$OVL_TEST_TOOL" poke none.fr "$n" 4 0
+	run -3 --separate-stderr "$OVL_MIX" p.plan cap=none.fr
+	[[ "$stderr" == *"an IMAGE frame that no DOC or SEQ before it announced at byte offset $at"* ]]
+}
