@@ -74,17 +74,16 @@ pipe() {
 	! grep -v ' data=ef46db3751d8e999$' all.txt
 }
 
-@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
-	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
-	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
-	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
-	sed -i 's/^source \(cap\|doc\) .*/& throttle=25docs/' p.plan
-	local k last
+# killed_and_resumed PLAN: run PLAN (-c ck), killed three times at random
+# checkpoints (throttled sources), then resumed to its end
+killed_and_resumed() {
+	local k last want pid
+	sed 's/^source \(cap\|doc\) .*/& throttle=25docs/' "$1" > slow.plan
 	for k in 1 2 3; do
 		if [ "$k" -eq 1 ]; then
-			"$OVL_RUN" -q -c ck p.plan 2> run.err 3>&- &
+			"$OVL_RUN" -q -c ck slow.plan 2> run.err 3>&- &
 		else
-			"$OVL_RUN" -q --resume -c ck p.plan 2> run.err 3>&- &
+			"$OVL_RUN" -q --resume -c ck slow.plan 2> run.err 3>&- &
 		fi
 		pid=$!
 		want=$(( k * 2 + RANDOM % 3 ))
@@ -100,7 +99,14 @@ pipe() {
 		# (killed while it ran: the end is not recorded)
 		"$OVL_CKPT" show --print0 ck | tr '\0' '\n' | grep -x -A1 ended | tail -n 1 | grep -qx 0
 	done
-	run -0 "$OVL_RUN" -q --resume -c ck p.plan
+	"$OVL_RUN" -q --resume -c ck slow.plan
+}
+
+@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
+	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
+	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
+	killed_and_resumed p.plan
 	cmp ref/all.fr out/all.fr
 	cmp ref-r/r0.fr out/r0.fr
 	cmp ref-r/r1.fr out/r1.fr
@@ -132,4 +138,57 @@ pipe() {
 	"$OVL_TEST_TOOL" poke none.fr "$n" 4 0
 	run -3 --separate-stderr "$OVL_MIX" p.plan cap=none.fr
 	[[ "$stderr" == *"an IMAGE frame that no DOC or SEQ before it announced at byte offset $at"* ]]
+}
+
+@test "images: ovl-ckpt --format wds, a tar shard per rank and step: each sample's arrays and images as the stream has them; resumed to the same shards" {
+	printf 'output format=wds path=out/vlm manifest=out/manifest.jsonl per-rank=out/r%%d.fr\n' >> p.plan
+	run -0 "$OVL_RUN" -q -c ref-ck p.plan
+	mv out ref
+	# every rank and step has its shard (an empty step too), nothing else
+	steps=$("$OVL_TEST_TOOL" dump ref/r0.fr | grep -c '^STEP ')
+	[ "$steps" -gt 10 ]
+	[ "$(ls ref/vlm-r*-s*.tar | wc -l)" -eq $((2 * steps)) ]
+	run -0 /usr/bin/python3 - <<-'PY'
+	import io, json, tarfile, glob, numpy as np, overlord
+	seqs = {}
+	for r in (0, 1):
+	    for s in overlord.read("ref/r%d.fr" % r):
+	        if isinstance(s, overlord.Seq):
+	            seqs[(s.step, s.rank, s.mb)] = s
+	n = imgs = 0
+	man = [json.loads(l) for l in open("ref/manifest.jsonl")]
+	assert len(man) == len(seqs)
+	for path in sorted(glob.glob("ref/vlm-r*-s*.tar")):
+	    with tarfile.open(path) as t:
+	        got = {}
+	        for m in t.getmembers():
+	            key, _, ext = m.name.partition(".")
+	            got.setdefault(key, {})[ext] = t.extractfile(m).read()
+	    for key, mem in got.items():
+	        meta = json.loads(mem["json"])
+	        s = seqs[(meta["step"], meta["rank"], meta["mb"])]
+	        arr = lambda e: np.load(io.BytesIO(mem[e]))
+	        assert (arr("tokens.npy") == s.tokens).all()
+	        assert (arr("positions.npy") == s.positions.view(np.int32)).all()
+	        assert (arr("cu_seqlens.npy") == s.cu_seqlens.view(np.int32)).all()
+	        assert len(meta["images"]) == len(s.images)
+	        for j, im in zip(meta["images"], s.images):
+	            assert mem[j["file"]] == im.read(), key
+	            assert (j["seq_pos"], j["ntokens"], j["member"]) == (im.seq_pos, im.ntokens, im.member)
+	            imgs += 1
+	        n += 1
+	assert n == len(seqs) and imgs > 100, (n, imgs)
+	assert all(m["shard"].startswith("vlm-r") for m in man)
+	print("samples", n, "images", imgs)
+	PY
+	echo "# $output" >&3
+	# GNU tar reads them: images beside the arrays
+	for f in ref/vlm-r*.tar; do tar -tf "$f"; done > names.txt
+	grep -q '\.img0\.\(png\|jpg\|webp\)$' names.txt
+	grep -q '\.tokens\.npy$' names.txt
+	killed_and_resumed p.plan
+	for f in ref/*; do
+		cmp "$f" "out/${f#ref/}"
+	done
+	[ "$(ls out | wc -l)" -eq "$(ls ref | wc -l)" ]
 }

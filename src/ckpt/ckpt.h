@@ -45,7 +45,7 @@
 #define MAX_SKIPS	1024u
 #define EXIT_STOPPED	(128 + SIGTERM)
 
-enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES };
+enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES, FMT_WDS };
 /* FMT_* names: "none", then the plan's output formats (plan.h) in order */
 const char *fmt_label(int f);
 
@@ -156,6 +156,7 @@ struct ckpt_run {
 	size_t		 nskips;
 	struct ovl_buf	 scratch;
 	FILE		*jsonfp;
+	struct ckpt_wds	*wds;		/* --format wds (wds.c), or NULL */
 };
 
 /* What the "out" section says of output name at one checkpoint. */
@@ -253,6 +254,19 @@ void	 fifo_drain(struct ckpt_run *R, struct out *o);
  * different steps exit 2; a reader that says nothing within 10 s exits 1.
  */
 void	 ask_readers(struct ckpt_run *R);
+
+/* ---- wds.c: --format wds, a tar shard per rank and step ---- */
+void	 wds_new(struct ckpt_run *R);
+void	 wds_free(struct ckpt_run *R);
+/* A SEQ written (f its frame): its sample, once its images are in. */
+void	 wds_seq(struct ckpt_run *R, const struct ovl_seq *s,
+	    const struct ovl_frame *f);
+void	 wds_image(struct ckpt_run *R, const struct ovl_image *im);
+/* Rank rank's step is complete: its shard written whole (atomically). */
+void	 wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank);
+/* ,"shard":...,"key":... of a sequence, for its manifest line. */
+void	 wds_shard_name(const struct ckpt_run *R, uint64_t step, uint32_t rank,
+	    uint32_t mb, struct ovl_buf *b);
 
 /* ---- sink.c ---- */
 /* A SIGTERM asked the sink to stop. */

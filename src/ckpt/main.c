@@ -16,7 +16,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt summary [--json] CKPTDIR",
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
-	"  -f, --format FMT        megatron, npy, jsonl or frames (files under -o)\n"
+	"  -f, --format FMT        megatron, npy, jsonl, frames or wds (files under -o)\n"
 	"  -o, --output PREFIX     output prefix (the file itself for frames)\n"
 	"  -p, --per-rank PATTERN  one frame stream per rank, e.g. out/rank%d\n"
 	"  -m, --manifest FILE     provenance of every sequence, as JSON lines\n"
@@ -159,7 +159,7 @@ main(int argc, char **argv)
 			o.format = parse_format(optarg);
 			if (o.format < 0)
 				ovl_cli_usagex(&cli, "unknown format '%s' "
-				    "(megatron, npy, jsonl, frames)", optarg);
+				    "(megatron, npy, jsonl, frames, wds)", optarg);
 			format_set = 1;
 			break;
 		case 'o':

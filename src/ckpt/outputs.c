@@ -402,6 +402,9 @@ open_outputs(struct ckpt_run *R)
 	case FMT_FRAMES:
 		R->frames = out_new(R, "frames", o->prefix, OT_FRAMES);
 		break;
+	case FMT_WDS:
+		wds_new(R);
+		break;
 	}
 	if (o->manifest != NULL)
 		R->man = out_new(R, "manifest", o->manifest, OT_RAW);

@@ -128,7 +128,10 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 		}
 		ovl_buf_append(b, "}", 1);
 	}
-	ovl_buf_append(b, "]}\n", 3);
+	ovl_buf_append(b, "]", 1);
+	if (R->wds != NULL)
+		wds_shard_name(R, s->step, s->rank, s->mb, b);
+	ovl_buf_append(b, "}\n", 2);
 	out_put(R->man, b->p, b->len);
 }
 
@@ -250,6 +253,8 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 	}
 	if (R->jsonl != NULL)
 		write_jsonl(R, R->jsonl, &s);
+	if (R->wds != NULL)
+		wds_seq(R, &s, f);
 	if (R->man != NULL)
 		write_manifest(R, &s);
 	R->nseqs++;
@@ -300,6 +305,8 @@ on_image(struct ckpt_run *R, const struct ovl_frame *f)
 		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
 		o->nframes++;
 	}
+	if (R->wds != NULL)
+		wds_image(R, &im);
 }
 
 /* ---- commits ---- */
@@ -627,6 +634,8 @@ on_step(struct ckpt_run *R, const struct ovl_frame *f)
 		targets[n++] = R->frames;
 	if (R->o->per_rank != NULL)
 		targets[n++] = rank_out(R, st.rank);
+	if (R->wds != NULL)
+		wds_step(R, st.step, st.rank);
 	for (i = 0; i < n; i++) {
 		out_put(targets[i], f->payload - OVL_FRAME_HDR_LEN, f->size);
 		targets[i]->nframes++;
@@ -702,6 +711,7 @@ run_free(struct ckpt_run *R)
 	free(R->pre_fd);
 	free(R->pre_peer);
 	srcfiles_free(R);
+	wds_free(R);
 	for (i = 0; i < R->nsrc; i++)
 		free(R->srcname[i]);
 	free(R->srcname);

@@ -30,7 +30,7 @@ const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
 const char *const ovl_plan_out_formats[] = { "megatron", "npy", "jsonl",
-	"frames", NULL };
+	"frames", "wds", NULL };
 static const char *const yesno[] = { "no", "yes", NULL };
 static const char *const mixbys[] = { "tokens", "docs", NULL };
 

@@ -201,7 +201,7 @@ struct ovl_plan {
 	uint64_t	 stop_steps;	/* stop steps=N, 0 unset */
 	uint64_t	 stop_tokens;	/* stop tokens=N, 0 unset */
 
-	char		*out_format;	/* output format=megatron|npy|jsonl|frames */
+	char		*out_format;	/* output format=megatron|npy|jsonl|frames|wds */
 	char		*out_path;	/* output path=P, resolved */
 	char		*out_manifest;	/* output manifest=F, resolved */
 	char		*out_per_rank;	/* output per-rank=PATTERN, resolved */

@@ -1,0 +1,306 @@
+/*
+ * ovl-ckpt: the WebDataset output (--format wds): a tar shard per rank and
+ * step, PREFIX-rRRRRR-sSSSSSSSS.tar, each sample one sequence: KEY.tokens.npy
+ * (<u4), KEY.positions.npy (<i4), KEY.cu_seqlens.npy (<i4), KEY.json (step,
+ * rank, micro-batch, pieces, images) and its inline images KEY.imgN.EXT.
+ *
+ * A rank's shard of a step is made in memory and written whole when the
+ * rank's STEP frame comes (ovl_atomic_write: a temporary file, fsync,
+ * rename, fsync of the directory), so a shard is there whole or not at
+ * all; checkpoints sit at step boundaries, every shard before one is
+ * durable when it commits, and a resumed run writes the later steps' shards
+ * again, the same bytes. Nothing of them goes in the checkpoint log.
+ */
+#include "ckpt.h"
+
+#define TAR_BLOCK	512u
+
+struct wds_rank {
+	struct ovl_buf	 tar;		/* the shard of step `step` so far */
+	uint64_t	 step;
+	int		 open;
+};
+
+struct ckpt_wds {
+	struct wds_rank	*r;
+	size_t		 nr;
+	/* the sample being made: a SEQ waiting for its images */
+	struct ovl_buf	 seq;		/* the SEQ payload */
+	uint32_t	 due;
+	struct ovl_buf	 json;
+	struct ovl_buf	 scratch;
+	uint32_t	 nimg;
+	uint64_t	 shards, samples;
+};
+
+static void
+put_octal(char *dst, size_t width, uint64_t v)
+{
+	/* width - 1 digits and a NUL, as ustar has them */
+	snprintf(dst, width, "%0*" PRIo64, (int)width - 1, v);
+}
+
+/* A member: a ustar header, the bytes, padding to the block. */
+static void
+tar_member(struct ovl_buf *b, const char *name, const void *p, size_t n)
+{
+	uint8_t *h = ovl_buf_reserve(b, TAR_BLOCK);
+	unsigned sum = 0, i;
+
+	memset(h, 0, TAR_BLOCK);
+	snprintf((char *)h, 100, "%s", name);
+	memcpy(h + 100, "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	put_octal((char *)h + 124, 12, n);
+	memcpy(h + 136, "00000000000", 12);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	for (i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	b->len += TAR_BLOCK;
+	ovl_buf_append(b, p, n);
+	if (n % TAR_BLOCK != 0) {
+		size_t pad = TAR_BLOCK - n % TAR_BLOCK;
+
+		memset(ovl_buf_reserve(b, pad), 0, pad);
+		b->len += pad;
+	}
+}
+
+/* An npy (version 1.0) of n items of descr into b. */
+static void
+npy(struct ovl_buf *b, const char *descr, const void *p, size_t n)
+{
+	char hdr[NPY_HDR + 1];
+	int len;
+
+	len = snprintf(hdr + 10, sizeof(hdr) - 10, "{'descr': '%s', "
+	    "'fortran_order': False, 'shape': (%zu,), }", descr, n);
+	memset(hdr + 10 + len, ' ', NPY_HDR - 10 - (size_t)len);
+	hdr[NPY_HDR - 1] = '\n';
+	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+	hdr[8] = NPY_HDR - 10;
+	hdr[9] = 0;
+	b->len = 0;
+	ovl_buf_append(b, hdr, NPY_HDR);
+	ovl_buf_append(b, p, n * 4);
+}
+
+static const char *
+ext_of(uint32_t format)
+{
+	return format == 1 ? "png" : format == 2 ? "jpg" : format == 3 ?
+	    "webp" : "bin";
+}
+
+static struct wds_rank *
+wds_rank(struct ckpt_run *R, uint32_t r)
+{
+	struct ckpt_wds *W = R->wds;
+
+	if (r >= W->nr) {
+		W->r = ovl_xrealloc(W->r, ((size_t)r + 1) * sizeof(*W->r));
+		memset(W->r + W->nr, 0, ((size_t)r + 1 - W->nr) * sizeof(*W->r));
+		W->nr = (size_t)r + 1;
+	}
+	return &W->r[r];
+}
+
+static void
+key_of(char *key, size_t n, uint64_t step, uint32_t rank, uint32_t mb)
+{
+	snprintf(key, n, "s%08" PRIu64 "-r%05" PRIu32 "-m%05" PRIu32, step,
+	    rank, mb);
+}
+
+/* The sample of the SEQ held, now that its images are in. */
+static void
+sample_end(struct ckpt_run *R)
+{
+	struct ckpt_wds *W = R->wds;
+	struct ovl_frame f = { OVL_SEQ, 0, (uint32_t)W->seq.len, W->seq.p, 0 };
+	struct ovl_seq s;
+	struct wds_rank *wr;
+	char key[64], name[128];
+
+	(void)ovl_seq_decode(&f, &s);
+	wr = wds_rank(R, s.rank);
+	if (!wr->open || wr->step != s.step) {
+		wr->tar.len = 0;
+		wr->step = s.step;
+		wr->open = 1;
+	}
+	key_of(key, sizeof(key), s.step, s.rank, s.mb);
+	snprintf(name, sizeof(name), "%s.tokens.npy", key);
+	npy(&W->scratch, "<u4", s.tokens, s.ntokens);
+	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
+	snprintf(name, sizeof(name), "%s.positions.npy", key);
+	npy(&W->scratch, "<i4", s.positions, s.ntokens);
+	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
+	snprintf(name, sizeof(name), "%s.cu_seqlens.npy", key);
+	npy(&W->scratch, "<i4", s.cu_seqlens, (size_t)s.npieces + 1);
+	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
+	ovl_buf_append(&W->json, "]}\n", 3);
+	snprintf(name, sizeof(name), "%s.json", key);
+	tar_member(&wr->tar, name, W->json.p, W->json.len);
+	W->samples++;
+}
+
+void
+wds_seq(struct ckpt_run *R, const struct ovl_seq *s, const struct ovl_frame *f)
+{
+	struct ckpt_wds *W = R->wds;
+	struct ovl_piece pc;
+	char t[256];
+	uint32_t i;
+
+	W->seq.len = 0;
+	ovl_buf_append(&W->seq, f->payload, f->len);
+	W->due = 0;
+	W->nimg = 0;
+	W->json.len = 0;
+	snprintf(t, sizeof(t), "{\"step\":%" PRIu64 ",\"rank\":%" PRIu32
+	    ",\"mb\":%" PRIu32 ",\"seq_len\":%" PRIu32 ",\"pieces\":[", s->step,
+	    s->rank, s->mb, s->seq_len);
+	ovl_buf_append(&W->json, t, strlen(t));
+	for (i = 0; i < s->npieces; i++) {
+		ovl_seq_piece(s, i, &pc);
+		snprintf(t, sizeof(t), "%s{\"source\":%" PRIu32 ",\"epoch\":%"
+		    PRIu32 ",\"chunk\":%" PRIu32 ",\"record\":%" PRIu64
+		    ",\"offset\":%" PRIu32 ",\"length\":%" PRIu32 "}", i > 0 ?
+		    "," : "", pc.source, pc.epoch, pc.chunk, pc.record,
+		    pc.offset, pc.length);
+		ovl_buf_append(&W->json, t, strlen(t));
+		W->due += pc.nimages;
+	}
+	ovl_buf_append(&W->json, "],\"images\":[", 12);
+	if (W->due == 0)
+		sample_end(R);
+}
+
+void
+wds_image(struct ckpt_run *R, const struct ovl_image *im)
+{
+	struct ckpt_wds *W = R->wds;
+	struct wds_rank *wr;
+	char t[512], key[64], name[128];
+
+	if (W->due == 0)
+		return;		/* the reader counts them: not reached */
+	snprintf(t, sizeof(t), "%s{\"index\":%" PRIu32 ",\"seq_pos\":%" PRIu32
+	    ",\"ntokens\":%" PRIu32 ",\"format\":\"%s\",\"width\":%" PRIu32
+	    ",\"height\":%" PRIu32 ",\"length\":%" PRIu64 ",\"member\":",
+	    W->nimg > 0 ? "," : "", im->index, im->seq_pos, im->ntokens,
+	    ext_of(im->format), im->width, im->height, im->length);
+	ovl_buf_append(&W->json, t, strlen(t));
+	ovl_json_string_buf(&W->json, im->name, im->name_len);
+	key_of(key, sizeof(key), im->step, im->rank, im->mb);
+	if (im->flags == OVL_IMAGE_REF) {
+		ovl_buf_append(&W->json, ",\"path\":", 8);
+		ovl_json_string_buf(&W->json, im->path, im->path_len);
+		snprintf(t, sizeof(t), ",\"offset\":%" PRIu64 "}", im->offset);
+		ovl_buf_append(&W->json, t, strlen(t));
+	} else {
+		snprintf(name, sizeof(name), "%s.img%" PRIu32 ".%s", key,
+		    W->nimg, ext_of(im->format));
+		snprintf(t, sizeof(t), ",\"file\":\"%s\"}", name + strlen(key) +
+		    1);
+		ovl_buf_append(&W->json, t, strlen(t));
+		/* the image goes in before the sequence's own members */
+		wr = wds_rank(R, im->rank);
+		if (!wr->open || wr->step != im->step) {
+			wr->tar.len = 0;
+			wr->step = im->step;
+			wr->open = 1;
+		}
+		tar_member(&wr->tar, name, im->data, im->data_len);
+	}
+	W->nimg++;
+	if (--W->due == 0)
+		sample_end(R);
+}
+
+void
+wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank)
+{
+	struct ckpt_wds *W = R->wds;
+	struct wds_rank *wr = wds_rank(R, rank);
+	char *path;
+
+	if (!wr->open || wr->step != step) {
+		wr->tar.len = 0;	/* a step without sequences: an empty shard */
+		wr->step = step;
+	}
+	memset(ovl_buf_reserve(&wr->tar, 2 * TAR_BLOCK), 0, 2 * TAR_BLOCK);
+	wr->tar.len += 2 * TAR_BLOCK;
+	path = xasprintf("%s-r%05" PRIu32 "-s%08" PRIu64 ".tar", R->o->prefix,
+	    rank, step);
+	if (ovl_atomic_write(path, wr->tar.p, wr->tar.len) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", path);
+	free(path);
+	W->shards++;
+	wr->open = 0;
+	wr->tar.len = 0;
+	ovl_buf_trim(&wr->tar, 4u << 20);
+}
+
+void
+wds_new(struct ckpt_run *R)
+{
+	char *dir = xasprintf("%s.", R->o->prefix), *slash;
+
+	R->wds = ovl_xcalloc(1, sizeof(*R->wds));
+	/* the prefix's directory is made, as the other formats do */
+	slash = strrchr(dir, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		if (ovl_mkdir_p(dir, 0777) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", dir);
+	}
+	free(dir);
+}
+
+void
+wds_free(struct ckpt_run *R)
+{
+	struct ckpt_wds *W = R->wds;
+	size_t i;
+
+	if (W == NULL)
+		return;
+	if (W->shards > 0)
+		ovl_info(1, "%" PRIu64 " samples in %" PRIu64 " WebDataset "
+		    "shards", W->samples, W->shards);
+	for (i = 0; i < W->nr; i++)
+		ovl_buf_free(&W->r[i].tar);
+	free(W->r);
+	ovl_buf_free(&W->seq);
+	ovl_buf_free(&W->json);
+	ovl_buf_free(&W->scratch);
+	free(W);
+	R->wds = NULL;
+}
+
+/* The shard of a sequence, for the manifest. */
+void
+wds_shard_name(const struct ckpt_run *R, uint64_t step, uint32_t rank,
+    uint32_t mb, struct ovl_buf *b)
+{
+	char t[96], *p;
+	const char *base = strrchr(R->o->prefix, '/');
+
+	base = base != NULL ? base + 1 : R->o->prefix;
+	p = xasprintf("%s-r%05" PRIu32 "-s%08" PRIu64 ".tar", base, rank,
+	    step);
+	ovl_buf_append(b, ",\"shard\":", 9);
+	ovl_json_string_buf(b, p, strlen(p));
+	free(p);
+	key_of(t, sizeof(t), step, rank, mb);
+	ovl_buf_append(b, ",\"key\":\"", 8);
+	ovl_buf_append(b, t, strlen(t));
+	ovl_buf_append(b, "\"", 1);
+}
