@@ -192,3 +192,44 @@ killed_and_resumed() {
 	done
 	[ "$(ls out | wc -l)" -eq "$(ls ref | wc -l)" ]
 }
+
+# imbalance FILE: over the steps, the ranks' difference in sum n^2 of
+# their images (n a run's tokens), over the total
+imbalance() {
+	"$OVL_TEST_TOOL" dump "$1" | awk '/^IMAGE/ {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		c[v["step"] " " v["rank"]] += v["ntok"] * v["ntok"]; if (v["step"] > m) m = v["step"]
+	} END {
+		for (s = 0; s <= m; s++) { a = c[s " 0"]; b = c[s " 1"]; d += a > b ? a - b : b - a; t += a + b }
+		printf "%d\n", 1000 * d / t
+	}'
+}
+
+@test "images: the encoder's own cost per image (image-encoder-cost A:B) balances the ranks' images" {
+	local x args
+	# images of two sizes (fixed:48, fixed:32), so that no outlier decides
+	sed -i 's/^micro-batches 2/micro-batches 8/; s/^seq-len 1024/seq-len 512/
+	    s/patch:32/fixed:48/; s/dynamic:14:2:3136:200704/fixed:32/' p.plan
+	for x in cap doc web; do
+		mapfile -d '' args < <("$OVL_MIX" --source-args "$x" p.plan)
+		"$OVL_SOURCE" "${args[@]}" > "$x.fr"
+	done
+	"$OVL_MIX" p.plan cap=cap.fr doc=doc.fr web=web.fr > m.fr
+	"$OVL_CONSTRUCT" p.plan < m.fr > plain.fr
+	# the encoder's attention over an image outweighs a piece's
+	printf 'image-encoder-cost 0:500\n' >> p.plan
+	"$OVL_CONSTRUCT" p.plan < m.fr > enc.fr
+	a=$(imbalance plain.fr)
+	b=$(imbalance enc.fr)
+	echo "# encoder-cost imbalance of the ranks: $a/1000 without, $b/1000 with" >&3
+	[ "$b" -lt $((a / 4)) ]
+	# the same tokens and images, only placed otherwise; the META says it
+	"$OVL_TEST_TOOL" dump enc.fr | grep -c '^IMAGE' > n.enc
+	"$OVL_TEST_TOOL" dump plain.fr | grep -c '^IMAGE' > n.plain
+	cmp n.enc n.plain
+	"$OVL_TEST_TOOL" dump enc.fr | head -1 | grep -q 'image-encoder-cost 0:500'
+	# a bad value is the plan's error, exit 2
+	sed -i 's/^image-encoder-cost .*/image-encoder-cost -1/' p.plan
+	run -2 --separate-stderr "$OVL_MIX" --check p.plan
+	[[ "$stderr" == *"image-encoder-cost: bad encoder cost '-1'"* ]]
+}

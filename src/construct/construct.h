@@ -59,6 +59,8 @@ struct construct_opts {
 	uint32_t	 window;
 	int		 uniform;
 	uint64_t	 image_tokens;
+	double		 enc_a, enc_b;	/* image-encoder-cost A:B (0: none) */
+	char		 enc_text[80];
 	/* per source id: 1 when its pieces' positions go on (long-docs) */
 	unsigned char	 cont_pos[OVL_PLAN_MAX_SOURCES];
 	uint64_t	 stop_steps;	/* the plan's stop steps= (0: none) */
@@ -80,6 +82,7 @@ struct piece {
 	uint32_t	 length;
 	uint32_t	 images;	/* image tokens counted with it */
 	uint32_t	 img0, nimg;	/* its IMAGE frames: c->imgs[img0..+nimg) */
+	double		 enc;		/* its images' encoder cost */
 	uint32_t	 wstep;		/* step within the window as cut */
 	uint32_t	 nstep;		/* step within the window after moving */
 };
@@ -227,6 +230,8 @@ void	images_begin(struct construct *c, const struct ovl_doc *d, uint32_t off);
 void	images_attach(struct construct *c, struct piece *p);
 /* IMAGE frames a piece sends (its images whose run starts in it). */
 uint32_t piece_images(const struct construct *c, const struct piece *p);
+/* A piece's balancing cost: its tokens' (images' counted), its encoder's. */
+double	piece_cost(const struct construct *c, const struct piece *p);
 /* After the SEQ of pieces idx[0..np): their IMAGE frames. */
 void	images_emit(struct construct *c, uint64_t step, uint32_t rank,
 	    uint32_t mb, const uint32_t *idx, size_t np);

@@ -6,6 +6,8 @@
  */
 #include "construct.h"
 
+#include "image.h"
+
 void
 doc_frame(struct construct *c, const struct ovl_frame *f)
 {
@@ -99,6 +101,18 @@ images_attach(struct construct *c, struct piece *p)
 	while (c->img_next < c->nimgs && c->imgs[c->img_next].doc_pos < end)
 		c->img_next++;
 	p->nimg = (uint32_t)(c->img_next - p->img0);
+	p->enc = 0;
+	for (size_t i = p->img0; i < c->img_next; i++)
+		if (c->imgs[i].ok)
+			p->enc += ovl_image_enc_cost(c->o->enc_a, c->o->enc_b,
+			    c->imgs[i].ntokens);
+}
+
+double
+piece_cost(const struct construct *c, const struct piece *p)
+{
+	return ovl_cost_of(&c->o->cost, (uint64_t)p->length + p->images) +
+	    p->enc;
 }
 
 /* Does image i go out with piece p (its run starts in p)? */

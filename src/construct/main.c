@@ -3,6 +3,8 @@
  */
 #include "construct.h"
 
+#include "image.h"
+
 static const struct ovl_cli cli = {
 	"ovl-construct",
 	"ovl-construct [options] [PLAN]",
@@ -25,6 +27,9 @@ static const struct ovl_cli cli = {
 	"  --uniform              every rank gets the same number of full-length\n"
 	"                         micro-batches, padded where nothing fits\n"
 	"  --image-tokens N       each image of a document costs as N tokens\n"
+	"  --image-encoder-cost A[:B]\n"
+	"                         the vision encoder's cost of each image sent\n"
+	"                         (IMAGE frames) of n tokens: A*n + B*n^2\n"
 	"  --pad-id ID            padding token (default: the stream's eod)\n"
 	"  --json                 JSON lines instead of frames\n"
 	"  --input SPEC           read SPEC (a file, FIFO or tcp: endpoint), not\n"
@@ -136,6 +141,21 @@ parse_cost(const char *s, struct construct_opts *o)
 	return 0;
 }
 
+/* The encoder's cost per image (image.h); what names it for messages. */
+static void
+set_enc(struct construct_opts *o, const char *spec, const char *what)
+{
+	char err[160];
+
+	if (ovl_image_enc_parse(spec, &o->enc_a, &o->enc_b, err,
+	    sizeof(err)) != 0)
+		ovl_cli_usagex(&cli, "%s: %s", what, err);
+	snprintf(o->enc_text, sizeof(o->enc_text), "%.17g:%.17g", o->enc_a,
+	    o->enc_b);
+	if (o->enc_a == 0 && o->enc_b == 0)
+		o->enc_text[0] = '\0';
+}
+
 /* Settings from the plan, where the options left them unset. */
 static void
 apply_plan(struct construct_opts *o, const unsigned char *set)
@@ -175,6 +195,8 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 		o->uniform = p->uniform;
 	if (!set['i'] && p->has_image_tokens)
 		o->image_tokens = p->image_tokens;
+	if (!set['E'] && p->image_encoder_cost != NULL)
+		set_enc(o, p->image_encoder_cost, o->plan_path);
 	for (i = 0; i < p->nsources; i++)
 		o->cont_pos[i] = ovl_plan_long_docs(p, i) ==
 		    OVL_LONG_SPLIT_CONTINUE;
@@ -203,6 +225,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		{ "balance", required_argument, NULL, 'b' },
 		{ "cost", required_argument, NULL, 'c' },
 		{ "image-tokens", required_argument, NULL, 'i' },
+		{ "image-encoder-cost", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "micro-batches", required_argument, NULL, 'm' },
 		{ "pack", required_argument, NULL, 'p' },
@@ -251,6 +274,9 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		case 'i':
 			o->image_tokens = opt_u64("--image-tokens", optarg, 0,
 			    1u << 24);
+			break;
+		case 'E':
+			set_enc(o, optarg, "--image-encoder-cost");
 			break;
 		case 'j':
 			o->json = 1;

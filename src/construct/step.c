@@ -344,8 +344,10 @@ piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
 	p->offset += off;
 	p->tok += off;
 	p->length = len;
-	if (off > 0)
+	if (off > 0) {
 		p->images = 0;
+		p->enc = 0;
+	}
 	return (uint32_t)c->npieces++;
 }
 
@@ -705,8 +707,7 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		const struct piece *p = &c->pieces[w->idx[i]];
 		w->len[i] = p->length;
 		w->extra[i] = p->images;
-		w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
-		    p->images);
+		w->cost[i] = piece_cost(c, p);
 		tokens += p->length;
 	}
 	fg.lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
@@ -765,8 +766,7 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		sw_grow(w, nk, 0, ranks);
 		for (i = 0; i < nk; i++) {
 			const struct piece *p = &c->pieces[ekeys[i].piece];
-			w->cost[i] = ovl_cost_of(&o->cost, (uint64_t)p->length +
-			    p->images);
+			w->cost[i] = piece_cost(c, p);
 		}
 		fg.lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
 		fg.tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
@@ -868,8 +868,7 @@ flush_window(struct construct *c)
 		}
 		for (i = 0; i < n; i++) {
 			w->len[i] = c->pieces[i].length;
-			w->cost[i] = ovl_cost_of(&c->o->cost,
-			    (uint64_t)c->pieces[i].length + c->pieces[i].images);
+			w->cost[i] = piece_cost(c, &c->pieces[i]);
 			w->rank[i] = c->pieces[i].wstep;
 			w->bin[i] = c->pieces[i].source;
 			c->wgroup[i] = c->pieces[i].mix_pos;

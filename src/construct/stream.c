@@ -38,6 +38,8 @@ state_text(struct construct *c, uint64_t n, uint64_t pos, uint32_t off,
 	ADD("uniform %d\n", o->uniform);
 	ADD("cost %s\n", o->cost_text);
 	ADD("image-tokens %" PRIu64 "\n", o->image_tokens);
+	if (o->enc_text[0] != '\0')
+		ADD("image-encoder-cost %s\n", o->enc_text);
 #undef ADD
 }
 
@@ -357,7 +359,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	int k;
 	static const char *const mine[] = { "seq-len", "ranks",
 	    "micro-batches", "step-tokens", "balance", "pack", "window",
-	    "uniform", "cost", "image-tokens", "pad-id", NULL };
+	    "uniform", "cost", "image-tokens", "image-encoder-cost", "pad-id",
+	    NULL };
 
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
@@ -413,6 +416,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	ADD("uniform %s\n", o->uniform ? "yes" : "no");
 	ADD("cost %s\n", o->cost_text);
 	ADD("image-tokens %" PRIu64 "\n", o->image_tokens);
+	if (o->enc_text[0] != '\0')
+		ADD("image-encoder-cost %s\n", o->enc_text);
 	ADD("pad-id %u\n", c->pad_id);
 #undef ADD
 	if (o->json) {

@@ -3,6 +3,8 @@
  */
 #include "image.h"
 
+#include "num.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <zlib.h>
 
 #include "err.h"
+#include "num.h"
 
 #define DIM_MAX		(1u << 24)	/* a side longer than this is absurd */
 
@@ -306,4 +309,29 @@ ovl_image_tokens(const struct ovl_image_cost *c, uint32_t width,
 	if (rh != NULL)
 		*rh = h > UINT32_MAX ? UINT32_MAX : (uint32_t)h;
 	return t > UINT32_MAX ? UINT32_MAX : t;
+}
+
+int
+ovl_image_enc_parse(const char *spec, double *a, double *b, char *err,
+    size_t errlen)
+{
+	char x[64];
+	const char *colon = strchr(spec, ':');
+	size_t n = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+
+	*a = *b = 0;
+	if (n == 0 || n >= sizeof(x))
+		goto bad;
+	memcpy(x, spec, n);
+	x[n] = '\0';
+	if (ovl_num_double(x, a) != 0 || !(*a >= 0) || *a > 1e30)
+		goto bad;
+	if (colon != NULL && (ovl_num_double(colon + 1, b) != 0 ||
+	    !(*b >= 0) || *b > 1e30))
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "bad encoder cost '%s' (A or A:B, numbers from "
+	    "0: A*n + B*n^2 per image of n tokens)", spec);
+	return -1;
 }

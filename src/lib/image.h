@@ -65,4 +65,20 @@ void	ovl_image_cost_format(const struct ovl_image_cost *c, char *buf,
 uint64_t ovl_image_tokens(const struct ovl_image_cost *c, uint32_t width,
 	    uint32_t height, uint32_t *rw, uint32_t *rh);
 
+/*
+ * The vision encoder's own cost of an image whose run is n placeholder
+ * tokens, for the balance (ovl-plan(5) image-encoder-cost A[:B]): A*n +
+ * B*n^2, in the units of the balance's cost (a*L^2 + b*L per piece): its
+ * layers over the image's patches, linear, and their attention,
+ * quadratic. Parse "A" or "A:B" (each a number >= 0): 0, or -1 with the
+ * reason in err.
+ */
+int	ovl_image_enc_parse(const char *spec, double *a, double *b, char *err,
+	    size_t errlen);
+static inline double
+ovl_image_enc_cost(double a, double b, uint32_t n)
+{
+	return a * n + b * (double)n * n;
+}
+
 #endif

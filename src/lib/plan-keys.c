@@ -158,6 +158,8 @@ static const struct key simple_keys[] = {
 	{ "uniform", PK_ENUM, PLAN(uniform), 0, 0, yesno, NULL, 0, 0, 0 },
 	{ "image-tokens", PK_U64, PLAN(image_tokens), 0, UINT32_MAX, NULL, NULL,
 	    PKF_HAS, PLAN(has_image_tokens), 0 },
+	{ "image-encoder-cost", PK_STR, PLAN(image_encoder_cost), 0, 0, NULL,
+	    NULL, 0, 0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
 

@@ -1,4 +1,5 @@
 #include "plan.h"
+#include "image.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -926,6 +927,14 @@ finish(struct ctx *c)
 		return ovl_plan__perr(c, "layers=, hidden=, heads=, ffn= and vocab= "
 		    "need cost=model");
 	}
+	if (p->image_encoder_cost != NULL) {
+		double ea, eb;
+		char eerr[128];
+
+		if (ovl_image_enc_parse(p->image_encoder_cost, &ea, &eb, eerr,
+		    sizeof(eerr)) != 0)
+			return ovl_plan__perr(c, "image-encoder-cost: %s", eerr);
+	}
 	if (p->tokenizer != NULL) {
 		t = ovl_plan__resolve_tokenizer(p->dir, p->tokenizer);
 		free(p->tokenizer);
@@ -1113,6 +1122,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->tokenizer);
 	free(p->eod_token);
 	free(p->bos_token);
+	free(p->image_encoder_cost);
 	free(p->long_docs);
 	free(p->balance);
 	free(p->pack);

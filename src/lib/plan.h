@@ -183,6 +183,7 @@ struct ovl_plan {
 	int		 uniform;	/* uniform yes|no: 1, 0; -1 unset */
 	int		 has_image_tokens;
 	uint64_t	 image_tokens;	/* image-tokens N */
+	char		*image_encoder_cost;	/* image-encoder-cost A[:B], or NULL */
 
 	/*
 	 * Cost of a piece of L tokens: cost=A,B (a*L^2 + b*L) on the
