@@ -19,6 +19,7 @@ struct wds_rank {
 	struct ovl_buf	 tar;		/* the shard of step `step` so far */
 	uint64_t	 step;
 	int		 open;
+	unsigned	 calm;		/* small shards in a row */
 };
 
 struct ckpt_wds {
@@ -244,8 +245,11 @@ wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank)
 	free(path);
 	W->shards++;
 	wr->open = 0;
+	/* a buffer grown for large shards shrinks after 8 small ones */
+	wr->calm = wr->tar.len <= (4u << 20) ? wr->calm + 1 : 0;
 	wr->tar.len = 0;
-	ovl_buf_trim(&wr->tar, 4u << 20);
+	if (wr->calm >= 8)
+		ovl_buf_trim(&wr->tar, 4u << 20);
 }
 
 void

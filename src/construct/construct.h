@@ -200,6 +200,7 @@ struct construct {
 	struct ovl_buf	 pdoc;		/* a DOC whose IMAGE frames are coming */
 	uint32_t	 pdoc_due;
 	uint64_t	 img_out, img_dropped;
+	unsigned	 img_calm;	/* windows in a row with a small arena */
 	/* scratch for JSON and drift */
 	struct ovl_u32vec jtok, jpos, jcu;
 	double		 drift[MAX_WINDOW];

@@ -185,6 +185,8 @@ images_flushed(struct construct *c)
 {
 	size_t keep = c->nimgs - c->img_next, base, i;
 
+	/* the arena's use this window, for the trim below */
+	c->img_calm = c->iarena.len <= (4u << 20) ? c->img_calm + 1 : 0;
 	if (c->img_next == 0)
 		return;
 	base = keep > 0 ? c->imgs[c->img_next].off : c->iarena.len;
@@ -196,8 +198,13 @@ images_flushed(struct construct *c)
 	c->nimgs = keep;
 	c->img_doc0 = c->img_doc0 > c->img_next ? c->img_doc0 - c->img_next : 0;
 	c->img_next = 0;
-	/* bounded memory (issue 18): a window of large images lets go */
-	ovl_buf_trim(&c->iarena, 4u << 20);
+	/*
+	 * Bounded memory (issue 18): grown for a window of large images,
+	 * the arena shrinks once 8 windows in a row were small (no
+	 * allocation per window while they are large).
+	 */
+	if (c->img_calm >= 8)
+		ovl_buf_trim(&c->iarena, 4u << 20);
 }
 
 void
