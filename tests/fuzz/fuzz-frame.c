@@ -96,6 +96,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		case OVL_STEP:
 			(void)ovl_step_decode(&f, &sp);
 			break;
+		case OVL_IMAGE: {
+			struct ovl_image im;
+			volatile uint8_t sink = 0;
+
+			/* every byte it names lies inside the frame */
+			if (ovl_image_decode(&f, &im) == OVL_F_OK) {
+				for (i = 0; i < im.name_len; i++)
+					sink ^= (uint8_t)im.name[i];
+				for (i = 0; i < im.path_len; i++)
+					sink ^= (uint8_t)im.path[i];
+				for (i = 0; i < im.data_len; i++)
+					sink ^= im.data[i];
+			}
+			(void)sink;
+			break;
+		}
 		default:
 			break;
 		}
