@@ -140,11 +140,15 @@ void
 images_emit(struct construct *c, uint64_t step, uint32_t rank, uint32_t mb,
     const uint32_t *idx, size_t np)
 {
-	uint32_t k = 0, at;
+	uint32_t k = 0, at, seg = 0;
 	size_t j, i;
 
 	for (j = 0; j < np; k += c->pieces[idx[j]].length, j++) {
 		const struct piece *p = &c->pieces[idx[j]];
+
+		/* pieces that continue each other are one SEQ segment */
+		if (j > 0 && !piece_follows(&c->pieces[idx[j - 1]], p))
+			seg++;
 
 		for (i = p->img0; i < (size_t)p->img0 + p->nimg; i++) {
 			const struct cimg *ci = &c->imgs[i];
@@ -161,10 +165,10 @@ images_emit(struct construct *c, uint64_t step, uint32_t rank, uint32_t mb,
 
 				(void)ovl_image_decode(&f, &im);
 				printf("{\"kind\":\"image\",\"step\":%" PRIu64
-				    ",\"rank\":%u,\"mb\":%u,\"piece\":%zu,"
+				    ",\"rank\":%u,\"mb\":%u,\"piece\":%u,"
 				    "\"seq_pos\":%u,\"ntokens\":%u,\"width\":%u,"
 				    "\"height\":%u,\"length\":%" PRIu64
-				    ",\"member\":", step, rank, mb, j, at,
+				    ",\"member\":", step, rank, mb, seg, at,
 				    im.ntokens, im.width, im.height, im.length);
 				ovl_json_string(stdout, im.name, im.name_len);
 				printf("}\n");
@@ -172,8 +176,7 @@ images_emit(struct construct *c, uint64_t step, uint32_t rank, uint32_t mb,
 				uint8_t *pl = ovl_writer_begin(c->wr, ci->len);
 
 				memcpy(pl, src, ci->len);
-				ovl_image_set_seq(pl, step, rank, mb,
-				    (uint32_t)j, at);
+				ovl_image_set_seq(pl, step, rank, mb, seg, at);
 				ovl_writer_finish(c->wr, OVL_IMAGE, 0);
 			}
 		}
