@@ -99,7 +99,7 @@ killed_and_resumed() {
 		# (killed while it ran: the end is not recorded)
 		"$OVL_CKPT" show --print0 ck | tr '\0' '\n' | grep -x -A1 ended | tail -n 1 | grep -qx 0
 	done
-	"$OVL_RUN" -q --resume -c ck slow.plan
+	run -0 "$OVL_RUN" -q --resume -c ck slow.plan
 }
 
 @test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
