@@ -138,6 +138,17 @@ killed_and_resumed() {
 	"$OVL_TEST_TOOL" poke none.fr "$n" 4 0
 	run -3 --separate-stderr "$OVL_MIX" p.plan cap=none.fr
 	[[ "$stderr" == *"an IMAGE frame that no DOC or SEQ before it announced at byte offset $at"* ]]
+	# after a SEQ: its pieces count its IMAGE frames (u32 at +36 of a
+	# piece record); one more than follow is an error in ovl-ckpt
+	"$OVL_MIX" p.plan cap=cap.fr | "$OVL_CONSTRUCT" p.plan > c.fr
+	"$OVL_TEST_TOOL" frames c.fr > frames.txt
+	n=$(awk '$3 == "SEQ" { s = $1 } $3 == "IMAGE" && s != "" { print s; exit }' frames.txt)
+	"$OVL_TEST_TOOL" dump c.fr | sed -n "$((n + 1))p" > seq.txt
+	ntok=$(sed 's/.* ntok=\([0-9]*\).*/\1/' seq.txt)
+	np=$(sed 's/.* npieces=\([0-9]*\).*/\1/' seq.txt)
+	"$OVL_TEST_TOOL" poke c.fr "$n" $((32 + 8 * ntok + 4 * (np + 1) + 36)) 99
+	run -3 --separate-stderr "$OVL_CKPT" -d ck < c.fr
+	[[ "$stderr" == *"more IMAGE frames of the SEQ before were due at byte offset"* ]]
 }
 
 @test "images: ovl-ckpt --format wds, a tar shard per rank and step: each sample's arrays and images as the stream has them; resumed to the same shards" {
