@@ -244,3 +244,10 @@ imbalance() {
 	run -2 --separate-stderr "$OVL_MIX" --check p.plan
 	[[ "$stderr" == *"image-encoder-cost: bad encoder cost '-1'"* ]]
 }
+
+@test "images=ref: a compressed shard cannot be referred to (exit 2, naming it)" {
+	zstd -q s.tar -o s.tar.zst
+	run -2 --separate-stderr "$OVL_SOURCE" --format wds --image-cost fixed:4 --image-token 0 --images ref x s.tar.zst
+	[[ "$stderr" == *"--images ref: '"*"s.tar.zst' is compressed"* ]]
+	run -0 "$OVL_SOURCE" --format wds --image-cost fixed:4 --image-token 0 x s.tar.zst
+}

@@ -582,6 +582,17 @@ setup(struct src *s, struct src_opts *o)
 	    cut, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);
 	check_streams(s);
+	if (o->image_cost.kind != 0 && o->images == IMG_REF) {
+		uint32_t k;
+
+		/* a reference is a byte offset a trainer seeks to in the file */
+		for (k = 0; k < s->cs.n; k++)
+			if (s->cs.v[k].comp != OVL_COMP_NONE)
+				ovl_errx(OVL_EXIT_USAGE, "--images ref: '%s' is "
+				    "compressed (or a stream): a reference's "
+				    "offset is one in a plain tar file",
+				    s->cs.files[s->cs.v[k].file]);
+	}
 	s->perm = ovl_xcalloc(s->cs.n, sizeof(*s->perm));
 	if (ovl_input_ctx_init(&s->inx) != 0)
 		ovl_errx(OVL_EXIT_DATA, "out of memory");
