@@ -465,7 +465,7 @@ ovl_plan__output(struct ctx *c)
 		return -1;
 	if (c->p->out_format == NULL)
 		return ovl_plan__perr(c, "output: format= is required "
-		    "(megatron, npy, jsonl or frames)");
+		    "(megatron, npy, jsonl, frames or wds)");
 	if (c->p->out_path == NULL && c->p->out_per_rank == NULL)
 		return ovl_plan__perr(c, "output: path= or per-rank= is "
 		    "required");
