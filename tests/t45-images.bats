@@ -251,3 +251,15 @@ imbalance() {
 	[[ "$stderr" == *"--images ref: '"*"s.tar.zst' is compressed"* ]]
 	run -0 "$OVL_SOURCE" --format wds --image-cost fixed:4 --image-token 0 x s.tar.zst
 }
+
+@test "images: images placed back to back stay whole, each in one piece, when together they are longer than a sequence" {
+	# a captioned sample's images touch: the cutters take each run's
+	# bounds from the IMAGE frames (tokens alone show one block)
+	printf 'source cap path=s.tar format=wds image-cost=patch:16 image-token=0\nseq-len 512\nranks 2\nmicro-batches 2\n' > p.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args cap p.plan)
+	"$OVL_SOURCE" "${args[@]}" | "$OVL_MIX" p.plan cap=- |
+	    "$OVL_CONSTRUCT" p.plan | "$OVL_CKPT" -d ck --per-rank 'r%d.fr'
+	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar r0.fr r1.fr
+	echo "# $output" >&3
+	[[ "$output" == *"longer-than-a-sequence "[1-9]* ]]
+}

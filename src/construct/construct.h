@@ -201,6 +201,8 @@ struct construct {
 	size_t		 img_doc0;	/* first image of the current document */
 	size_t		 img_next;	/* its first image not in a piece yet */
 	struct ovl_buf	 iarena;	/* IMAGE payloads */
+	struct ovl_u32vec runs;		/* the current document's image runs:
+					   first token, length (step.h) */
 	struct ovl_buf	 pdoc;		/* a DOC whose IMAGE frames are coming */
 	uint32_t	 pdoc_due;
 	uint64_t	 img_out, img_dropped;

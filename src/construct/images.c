@@ -73,8 +73,13 @@ images_begin(struct construct *c, const struct ovl_doc *d, uint32_t off)
 	size_t i;
 
 	c->img_next = c->img_doc0;
+	c->runs.len = 0;
 	for (i = c->img_doc0; i < c->nimgs; i++) {
 		struct cimg *ci = &c->imgs[i];
+
+		/* every run, as ovl-mix's cutter sees them */
+		ovl_u32vec_push(&c->runs, ci->doc_pos);
+		ovl_u32vec_push(&c->runs, ci->ntokens);
 
 		/*
 		 * A run past the document's end (ovl-mix truncated it,
@@ -214,6 +219,7 @@ void
 images_free(struct construct *c)
 {
 	free(c->imgs);
+	ovl_u32vec_free(&c->runs);
 	ovl_buf_free(&c->iarena);
 	ovl_buf_free(&c->pdoc);
 }

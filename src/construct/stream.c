@@ -296,9 +296,10 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.budget = c->cut.budget;
 		prev.seq_len = c->cut.seq_len;
 		/* an image's placeholders stay in one piece (step.h) */
-		len = ovl_stepcut_next_runs(&c->cut, d.ntokens - off,
+		len = ovl_stepcut_next_bounds(&c->cut, d.ntokens - off,
 		    d.tokens + off, d.source < c->nrun ? c->run_id[d.source] :
-		    OVL_STEP_NORUN, &opened);
+		    OVL_STEP_NORUN, off, c->runs.len > 0 ? c->runs.p : NULL,
+		    c->runs.len / 2, &opened);
 		/*
 		 * The plan's stop steps=: ovl-mix ends its stream after the
 		 * document that reaches it, whole; its tokens from that step on

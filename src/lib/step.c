@@ -100,3 +100,50 @@ ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	s->used += plen;
 	return (uint32_t)plen;
 }
+
+uint32_t
+ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
+    const uint32_t *toks, uint32_t run_id, uint64_t off,
+    const uint32_t *runs, size_t nruns, int *opened)
+{
+	uint64_t plen, x, a, n;
+	size_t i;
+	int full;
+
+	if (runs == NULL)
+		return ovl_stepcut_next_runs(s, left, toks, run_id, opened);
+	plen = left < s->seq_len ? left : s->seq_len;
+	*opened = 0;
+	if (s->cfg->exact)
+		full = s->used >= s->budget;
+	else
+		full = s->used > 0 && s->used + plen > s->budget;
+	if (full) {
+		s->start += s->used;
+		s->step++;
+		s->used = 0;
+		s->seq_len = ovl_stepcfg_seq_len(s->cfg, s->start);
+		s->budget = ovl_stepcfg_budget(s->cfg, s->start);
+		plen = left < s->seq_len ? left : s->seq_len;
+		*opened = 1;
+	}
+	if (s->cfg->exact && s->used + plen > s->budget)
+		plen = s->budget - s->used;
+	else if (plen < left) {
+		/* the run the cut falls inside, if any */
+		x = off + plen;
+		for (i = 0; i < nruns; i++) {
+			a = runs[2 * i];
+			n = runs[2 * i + 1];
+			if (a >= x)
+				break;
+			/* the run opens the next piece, unless no piece holds it */
+			if (a + n > x && a > off && n <= s->seq_len) {
+				plen = a - off;
+				break;
+			}
+		}
+	}
+	s->used += plen;
+	return (uint32_t)plen;
+}

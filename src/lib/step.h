@@ -70,6 +70,17 @@ uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
 uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	    const uint32_t *toks, uint32_t run_id, int *opened);
 /*
+ * As ovl_stepcut_next_runs, with the document's image runs known
+ * (runs[2*i] their first token, runs[2*i+1] their length, i < nruns, by
+ * first token; from its IMAGE frames): runs that touch stay apart, so a
+ * piece never ends inside one that a piece can hold. off is the document
+ * offset of toks[0]. runs NULL: ovl_stepcut_next_runs. Every stage that
+ * cuts a document with IMAGE frames must cut it so.
+ */
+uint32_t ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
+	    const uint32_t *toks, uint32_t run_id, uint64_t off,
+	    const uint32_t *runs, size_t nruns, int *opened);
+/*
  * The placeholder token of source NAME in a stream's META text
  * ("source.NAME.image-token ID", written by ovl-source --image-token), or
  * OVL_STEP_NORUN.

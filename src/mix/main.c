@@ -494,6 +494,9 @@ main(int argc, char **argv)
 			close(m.in[i].fd);
 		free(m.in[i].label);
 		free(m.in[i].path);
+		ovl_buf_free(&m.in[i].hold);
+		ovl_buf_free(&m.in[i].himg);
+		ovl_u32vec_free(&m.in[i].hruns);
 	}
 	for (i = 0; i < m.nsrc; i++) {
 		free(m.src[i].in);

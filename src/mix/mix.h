@@ -75,6 +75,14 @@ struct input {
 	int		 need_meta;	/* the next frame must be META */
 	int		 meta_seen;	/* a META of this input was taken */
 	int		 ended;		/* END was read */
+	/*
+	 * A document with IMAGE frames is taken whole before it is cut: the
+	 * DOC (hold) and its IMAGE frames (himg, frames one after the other)
+	 * copied, the runs (hruns: first token, length) for the cutter.
+	 */
+	struct ovl_buf	 hold, himg;
+	struct ovl_u32vec hruns;
+	uint32_t	 hn;		/* images held (0: none) */
 	uint32_t	 src, part;
 	/* statistics */
 	uint64_t	 tokens, docs, dups, reopens;

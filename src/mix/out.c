@@ -162,49 +162,29 @@ emit_json_image(const struct ovl_image *im)
 	ovl_io_check_stdout();
 }
 
-/*
- * The n IMAGE frames that follow the document just emitted (record rec of
- * chunk ep:ch), passed on after it. A writer that restarted meanwhile
- * (--reopen) sends the document again (the mixer's cursor still names it,
- * see emit_doc) and all its images: the document and the images already
- * passed on are dropped.
- */
+/* The IMAGE frames held with the document just emitted, after it. */
 static void
-pass_images(struct mixer *m, struct input *in, uint32_t n, uint32_t ep,
-    uint32_t ch, uint64_t rec)
+pass_images(struct mixer *m, struct input *in)
 {
+	struct ovl_frame f;
 	struct ovl_image im;
-	struct ovl_doc d;
-	uint32_t next = 0;
+	size_t at = 0;
+	uint32_t k;
 
-	while (next < n) {
-		if (!in->has_pend && !in->ended)
-			wait_for(m, in);
-		if (in->ended || in->pend.kind == OVL_END)
-			ovl_errx(OVL_EXIT_FRAME, "'%s': the stream ends inside "
-			    "the images of record %" PRIu64 " of chunk %" PRIu32
-			    ":%" PRIu32, in->label, rec, ep, ch);
-		in->has_pend = 0;
-		if (in->pend.kind == OVL_DOC &&
-		    ovl_doc_decode(&in->pend, &d) == OVL_F_OK &&
-		    d.epoch == ep && d.chunk == ch && d.record == rec) {
-			in->dups++;	/* a restarted writer's repeat */
-			continue;
-		}
-		if (in->pend.kind != OVL_IMAGE ||
-		    ovl_image_decode(&in->pend, &im) != OVL_F_OK)
-			ovl_errx(OVL_EXIT_FRAME, "'%s': %s frame at byte offset %"
-			    PRIu64 " where image %" PRIu32 " of %" PRIu32 " of "
-			    "record %" PRIu64 " was due", in->label,
-			    ovl_kind_name(in->pend.kind),
-			    ovl_reader_offset(in->r), next, n, rec);
-		if (im.index < next)
-			continue;	/* passed on before the restart */
-		if (m->o->json)
+	for (k = 0; k < in->hn; k++) {
+		const uint8_t *h = in->himg.p + at;
+
+		f.len = ovl_le32(h);
+		f.kind = h[4];
+		f.flags = h[5];
+		f.payload = h + OVL_FRAME_HDR_LEN;
+		f.size = OVL_FRAME_HDR_LEN + (size_t)f.len;
+		if (m->o->json) {
+			(void)ovl_image_decode(&f, &im);	/* checked */
 			emit_json_image(&im);
-		else
-			ovl_writer_copy(m->w, &in->pend);
-		next++;
+		} else
+			ovl_writer_copy(m->w, &f);
+		at += f.size;
 	}
 }
 
@@ -224,10 +204,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	uint32_t plen, ntok = d->ntokens;
 	size_t nb = 0, i;
 	int opened, stopped = 0, longk = -1;
-	uint32_t nimg = (d->flags & OVL_DOC_IMAGES) ? d->nimages : 0;
-	uint32_t ep = d->epoch, ch = d->chunk;
-	uint64_t rec = d->record;
-	struct ovl_cursor after;
+	/* the runs of its images, when its IMAGE frames came with it */
+	const uint32_t *runs = in->hn > 0 ? in->hruns.p : NULL;
 
 	/* the sequence length of the step the document starts in */
 	(void)ovl_stepcut_next(&c2, d->ntokens, &opened);
@@ -250,6 +228,7 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 			s->long_n[2]++;
 			s->long_cut += d->ntokens;
 			in->has_pend = 0;
+			in->hn = 0;	/* its images go with it */
 			ovl_doc_cursor(d, &s->cur);
 			return 1;
 		case OVL_LONG_TRUNCATE:
@@ -265,8 +244,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	left = ntok;
 	while (left > 0) {
 		/* an image's placeholders stay in one piece (step.h) */
-		plen = ovl_stepcut_next_runs(&c2, left, d->tokens + off,
-		    s->run_id, &opened);
+		plen = ovl_stepcut_next_bounds(&c2, left, d->tokens + off,
+		    s->run_id, off, runs, in->hn, &opened);
 		if (opened && stop != 0 && c2.step >= stop && !stopped) {
 			if (off == 0)
 				return 0;
@@ -332,14 +311,15 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	s->empty_run = 0;
 	in->tokens += ntok;
 	in->docs++;
-	/*
-	 * Its images follow it (the cursor moves past the document only
-	 * then: a writer restarted meanwhile sends it again, with them).
-	 */
-	ovl_doc_cursor(d, &after);
-	if (nimg > 0)
-		pass_images(m, in, nimg, ep, ch, rec);
-	s->cur = after;
+	ovl_doc_cursor(d, &s->cur);
+	/* its images follow it */
+	if (in->hn > 0) {
+		pass_images(m, in);
+		in->hn = 0;
+		in->hold.len = in->himg.len = 0;
+		ovl_buf_trim(&in->hold, 1u << 20);
+		ovl_buf_trim(&in->himg, 1u << 20);
+	}
 	/* an outlier's buffer goes now: this input may wait long (issue 18) */
 	ovl_reader_done(in->r);
 	return stopped ? 2 : 1;

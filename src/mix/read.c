@@ -408,6 +408,65 @@ next_chunk(struct source *s, uint32_t nchunks)
 }
 
 /*
+ * The document pending on in has n IMAGE frames after it: copy it and
+ * them (in->hold, in->himg, in->hruns), so the cutter knows where every
+ * run begins and ends before it cuts, and make the copy the pending
+ * frame again (*d viewing it). A writer restarted meanwhile (--reopen)
+ * sends the document again and all its images: the repeat of the
+ * document and of the images already taken are dropped.
+ */
+static void
+take_images(struct mixer *m, struct input *in, struct ovl_doc *d, uint32_t n)
+{
+	const struct ovl_frame *f = &in->pend;
+	struct ovl_image im;
+	struct ovl_doc r;
+	uint32_t ep = d->epoch, ch = d->chunk, k = 0;
+	uint64_t rec = d->record;
+
+	in->hold.len = 0;
+	ovl_buf_append(&in->hold, f->payload - OVL_FRAME_HDR_LEN, f->size);
+	in->himg.len = 0;
+	in->hruns.len = 0;
+	in->has_pend = 0;
+	while (k < n) {
+		if (!in->has_pend && !in->ended)
+			wait_for(m, in);
+		if (in->ended || f->kind == OVL_END)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': the stream ends inside "
+			    "the images of record %" PRIu64 " of chunk %" PRIu32
+			    ":%" PRIu32, in->label, rec, ep, ch);
+		in->has_pend = 0;
+		if (f->kind == OVL_DOC && ovl_doc_decode(f, &r) == OVL_F_OK &&
+		    r.epoch == ep && r.chunk == ch && r.record == rec) {
+			in->dups++;	/* a restarted writer's repeat */
+			continue;
+		}
+		if (f->kind != OVL_IMAGE || ovl_image_decode(f, &im) != OVL_F_OK)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': %s frame at byte offset %"
+			    PRIu64 " where image %" PRIu32 " of %" PRIu32 " of "
+			    "record %" PRIu64 " was due", in->label,
+			    ovl_kind_name(f->kind), ovl_reader_offset(in->r), k,
+			    n, rec);
+		if (im.index < k)
+			continue;	/* taken before the restart */
+		ovl_buf_append(&in->himg, f->payload - OVL_FRAME_HDR_LEN,
+		    f->size);
+		ovl_u32vec_push(&in->hruns, im.doc_pos);
+		ovl_u32vec_push(&in->hruns, im.ntokens);
+		k++;
+	}
+	in->hn = n;
+	in->pend.kind = OVL_DOC;
+	in->pend.flags = in->hold.p[5];
+	in->pend.len = (uint32_t)(in->hold.len - OVL_FRAME_HDR_LEN);
+	in->pend.payload = in->hold.p + OVL_FRAME_HDR_LEN;
+	in->pend.size = in->hold.len;
+	in->has_pend = 1;
+	(void)ovl_doc_decode(&in->pend, d);	/* decoded before, from these bytes */
+}
+
+/*
  * Make the pending frame of the right partition of s its next document.
  * Returns that input, or NULL when the source has ended.
  */
@@ -473,6 +532,9 @@ take_doc(struct mixer *m, struct source *s, struct ovl_doc *d)
 				    ovl_cursor_format(&s->cur, a));
 			if (d->nchunks != 0)
 				s->nchunks = d->nchunks;
+			if ((d->flags & OVL_DOC_IMAGES) && d->nimages > 0 &&
+			    in->hn == 0)
+				take_images(m, in, d, d->nimages);
 			return in;
 		case OVL_IMAGE:
 			/*
