@@ -201,11 +201,76 @@ test_runs(void)
 	CHECK(cut_inside == 0);
 }
 
+/* runs known by their bounds (IMAGE frames): touching runs stay apart */
+static void
+test_bounds(void)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 10 };
+	struct ovl_stepcfg cfg = { 2, 0, 1, at, sl, 0 };
+	struct ovl_stepcut s;
+	uint32_t doc[40], runs[16], p;
+	uint64_t left, off;
+	struct ovl_rng rng;
+	int opened, i, k, bad = 0;
+	size_t nr, j;
+
+	/* text 0..1, runs 2..7 and 8..13 touching, text 14..19 */
+	for (i = 0; i < 20; i++)
+		doc[i] = i >= 2 && i < 14 ? 7 : 1;
+	runs[0] = 2; runs[1] = 6; runs[2] = 8; runs[3] = 6;
+	/* tokens alone: one block of 12 > 10, cut at 10 inside the second */
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 10);
+	/* with the bounds: the cut moves to 8, where the second run begins */
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 7, 0, runs, 2, &opened) == 8);
+	CHECK(ovl_stepcut_next_bounds(&s, 12, doc + 8, 7, 8, runs, 2,
+	    &opened) == 10);
+	/* a run longer than a piece is cut as any tokens are */
+	runs[0] = 1; runs[1] = 12;
+	ovl_stepcut_init(&s, &cfg);
+	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 7, 0, runs, 1, &opened) == 10);
+	/* random documents of touching runs: no cut inside a run that fits */
+	ovl_rng_seed(&rng, 9);
+	ovl_stepcut_init(&s, &cfg);
+	for (k = 0; k < 3000; k++) {
+		uint32_t n = 0;
+
+		nr = 0;
+		while (n < 30 && nr < 8) {
+			uint32_t len = 1 + (uint32_t)ovl_rng_below(&rng, 12);
+			int img = ovl_rng_below(&rng, 2) == 0;
+
+			for (i = 0; i < (int)len && n < 40; i++)
+				doc[n++] = img ? 7 : 1;
+			if (img) {
+				runs[2 * nr] = n - (uint32_t)i;
+				runs[2 * nr + 1] = (uint32_t)i;
+				nr++;
+			}
+		}
+		for (left = n, off = 0; left > 0; left -= p, off += p) {
+			p = ovl_stepcut_next_bounds(&s, left, doc + off, 7, off,
+			    runs, nr, &opened);
+			if (p == 0 || p > left || p > 10)
+				bad++;
+			for (j = 0; j < nr && p < left; j++)
+				if (runs[2 * j] < off + p && runs[2 * j] +
+				    runs[2 * j + 1] > off + p &&
+				    runs[2 * j + 1] <= 10 && runs[2 * j] > off)
+					bad++;
+		}
+	}
+	CHECK(bad == 0);
+}
+
 int
 main(void)
 {
 	RUN(test_basic);
 	RUN(test_runs);
+	RUN(test_bounds);
 	RUN(test_random_invariants);
 	RUN(test_restore);
 	RUN(test_exact);
