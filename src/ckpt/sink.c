@@ -39,7 +39,8 @@ put_u64(char *p, uint64_t v)
 }
 
 static void
-json_array(struct ovl_buf *b, const char *key, const uint32_t *a, size_t n)
+json_array(struct ovl_buf *b, const char *key, const void *a, uint32_t width,
+    size_t n)
 {
 	char *p;
 	size_t i;
@@ -49,7 +50,7 @@ json_array(struct ovl_buf *b, const char *key, const uint32_t *a, size_t n)
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			*p++ = ',';
-		p = put_u64(p, a[i]);
+		p = put_u64(p, ovl_tok_at(a, width, i));
 	}
 	*p++ = ']';
 	b->len = (size_t)(p - (char *)b->p);
@@ -73,9 +74,9 @@ write_jsonl(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 
 	b->len = 0;
 	json_seq_head(b, s, R->nseqs);
-	json_array(b, "tokens", s->tokens, s->ntokens);
-	json_array(b, "positions", s->positions, s->ntokens);
-	json_array(b, "cu_seqlens", s->cu_seqlens, (size_t)s->npieces + 1);
+	json_array(b, "tokens", s->tokens, s->width, s->ntokens);
+	json_array(b, "positions", s->positions, s->pos_width, s->ntokens);
+	json_array(b, "cu_seqlens", s->cu_seqlens, 4, (size_t)s->npieces + 1);
 	ovl_buf_append(b, "}\n", 2);
 	out_put(o, b->p, b->len);
 }
@@ -127,37 +128,54 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 	out_put(R->man, b->p, b->len);
 }
 
+/*
+ * The tokens of s into o, 16 or 32 bits as the output's (bits16), each at
+ * most limit. A SEQ of the output's width goes out from the frame as it
+ * is (16-bit ids always fit); otherwise one widening or narrowing pass.
+ */
 static void
 write_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
     int bits16, uint32_t limit)
 {
-	uint32_t i, bad = 0, max = 0;
+	uint32_t w = bits16 ? 2 : 4, max = 0;
+	void *t;
 
-	for (i = 0; i < s->ntokens; i++)
-		if (s->tokens[i] > max)
-			max = s->tokens[i];
-	if (max > limit)
-		bad = 1;
-	if (bad)
-		ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
-		    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
-		    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
-		    R->vocab);
-	if (!bits16) {
-		out_put(o, s->tokens, (size_t)s->ntokens * 4);
+	if (w == s->width) {
+		if (w == 4 && limit < UINT32_MAX)
+			max = ovl_tok_max(s->tokens, 4, s->ntokens);
+		if (max <= limit) {
+			out_put(o, s->tokens, (size_t)s->ntokens * w);
+			return;
+		}
+	} else {
+		R->scratch.len = 0;	/* storage from malloc: aligned */
+		t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * w);
+		max = ovl_tok_copy(t, w, s->tokens, s->width, s->ntokens);
+		if (max <= limit) {
+			out_put(o, t, (size_t)s->ntokens * w);
+			return;
+		}
+	}
+	ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
+	    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
+	    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
+	    R->vocab);
+}
+
+/* The positions of s as int32 (the npy output's). */
+static void
+write_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
+{
+	void *t;
+
+	if (s->pos_width == 4) {
+		out_put(o, s->positions, (size_t)s->ntokens * 4);
 		return;
 	}
-	{
-		uint16_t *t;
-
-		R->scratch.len = 0;	/* storage from malloc: aligned */
-		t = (uint16_t *)(void *)ovl_buf_reserve(&R->scratch,
-		    (size_t)s->ntokens * 2);
-
-		for (i = 0; i < s->ntokens; i++)
-			t[i] = (uint16_t)s->tokens[i];
-		out_put(o, t, (size_t)s->ntokens * 2);
-	}
+	R->scratch.len = 0;
+	t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * 4);
+	(void)ovl_tok_copy(t, 4, s->positions, 2, s->ntokens);
+	out_put(o, t, (size_t)s->ntokens * 4);
 }
 
 static void
@@ -185,10 +203,11 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 		if (R->o->json) {
 			R->scratch.len = 0;
 			json_seq_head(&R->scratch, &s, R->nseqs);
-			json_array(&R->scratch, "tokens", s.tokens, s.ntokens);
-			json_array(&R->scratch, "positions", s.positions,
+			json_array(&R->scratch, "tokens", s.tokens, s.width,
 			    s.ntokens);
-			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens,
+			json_array(&R->scratch, "positions", s.positions,
+			    s.pos_width, s.ntokens);
+			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens, 4,
 			    (size_t)s.npieces + 1);
 			ovl_buf_append(&R->scratch, "}\n", 2);
 			out_put(R->std, R->scratch.p, R->scratch.len);
@@ -220,7 +239,7 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 
 		write_tokens(R, R->tok, &s, R->tok16, R->tok16 ? 65535 :
 		    UINT32_MAX);
-		out_put(R->pos, s.positions, (size_t)s.ntokens * 4);
+		write_positions(R, R->pos, &s);
 		row[0] = (int64_t)s.step;
 		row[1] = s.rank;
 		row[2] = s.mb;

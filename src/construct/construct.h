@@ -64,6 +64,7 @@ struct construct_opts {
 	uint64_t	 stop_steps;	/* the plan's stop steps= (0: none) */
 	int		 pad_set;
 	uint32_t	 pad_id;
+	unsigned	 token_bits;	/* --token-bits 32: 32-bit SEQ arrays */
 	int		 json;
 	const char	*stats_path;
 	const char	*resume_path;
@@ -171,6 +172,7 @@ struct construct {
 	int		 have_pos;
 	uint64_t	 last_pos;
 	uint32_t	 pad_id;
+	uint32_t	 tok_width;	/* SEQ token ids: 2 or 4 bytes */
 	uint64_t	 eod;		/* the stream's end-of-document id */
 	uint32_t	*run_id;	/* per source: its image placeholder */
 	size_t		 nrun;

@@ -53,18 +53,44 @@ emit_step_end(struct construct *c, uint64_t step, uint32_t rank,
 	ovl_writer_frame(c->wr, OVL_STEP, 0, p, sizeof(p));
 }
 
+/* Position ids p0, p0 + 1, ... of n tokens at index k, of width bytes. */
+static void
+put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
+{
+	uint32_t i;
+
+	if (width == 2) {
+		uint16_t *q = (uint16_t *)pos + k;
+		for (i = 0; i < n; i++)
+			q[i] = (uint16_t)(p0 + i);
+	} else {
+		uint32_t *q = (uint32_t *)pos + k;
+		for (i = 0; i < n; i++)
+			q[i] = p0 + i;
+	}
+}
+
 /* One sequence: pieces idx[a..b) of the step in order. */
 static void
 emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
     uint32_t mb, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
-	uint32_t real = 0, ntok, i, k, *tok, *pos, *cu;
+	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0, hi;
+	void *tok, *pos;
 	uint8_t *pl = NULL;
+	struct ovl_seq s;
 	size_t j;
 
-	for (j = 0; j < np; j++)
-		real += c->pieces[idx[j]].length;
+	for (j = 0; j < np; j++) {
+		const struct piece *p = &c->pieces[idx[j]];
+		uint64_t last = (p->source < OVL_PLAN_MAX_SOURCES &&
+		    o->cont_pos[p->source] ? p->offset : 0) + p->length;
+
+		real += p->length;
+		if (last > pmax)
+			pmax = last > UINT32_MAX ? UINT32_MAX : (uint32_t)last;
+	}
 	ntok = o->uniform ? seq_len : real;
 	if (o->json) {
 		c->jtok.len = c->jpos.len = c->jcu.len = 0;
@@ -72,9 +98,12 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		pos = ovl_u32vec_reserve(&c->jpos, ntok);
 		cu = ovl_u32vec_reserve(&c->jcu, np + 1);
 	} else {
-		struct ovl_seq s;
-		uint32_t len = ovl_seq_payload_len(ntok, (uint32_t)np);
+		uint32_t len;
 
+		/* 16-bit arrays where every id fits (ovl-frame(5), minor 2) */
+		tw = c->tok_width;
+		pw = tw == 2 && pmax <= 0x10000 ? 2 : 4;
+		len = ovl_seq_payload_len(ntok, (uint32_t)np, tw, pw);
 		if (len == 0)
 			ovl_errx(OVL_EXIT_DATA, "a sequence of %u tokens is "
 			    "over the frame limit", ntok);
@@ -87,12 +116,15 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		s.npieces = (uint32_t)np;
 		s.seq_len = seq_len;
 		s.flags = 0;
+		s.width = tw;
+		s.pos_width = pw;
 		ovl_seq_encode(pl, &s);
 		tok = ovl_seq_tokens(pl);
-		pos = ovl_seq_positions(pl, ntok);
-		cu = ovl_seq_cu(pl, ntok);
+		pos = ovl_seq_positions(pl, ntok, tw);
+		cu = ovl_seq_cu(pl, ntok, tw, pw);
 	}
 	k = 0;
+	hi = 0;
 	cu[0] = 0;
 	for (j = 0; j < np; j++) {
 		const struct piece *p = &c->pieces[idx[j]];
@@ -100,9 +132,9 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		uint32_t p0 = p->source < OVL_PLAN_MAX_SOURCES &&
 		    o->cont_pos[p->source] ? p->offset : 0;
 
-		memcpy(tok + k, c->arena.p + p->tok, (size_t)p->length * 4);
-		for (i = 0; i < p->length; i++)
-			pos[k + i] = p0 + i;
+		hi |= ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
+		    c->arena.p + p->tok, 4, p->length);
+		put_positions(pos, pw, k, p0, p->length);
 		k += p->length;
 		cu[j + 1] = k;
 		if (pl != NULL) {
@@ -114,26 +146,33 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			pc.record = p->record;
 			pc.mix_pos = p->mix_pos;
 			pc.length = p->length;
-			ovl_seq_put_piece(pl, ntok, (uint32_t)np, (uint32_t)j, &pc);
+			ovl_seq_put_piece(pl, &s, (uint32_t)j, &pc);
 		}
 	}
+	if (hi > 0xffff)
+		ovl_errx(OVL_EXIT_DATA, "'%s': token id %" PRIu32 " in step %"
+		    PRIu64 " is not below the stream's vocabulary",
+		    ovl_reader_name(c->rd), hi, step);
 	for (; k < ntok; k++) {
-		tok[k] = c->pad_id;
-		pos[k] = 0;
+		if (tw == 2)
+			((uint16_t *)tok)[k] = (uint16_t)c->pad_id;
+		else
+			((uint32_t *)tok)[k] = c->pad_id;
+		put_positions(pos, pw, k, 0, 1);
 	}
 	c->seqs++;
 	c->tokens += real;
 	c->padding += ntok - real;
 	if (pl != NULL) {
-		ovl_writer_finish(c->wr, OVL_SEQ, 0);
+		ovl_writer_finish(c->wr, OVL_SEQ, ovl_seq_flags(&s));
 		return;
 	}
 	printf("{\"kind\":\"seq\",\"step\":%" PRIu64 ",\"rank\":%u,\"mb\":%u,"
 	    "\"seq_len\":%u,\"ntokens\":%u,\"tokens\":", step, rank, mb,
 	    seq_len, ntok);
-	ovl_json_u32s(stdout, tok, ntok);
+	ovl_json_u32s(stdout, (const uint32_t *)tok, ntok);
 	printf(",\"positions\":");
-	ovl_json_u32s(stdout, pos, ntok);
+	ovl_json_u32s(stdout, (const uint32_t *)pos, ntok);
 	printf(",\"cu_seqlens\":");
 	ovl_json_u32s(stdout, cu, np + 1);
 	printf(",\"docs\":[");

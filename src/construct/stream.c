@@ -247,8 +247,8 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
 	    c->o->image_tokens > UINT32_MAX ? UINT32_MAX :
 	    (uint64_t)d->nimages * c->o->image_tokens) : 0;
 	p->tok = c->arena.len;
-	memcpy(ovl_u32vec_reserve(&c->arena, len), d->tokens + off,
-	    (size_t)len * 4);
+	(void)ovl_tok_copy(ovl_u32vec_reserve(&c->arena, len), 4,
+	    ovl_tok_from(d->tokens, d->width, off), d->width, len);
 	c->arena.len += len;
 }
 
@@ -293,7 +293,8 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.seq_len = c->cut.seq_len;
 		/* an image's placeholders stay in one piece (step.h) */
 		len = ovl_stepcut_next_runs(&c->cut, d.ntokens - off,
-		    d.tokens + off, d.source < c->nrun ? c->run_id[d.source] :
+		    ovl_tok_from(d.tokens, d.width, off), d.width,
+		    d.source < c->nrun ? c->run_id[d.source] :
 		    OVL_STEP_NORUN, &opened);
 		/*
 		 * The plan's stop steps=: ovl-mix ends its stream after the
@@ -424,6 +425,17 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 		ovl_writer_finish(c->wr, OVL_META, 0);
 	}
 	ovl_buf_free(&out);
+	/*
+	 * Every id below the vocabulary: SEQ tokens of 16 bits when it has
+	 * at most 65,536 ids and the padding fits too (ovl-frame(5)).
+	 */
+	{
+		uint64_t vocab = 0;
+
+		c->tok_width = ovl_reader_meta_u64(c->rd, "vocab", &vocab) &&
+		    vocab <= 65536 && c->pad_id <= 0xffff &&
+		    c->o->token_bits != 32 ? 2 : 4;
+	}
 }
 
 /* The end: the open step closes, the window flushes. */

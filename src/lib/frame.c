@@ -178,9 +178,9 @@ ovl_cursor_cmp(const struct ovl_cursor *a, const struct ovl_cursor *b)
 /* ---- DOC ---- */
 
 uint32_t
-ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len)
+ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len, uint32_t width)
 {
-	uint64_t n = OVL_DOC_FIXED + (uint64_t)ntokens * 4 + text_len;
+	uint64_t n = OVL_DOC_FIXED + (uint64_t)ntokens * width + text_len;
 
 	if (n > OVL_FRAME_LIMIT)
 		return 0;
@@ -190,8 +190,9 @@ ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len)
 void
 ovl_doc_encode(uint8_t *p, const struct ovl_doc *d)
 {
-	uint32_t len = ovl_doc_payload_len(d->ntokens, d->text_len);
-	uint32_t end = OVL_DOC_FIXED + d->ntokens * 4 + d->text_len;
+	uint32_t w = d->width == 2 ? 2 : 4;
+	uint32_t len = ovl_doc_payload_len(d->ntokens, d->text_len, w);
+	uint32_t end = OVL_DOC_FIXED + d->ntokens * w + d->text_len;
 	uint32_t flags = d->flags & ~OVL_DOC_TEXT;
 
 	if (d->text_len > 0)
@@ -211,9 +212,9 @@ ovl_doc_encode(uint8_t *p, const struct ovl_doc *d)
 	ovl_put32(p + 68, d->text_len);
 	ovl_put64(p + 72, d->start_off);
 	if (d->tokens != NULL && d->ntokens > 0)
-		memcpy(p + OVL_DOC_FIXED, d->tokens, (size_t)d->ntokens * 4);
+		memcpy(p + OVL_DOC_FIXED, d->tokens, (size_t)d->ntokens * w);
 	if (d->text_len > 0)
-		memcpy(p + OVL_DOC_FIXED + d->ntokens * 4, d->text, d->text_len);
+		memcpy(p + OVL_DOC_FIXED + d->ntokens * w, d->text, d->text_len);
 	memset(p + end, 0, len - end);
 }
 
@@ -221,8 +222,10 @@ int
 ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d)
 {
 	const uint8_t *p = f->payload;
+	uint32_t w = (f->flags & OVL_FL_U16) ? 2 : 4;
 
-	if (f->kind != OVL_DOC || f->len < OVL_DOC_FIXED)
+	if (f->kind != OVL_DOC || f->len < OVL_DOC_FIXED ||
+	    (f->flags & ~OVL_FL_U16) != 0)
 		return OVL_F_EPAYLOAD;
 	d->source = ovl_le32(p + 0);
 	d->flags = ovl_le32(p + 4);
@@ -238,15 +241,16 @@ ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d)
 	d->ntokens = ovl_le32(p + 64);
 	d->text_len = ovl_le32(p + 68);
 	d->start_off = ovl_le64(p + 72);
-	if (d->ntokens > (f->len - OVL_DOC_FIXED) / 4 ||
-	    ovl_doc_payload_len(d->ntokens, d->text_len) != f->len)
+	d->width = w;
+	if (d->ntokens > (f->len - OVL_DOC_FIXED) / w ||
+	    ovl_doc_payload_len(d->ntokens, d->text_len, w) != f->len)
 		return OVL_F_EPAYLOAD;
 	if (((d->flags & OVL_DOC_TEXT) != 0) != (d->text_len > 0))
 		return OVL_F_EPAYLOAD;
 	if (d->nchunks != 0 && d->chunk >= d->nchunks)
 		return OVL_F_EPAYLOAD;
-	d->tokens = (const uint32_t *)(const void *)(p + OVL_DOC_FIXED);
-	d->text = (const char *)(p + OVL_DOC_FIXED + (size_t)d->ntokens * 4);
+	d->tokens = p + OVL_DOC_FIXED;
+	d->text = (const char *)(p + OVL_DOC_FIXED + (size_t)d->ntokens * w);
 	return OVL_F_OK;
 }
 
@@ -302,10 +306,19 @@ ovl_chunk_end_decode(const struct ovl_frame *f, struct ovl_chunk_end *c)
 
 /* ---- SEQ ---- */
 
-uint32_t
-ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces)
+/* The widths of a SEQ, from its frame flags or its struct. */
+static uint32_t
+wid(uint32_t w)
 {
-	uint64_t n = OVL_SEQ_FIXED + (uint64_t)ntokens * 8 +
+	return w == 2 ? 2 : 4;
+}
+
+uint32_t
+ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces, uint32_t width,
+    uint32_t pos_width)
+{
+	uint64_t n = OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)) +
 	    ((uint64_t)npieces + 1) * 4 + (uint64_t)npieces * OVL_PIECE_LEN;
 
 	if (n > OVL_FRAME_LIMIT)
@@ -313,34 +326,58 @@ ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces)
 	return ovl_align4(n);
 }
 
-uint32_t *
+void *
 ovl_seq_tokens(uint8_t *p)
 {
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED);
+	return p + OVL_SEQ_FIXED;
+}
+
+void *
+ovl_seq_positions(uint8_t *p, uint32_t ntokens, uint32_t width)
+{
+	return p + OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width));
 }
 
 uint32_t *
-ovl_seq_positions(uint8_t *p, uint32_t ntokens)
+ovl_seq_cu(uint8_t *p, uint32_t ntokens, uint32_t width, uint32_t pos_width)
 {
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 4);
-}
-
-uint32_t *
-ovl_seq_cu(uint8_t *p, uint32_t ntokens)
-{
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 8);
+	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED +
+	    ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)));
 }
 
 static size_t
-piece_off(uint32_t ntokens, uint32_t npieces, uint32_t i)
+piece_off(uint32_t ntokens, uint32_t npieces, uint32_t width,
+    uint32_t pos_width, uint32_t i)
 {
-	return OVL_SEQ_FIXED + (size_t)ntokens * 8 + ((size_t)npieces + 1) * 4 +
-	    (size_t)i * OVL_PIECE_LEN;
+	return OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)) +
+	    ((size_t)npieces + 1) * 4 + (size_t)i * OVL_PIECE_LEN;
+}
+
+uint8_t
+ovl_seq_flags(const struct ovl_seq *s)
+{
+	return (uint8_t)((wid(s->width) == 2 ? OVL_FL_U16 : 0) |
+	    (wid(s->pos_width) == 2 ? OVL_FL_POS16 : 0));
+}
+
+/* The zero padding after a 16-bit array of n ids at p. */
+static void
+pad16(uint8_t *p, uint32_t n, uint32_t w)
+{
+	size_t b = (size_t)n * w;
+
+	memset(p + b, 0, ovl_tok_bytes(n, w) - b);
 }
 
 void
 ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
 {
+	uint32_t w = wid(s->width), pw = wid(s->pos_width);
+	uint8_t *tp = ovl_seq_tokens(p);
+	uint8_t *pp = ovl_seq_positions(p, s->ntokens, w);
+
 	ovl_put64(p + 0, s->step);
 	ovl_put32(p + 8, s->rank);
 	ovl_put32(p + 12, s->mb);
@@ -349,20 +386,22 @@ ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
 	ovl_put32(p + 24, s->seq_len);
 	ovl_put32(p + 28, s->flags);
 	if (s->tokens != NULL)
-		memcpy(ovl_seq_tokens(p), s->tokens, (size_t)s->ntokens * 4);
+		memcpy(tp, s->tokens, (size_t)s->ntokens * w);
+	pad16(tp, s->ntokens, w);
 	if (s->positions != NULL)
-		memcpy(ovl_seq_positions(p, s->ntokens), s->positions,
-		    (size_t)s->ntokens * 4);
+		memcpy(pp, s->positions, (size_t)s->ntokens * pw);
+	pad16(pp, s->ntokens, pw);
 	if (s->cu_seqlens != NULL)
-		memcpy(ovl_seq_cu(p, s->ntokens), s->cu_seqlens,
+		memcpy(ovl_seq_cu(p, s->ntokens, w, pw), s->cu_seqlens,
 		    ((size_t)s->npieces + 1) * 4);
 }
 
 void
-ovl_seq_put_piece(uint8_t *p, uint32_t ntokens, uint32_t npieces, uint32_t i,
+ovl_seq_put_piece(uint8_t *p, const struct ovl_seq *s, uint32_t i,
     const struct ovl_piece *pc)
 {
-	uint8_t *q = p + piece_off(ntokens, npieces, i);
+	uint8_t *q = p + piece_off(s->ntokens, s->npieces, s->width,
+	    s->pos_width, i);
 
 	ovl_put32(q + 0, pc->source);
 	ovl_put32(q + 4, pc->epoch);
@@ -380,7 +419,8 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	const uint8_t *p = f->payload;
 	uint32_t i, len;
 
-	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED)
+	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED ||
+	    (f->flags & ~(OVL_FL_U16 | OVL_FL_POS16)) != 0)
 		return OVL_F_EPAYLOAD;
 	s->step = ovl_le64(p + 0);
 	s->rank = ovl_le32(p + 8);
@@ -389,15 +429,20 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	s->npieces = ovl_le32(p + 20);
 	s->seq_len = ovl_le32(p + 24);
 	s->flags = ovl_le32(p + 28);
-	if (s->ntokens > f->len / 8 || s->npieces > f->len / OVL_PIECE_LEN)
+	s->width = (f->flags & OVL_FL_U16) ? 2 : 4;
+	s->pos_width = (f->flags & OVL_FL_POS16) ? 2 : 4;
+	if (s->ntokens > f->len / 4 || s->npieces > f->len / OVL_PIECE_LEN)
 		return OVL_F_EPAYLOAD;
-	len = ovl_seq_payload_len(s->ntokens, s->npieces);
+	len = ovl_seq_payload_len(s->ntokens, s->npieces, s->width,
+	    s->pos_width);
 	if (len == 0 || len != f->len)
 		return OVL_F_EPAYLOAD;
-	s->tokens = (const uint32_t *)(const void *)(p + OVL_SEQ_FIXED);
-	s->positions = s->tokens + s->ntokens;
-	s->cu_seqlens = s->positions + s->ntokens;
-	s->pieces = p + piece_off(s->ntokens, s->npieces, 0);
+	s->tokens = p + OVL_SEQ_FIXED;
+	s->positions = p + OVL_SEQ_FIXED + ovl_tok_bytes(s->ntokens, s->width);
+	s->cu_seqlens = (const uint32_t *)(const void *)((const uint8_t *)
+	    s->positions + ovl_tok_bytes(s->ntokens, s->pos_width));
+	s->pieces = p + piece_off(s->ntokens, s->npieces, s->width,
+	    s->pos_width, 0);
 	if (s->cu_seqlens[0] != 0)
 		return OVL_F_EPAYLOAD;
 	for (i = 0; i < s->npieces; i++)
@@ -420,6 +465,58 @@ ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *pc)
 	pc->record = ovl_le64(q + 16);
 	pc->mix_pos = ovl_le64(q + 24);
 	pc->length = ovl_le32(q + 32);
+}
+
+/* ---- token arrays ---- */
+
+uint32_t
+ovl_tok_copy(void *dst, uint32_t dwidth, const void *src, uint32_t swidth,
+    size_t n)
+{
+	size_t i;
+
+	if (dwidth == swidth) {
+		memcpy(dst, src, n * swidth);
+		return 0;
+	}
+	if (dwidth == 4) {
+		const uint16_t *s = src;
+		uint32_t *d = dst;
+
+		for (i = 0; i < n; i++)
+			d[i] = s[i];
+		return 0;
+	} else {
+		const uint32_t *s = src;
+		uint16_t *d = dst;
+		uint32_t hi = 0;
+
+		/* the high halves or'ed: one compare for the whole array */
+		for (i = 0; i < n; i++) {
+			hi |= s[i];
+			d[i] = (uint16_t)s[i];
+		}
+		return hi > 0xffff ? ovl_tok_max(src, 4, n) : hi;
+	}
+}
+
+uint32_t
+ovl_tok_max(const void *p, uint32_t width, size_t n)
+{
+	uint32_t m = 0;
+	size_t i;
+
+	if (width == 2) {
+		const uint16_t *t = p;
+		uint16_t m16 = 0;
+
+		for (i = 0; i < n; i++)
+			m16 = t[i] > m16 ? t[i] : m16;
+		return m16;
+	}
+	for (i = 0; i < n; i++)
+		m = ((const uint32_t *)p)[i] > m ? ((const uint32_t *)p)[i] : m;
+	return m;
 }
 
 /* ---- BARRIER ---- */

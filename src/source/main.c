@@ -22,6 +22,8 @@ static const struct ovl_cli cli = {
 	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
 	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
+	"  --token-bits N        ids in DOC frames: 16 or 32 (default: 16 when\n"
+	"                        the vocabulary has at most 65,536 ids)\n"
 	"  --image-cost SPEC     place each image of a WebDataset sample as a run\n"
 	"                        of placeholder tokens: fixed:N, patch:P or\n"
 	"                        dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS\n"
@@ -69,7 +71,7 @@ enum {
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
-	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN
+	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS
 };
 
 static const struct option longopts[] = {
@@ -105,6 +107,7 @@ static const struct option longopts[] = {
 	{ "retries", required_argument, NULL, O_RETRIES },
 	{ "retry-wait", required_argument, NULL, O_RETRY_WAIT },
 	{ "s3-endpoint", required_argument, NULL, O_S3_ENDPOINT },
+	{ "token-bits", required_argument, NULL, O_TOKEN_BITS },
 	{ "image-cost", required_argument, NULL, O_IMAGE_COST },
 	{ "image-token", required_argument, NULL, O_IMAGE_TOKEN },
 	OVL_NET_LONGOPTS,
@@ -326,6 +329,11 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_IMAGE_TOKEN:
 			o->image_token = optarg;
 			break;
+		case O_TOKEN_BITS:
+			if (strcmp(optarg, "16") != 0 && strcmp(optarg, "32") != 0)
+				ovl_cli_usagex(&cli, "--token-bits must be 16 or 32");
+			o->token_bits = (unsigned)atoi(optarg);
+			break;
 		case O_S3_ENDPOINT:
 			if (strncmp(optarg, "http://", 7) != 0 &&
 			    strncmp(optarg, "https://", 8) != 0)
@@ -509,6 +517,14 @@ setup(struct src *s, struct src_opts *o)
 		    "end-of-document token: name one with --eod-token",
 		    ovl_tok_name(s->tok), o->tokenizer);
 	s->bos = ovl_tok_bos(s->tok);
+	/* every id is checked below the vocabulary: 16 bits hold them all */
+	s->width = ovl_tok_vocab(s->tok) <= 65536 ? 2 : 4;
+	if (o->token_bits == 32)
+		s->width = 4;
+	else if (o->token_bits == 16 && s->width != 2)
+		ovl_errx(OVL_EXIT_USAGE, "--token-bits 16: tokenizer %s has %"
+		    PRIu32 " ids, more than 16 bits hold", ovl_tok_name(s->tok),
+		    ovl_tok_vocab(s->tok));
 	if (o->image_token != NULL && ovl_tok_lookup(s->tok, "image",
 	    o->image_token, &s->image_id, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "--image-token: %s", err);

@@ -106,6 +106,7 @@ struct src_opts {
 	const char	*standby;	/* control FIFO of a warm standby */
 	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
 	const char	*image_token;	/* --image-token (with --image-cost) */
+	unsigned	 token_bits;	/* --token-bits: 16, 32 or 0 (by vocab) */
 	struct ovl_image_cost image_cost;	/* kind 0: images not placed */
 };
 
@@ -148,6 +149,7 @@ struct src {
 	struct ovl_tok	*tok;
 	int		 tok_bytes;
 	uint32_t	 eod;
+	uint32_t	 width;		/* bytes per id in DOC frames: 2 or 4 */
 	uint32_t	 bos;		/* OVL_TOK_NONE: none */
 	int		 pre;		/* the record's ids are in toks already */
 	pcre2_code	*re_match, *re_drop;

@@ -182,7 +182,7 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		if (ovl_doc_decode(f, &d) != OVL_F_OK)
 			break;
 		for (k = 0; k < d.ntokens; k++)
-			sum += d.tokens[k];
+			sum += ovl_tok_at(d.tokens, d.width, k);
 		printf("DOC src=%" PRIu32 " flags=%" PRIu32 " pos=%" PRIu32 ":%"
 		    PRIu32 ":%" PRIu64 " nchunks=%" PRIu32 " nimages=%" PRIu32
 		    " cursor=%" PRIu32 ":%" PRIu32 ":%" PRIu64 ":%" PRIu64
@@ -190,7 +190,8 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		    d.source, d.flags, d.epoch, d.chunk, d.record, d.nchunks,
 		    d.nimages, d.epoch, d.chunk, d.next_off, d.next_rec,
 		    d.start_off, d.ntokens, d.ntokens > 0 ?
-		    (int64_t)d.tokens[d.ntokens - 1] : (int64_t)-1);
+		    (int64_t)ovl_tok_at(d.tokens, d.width, d.ntokens - 1) :
+		    (int64_t)-1);
 		put_quoted(d.text, d.text_len);
 		printf(" sum=%" PRIu64 " mix=%" PRIu64 ":%" PRIu64 " hash=%016"
 		    PRIx64 "\n", sum, d.mix_pos, d.mix_tokens,
@@ -208,7 +209,7 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		if (ovl_seq_decode(f, &q) != OVL_F_OK)
 			break;
 		for (k = 0; k < q.ntokens; k++)
-			sum += q.tokens[k];
+			sum += ovl_tok_at(q.tokens, q.width, k);
 		printf("SEQ step=%" PRIu64 " rank=%" PRIu32 " mb=%" PRIu32
 		    " ntok=%" PRIu32 " npieces=%" PRIu32 " seq_len=%" PRIu32
 		    " flags=%" PRIu32 " real=%" PRIu32 " sum=%" PRIu64 " hash=%016"
