@@ -28,7 +28,11 @@ from ._crc import crc32c
 
 MAGIC = b"\x89OVL\r\n\x1a\n"
 MAJOR = 1
-MINOR = 1  # STEP frames
+MINOR = 2  # 1: STEP frames; 2: 16-bit token and position arrays
+
+# frame header flags (minor 2): a DOC's or SEQ's ids are uint16 (U16), a
+# SEQ's positions are uint16 (POS16); each such array is padded to 4 bytes
+FL_U16, FL_POS16 = 0x01, 0x02
 
 META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END, STEP = 1, 2, 3, 4, 5, 6, 7, 8
 KIND_NAMES = {META: "META", DOC: "DOC", CHUNK_END: "CHUNK_END", SEQ: "SEQ",
@@ -61,25 +65,47 @@ class Frame:
         return KIND_NAMES.get(self.kind, "KIND%d" % self.kind)
 
 
+def _seq_layout(ntok, npieces, fflags):
+    """(token dtype, positions offset, positions dtype, cu_seqlens offset,
+    payload bytes without the pieces) of a SEQ, offsets from its payload."""
+    tw = 2 if fflags & FL_U16 else 4
+    pw = 2 if fflags & FL_POS16 else 4
+    pos = 32 + ((ntok * tw + 3) & ~3)
+    cu = pos + ((ntok * pw + 3) & ~3)
+    return ("<u2" if tw == 2 else "<u4", pos, "<u2" if pw == 2 else "<u4",
+            cu, cu + 4 * (npieces + 1))
+
+
 class Seq:
     """A packed sequence: step, rank, micro-batch, the tokens, the positions
-    (restarting at 0 per document piece) and cu_seqlens (numpy uint32
-    views of the bytes read: no copy), and its capacity seq_len.
+    (restarting at 0 per document piece) and cu_seqlens (numpy views of the
+    bytes read: no copy), and its capacity seq_len. Tokens and positions
+    are uint32, or uint16 where the frame's flags say so (ovl-frame(5)
+    minor 2: a vocabulary of at most 65,536 ids); cu_seqlens is uint32.
     ``Seq(payload)``, or ``Seq(buffer, offset)`` for a payload at offset of
-    a larger buffer (bounds checked by the reader)."""
+    a larger buffer (bounds checked by the reader); fflags are the frame
+    header's flags."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
                  "positions", "cu_seqlens", "npieces", "buffer", "offset")
 
-    def __init__(self, payload, offset=0):
+    def __init__(self, payload, offset=0, fflags=0):
         self.buffer, self.offset = payload, offset     # where it was read
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
          self.flags) = _SEQ.unpack_from(payload, offset)
-        # one view of the three arrays, sliced (they follow each other)
-        a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1, offset + 32)
-        self.tokens = a[:ntok]
-        self.positions = a[ntok:2 * ntok]
-        self.cu_seqlens = a[2 * ntok:]
+        if not fflags & (FL_U16 | FL_POS16):
+            # one view of the three arrays, sliced (they follow each other)
+            a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1,
+                              offset + 32)
+            self.tokens = a[:ntok]
+            self.positions = a[ntok:2 * ntok]
+            self.cu_seqlens = a[2 * ntok:]
+            return
+        tdt, pos, pdt, cu, _ = _seq_layout(ntok, self.npieces, fflags)
+        self.tokens = np.frombuffer(payload, tdt, ntok, offset + 32)
+        self.positions = np.frombuffer(payload, pdt, ntok, offset + pos)
+        self.cu_seqlens = np.frombuffer(payload, "<u4", self.npieces + 1,
+                                        offset + cu)
 
     def __repr__(self):
         return "Seq(step=%d, rank=%d, mb=%d, tokens=%d)" % (
@@ -364,9 +390,11 @@ def _items(r, frames):
             if ln < seq_size:
                 r._error("malformed SEQ frame", off)
             ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
-            if 32 + 8 * ntok + 4 * (npieces + 1) > ln:
+            if flags & ~(FL_U16 | FL_POS16):
+                r._error("malformed SEQ frame (unknown flags 0x%x)" % flags, off)
+            if _seq_layout(ntok, npieces, flags)[4] > ln:
                 r._error("malformed SEQ frame (its arrays pass its end)", off)
-            yield Seq(buf, p)
+            yield Seq(buf, p, flags)
         elif kind == STEP:
             yield StepEnd(buf[p:p + ln].tobytes())
         elif kind == BARRIER:

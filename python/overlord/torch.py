@@ -60,10 +60,16 @@ def micro_batch(seq, ignore_index=IGNORE, dtype=None):
     position_ids are views of the bytes read too (no copy)."""
     tok = seq.tokens
     if dtype == torch.int32:
-        return _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
+        # 16-bit arrays (ovl-frame(5) minor 2) are widened: one copy
+        return _tensors(tok, _int32(tok), _int32(seq.positions),
                         seq.cu_seqlens, ignore_index)
     return _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
                     seq.cu_seqlens, ignore_index)
+
+
+def _int32(a):
+    """a as int32: a view of uint32 bytes, a copy of uint16 ones."""
+    return a.view(np.int32) if a.dtype.itemsize == 4 else a.astype(np.int32)
 
 
 def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
@@ -75,8 +81,8 @@ def micro_batches(seqs, ignore_index=IGNORE, dtype=None):
 
 
 def _tensors(tok, ids, pos, cu, ignore_index):
-    """The micro-batch of a sequence: tok its uint32 tokens, ids and pos
-    their int64 copies, cu its cu_seqlens (uint32)."""
+    """The micro-batch of a sequence: tok its uint32 (or uint16) tokens,
+    ids and pos their int64 copies, cu its cu_seqlens (uint32)."""
     n = tok.shape[0]
     lab = np.empty(n, np.int64)
     if n:

@@ -26,6 +26,8 @@ static const struct ovl_cli cli = {
 	"                         micro-batches, padded where nothing fits\n"
 	"  --image-tokens N       each image of a document costs as N tokens\n"
 	"  --pad-id ID            padding token (default: the stream's eod)\n"
+	"  --token-bits N         SEQ ids: 32, or 16 (default) where the\n"
+	"                         vocabulary has at most 65,536 ids\n"
 	"  --json                 JSON lines instead of frames\n"
 	"  --input SPEC           read SPEC (a file, FIFO or tcp: endpoint), not\n"
 	"                         standard input\n"
@@ -212,6 +214,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		{ "seq-len", required_argument, NULL, 'L' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "step-tokens", required_argument, NULL, 'T' },
+		{ "token-bits", required_argument, NULL, 'B' },
 		{ "uniform", no_argument, NULL, 'u' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "input", required_argument, NULL, 'I' },
@@ -262,6 +265,11 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		case 'p':
 			if ((o->pack = ovl_pack_parse(optarg)) < 0)
 				usage_num("--pack", optarg);
+			break;
+		case 'B':
+			if (strcmp(optarg, "16") != 0 && strcmp(optarg, "32") != 0)
+				usage_num("--token-bits", optarg);
+			o->token_bits = (unsigned)atoi(optarg);
 			break;
 		case 'P':
 			o->pad_id = (uint32_t)opt_u64("--pad-id", optarg, 0,
