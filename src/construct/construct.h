@@ -154,7 +154,7 @@ struct construct {
 	/* the window: closed steps and the pieces of the open one */
 	struct piece	*pieces;
 	size_t		 npieces, pcap;
-	struct ovl_u32vec arena;
+	struct ovl_buf	 arena;		/* their tokens, tok_width bytes each */
 	struct wstep	 ws[MAX_WINDOW];
 	size_t		 nws;
 	size_t		 open_first;	/* first piece of the open step */

@@ -392,6 +392,7 @@ main(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	c.o = &o;
 	c.pad_id = o.pad_id;
+	c.tok_width = 4;	/* until the META says (on_meta) */
 	c.cfg.nseq = o.ranks * o.mb;
 	c.cfg.budget = o.step_tokens;
 	c.cfg.nstages = o.nst;
@@ -442,7 +443,7 @@ main(int argc, char **argv)
 	ovl_balancer_free(c.bal);
 	ovl_packer_free(c.pk);
 	free(c.pieces);
-	ovl_u32vec_free(&c.arena);
+	ovl_buf_free(&c.arena);
 	ovl_u32vec_free(&c.jtok);
 	ovl_u32vec_free(&c.jpos);
 	ovl_u32vec_free(&c.jcu);

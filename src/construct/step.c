@@ -76,7 +76,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
     uint32_t mb, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
-	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0, hi;
+	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0;
 	void *tok, *pos;
 	uint8_t *pl = NULL;
 	struct ovl_seq s;
@@ -124,7 +124,6 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		cu = ovl_seq_cu(pl, ntok, tw, pw);
 	}
 	k = 0;
-	hi = 0;
 	cu[0] = 0;
 	for (j = 0; j < np; j++) {
 		const struct piece *p = &c->pieces[idx[j]];
@@ -132,8 +131,9 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		uint32_t p0 = p->source < OVL_PLAN_MAX_SOURCES &&
 		    o->cont_pos[p->source] ? p->offset : 0;
 
-		hi |= ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
-		    c->arena.p + p->tok, 4, p->length);
+		(void)ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
+		    c->arena.p + p->tok * c->tok_width, c->tok_width,
+		    p->length);
 		put_positions(pos, pw, k, p0, p->length);
 		k += p->length;
 		cu[j + 1] = k;
@@ -149,10 +149,6 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			ovl_seq_put_piece(pl, &s, (uint32_t)j, &pc);
 		}
 	}
-	if (hi > 0xffff)
-		ovl_errx(OVL_EXIT_DATA, "'%s': token id %" PRIu32 " in step %"
-		    PRIu64 " is not below the stream's vocabulary",
-		    ovl_reader_name(c->rd), hi, step);
 	for (; k < ntok; k++) {
 		if (tw == 2)
 			((uint16_t *)tok)[k] = (uint16_t)c->pad_id;
@@ -639,7 +635,6 @@ ends_separate(const struct construct *c, size_t nf)
 	static uint32_t *ord;
 	static size_t cap;
 	const struct stepwork *w = &c->sw;
-	const uint32_t *tok = c->arena.p;
 	size_t k;
 
 	if (nf > cap) {
@@ -655,8 +650,8 @@ ends_separate(const struct construct *c, size_t nf)
 		const struct ovl_frag *g = &w->frags[ord[k + 1]];
 		const struct piece *p = &c->pieces[w->idx[f->item]];
 
-		if (g->bin == f->bin && tok[p->tok + f->off + f->len - 1] !=
-		    c->eod)
+		if (g->bin == f->bin && ovl_tok_at(c->arena.p, c->tok_width,
+		    p->tok + f->off + f->len - 1) != c->eod)
 			return 0;
 	}
 	return 1;

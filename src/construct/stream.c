@@ -230,6 +230,7 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
     uint32_t off, uint32_t len)
 {
 	struct piece *p;
+	uint32_t tw;
 
 	if (c->npieces == c->pcap) {
 		c->pcap = c->pcap ? 2 * c->pcap : 1024;
@@ -246,10 +247,17 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
 	p->images = off == 0 ? (uint32_t)((uint64_t)d->nimages *
 	    c->o->image_tokens > UINT32_MAX ? UINT32_MAX :
 	    (uint64_t)d->nimages * c->o->image_tokens) : 0;
-	p->tok = c->arena.len;
-	(void)ovl_tok_copy(ovl_u32vec_reserve(&c->arena, len), 4,
-	    ovl_tok_from(d->tokens, d->width, off), d->width, len);
-	c->arena.len += len;
+	/* in the width of the SEQ frames: one copy here, none when emitted */
+	tw = c->tok_width;
+	p->tok = c->arena.len / tw;
+	if (ovl_tok_copy(ovl_buf_reserve(&c->arena, (size_t)len * tw), tw,
+	    ovl_tok_from(d->tokens, d->width, off), d->width, len) > 0xffff)
+		ovl_errx(OVL_EXIT_DATA, "'%s': document at mixed position %"
+		    PRIu64 " has token id %" PRIu32 ", not below the stream's "
+		    "vocabulary", ovl_reader_name(c->rd), pos,
+		    ovl_tok_max(ovl_tok_from(d->tokens, d->width, off),
+		    d->width, len));
+	c->arena.len += (size_t)len * tw;
 }
 
 void

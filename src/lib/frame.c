@@ -469,35 +469,89 @@ ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *pc)
 
 /* ---- token arrays ---- */
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* u16 to u32, 16 at a time where SSE2 is. */
+static void
+tok_widen(uint32_t *d, const uint16_t *s, size_t n)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i z = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
+
+		_mm_storeu_si128((__m128i *)(void *)(d + i), _mm_unpacklo_epi16(a, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 4), _mm_unpackhi_epi16(a, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 8), _mm_unpacklo_epi16(b, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 12), _mm_unpackhi_epi16(b, z));
+	}
+#endif
+	for (; i < n; i++)
+		d[i] = s[i];
+}
+
+/*
+ * u32 to u16 (the low halves), 16 at a time where SSE2 is; returns the or
+ * of all ids, over 0xffff exactly when one did not fit. SSE2 packs with
+ * signed saturation: ids biased by -32768 pack exactly when they fit.
+ */
+static uint32_t
+tok_narrow(uint16_t *d, const uint32_t *s, size_t n)
+{
+	uint32_t hi = 0;
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i bias = _mm_set1_epi32(0x8000), bias16 = _mm_set1_epi16(-32768);
+	__m128i acc = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 4));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
+		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 12));
+
+		acc = _mm_or_si128(acc, _mm_or_si128(_mm_or_si128(a, b),
+		    _mm_or_si128(c, e)));
+		a = _mm_packs_epi32(_mm_sub_epi32(a, bias), _mm_sub_epi32(b, bias));
+		c = _mm_packs_epi32(_mm_sub_epi32(c, bias), _mm_sub_epi32(e, bias));
+		_mm_storeu_si128((__m128i *)(void *)(d + i), _mm_xor_si128(a, bias16));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 8), _mm_xor_si128(c, bias16));
+	}
+	acc = _mm_or_si128(acc, _mm_srli_si128(acc, 8));
+	acc = _mm_or_si128(acc, _mm_srli_si128(acc, 4));
+	hi = (uint32_t)_mm_cvtsi128_si32(acc);
+#endif
+	for (; i < n; i++) {
+		hi |= s[i];
+		d[i] = (uint16_t)s[i];
+	}
+	return hi;
+}
+
 uint32_t
 ovl_tok_copy(void *dst, uint32_t dwidth, const void *src, uint32_t swidth,
     size_t n)
 {
-	size_t i;
+	uint32_t hi;
 
 	if (dwidth == swidth) {
 		memcpy(dst, src, n * swidth);
 		return 0;
 	}
 	if (dwidth == 4) {
-		const uint16_t *s = src;
-		uint32_t *d = dst;
-
-		for (i = 0; i < n; i++)
-			d[i] = s[i];
+		tok_widen(dst, src, n);
 		return 0;
-	} else {
-		const uint32_t *s = src;
-		uint16_t *d = dst;
-		uint32_t hi = 0;
-
-		/* the high halves or'ed: one compare for the whole array */
-		for (i = 0; i < n; i++) {
-			hi |= s[i];
-			d[i] = (uint16_t)s[i];
-		}
-		return hi > 0xffff ? ovl_tok_max(src, 4, n) : hi;
 	}
+	/* the high halves or'ed: one compare for the whole array */
+	hi = tok_narrow(dst, src, n);
+	return hi > 0xffff ? ovl_tok_max(src, 4, n) : hi;
 }
 
 uint32_t
