@@ -20,7 +20,7 @@ import struct
 import sys
 
 META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END = 1, 2, 3, 4, 5, 6, 7
-FL_U16, FL_POS16 = 0x01, 0x02   # ovl-frame(5) minor 2: 16-bit arrays
+FL_U16, FL_POS16, FL_NOPOS = 0x01, 0x02, 0x04   # ovl-frame(5) minor 2
 
 
 def ids(p, o, n, wide):
@@ -73,8 +73,12 @@ def seqs(path):
             continue
         step, rank, mb, ntok, npc, seq_len, flags = struct.unpack_from("<QIIIIII", p, 0)
         toks, o = ids(p, 32, ntok, not p.flags & FL_U16)
-        pos, o = ids(p, o, ntok, not p.flags & FL_POS16)
+        if not p.flags & FL_NOPOS:
+            pos, o = ids(p, o, ntok, not p.flags & FL_POS16)
         cu = struct.unpack_from("<%dI" % (npc + 1), p, o)
+        if p.flags & FL_NOPOS:  # restart at every piece, 0 in the padding
+            pos = [k - cu[i] for i in range(npc) for k in range(cu[i], cu[i + 1])]
+            pos += [0] * (ntok - cu[npc])
         o += 4 * (npc + 1)
         pieces = []
         for i in range(npc):

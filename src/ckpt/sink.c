@@ -67,15 +67,37 @@ json_seq_head(struct ovl_buf *b, const struct ovl_seq *s, uint64_t index)
 	ovl_buf_append(b, t, strlen(t));
 }
 
+/*
+ * The positions of s and their width: its own array, or (none sent,
+ * ovl-frame(5) NOPOS) derived from cu_seqlens into a buffer of this file.
+ */
+static const void *
+seq_positions(const struct ovl_seq *s, uint32_t *width)
+{
+	static struct ovl_u32vec derived;
+
+	if (s->positions != NULL) {
+		*width = s->pos_width;
+		return s->positions;
+	}
+	derived.len = 0;
+	ovl_seq_position_ids(s, ovl_u32vec_reserve(&derived, s->ntokens));
+	*width = 4;
+	return derived.p;
+}
+
 static void
 write_jsonl(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 {
+	const void *pos;
+	uint32_t pw;
 	struct ovl_buf *b = &R->scratch;
 
 	b->len = 0;
 	json_seq_head(b, s, R->nseqs);
 	json_array(b, "tokens", s->tokens, s->width, s->ntokens);
-	json_array(b, "positions", s->positions, s->pos_width, s->ntokens);
+	pos = seq_positions(s, &pw);
+	json_array(b, "positions", pos, pw, s->ntokens);
 	json_array(b, "cu_seqlens", s->cu_seqlens, 4, (size_t)s->npieces + 1);
 	ovl_buf_append(b, "}\n", 2);
 	out_put(o, b->p, b->len);
@@ -174,7 +196,7 @@ write_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 	}
 	R->scratch.len = 0;
 	t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * 4);
-	(void)ovl_tok_copy(t, 4, s->positions, 2, s->ntokens);
+	ovl_seq_position_ids(s, t);
 	out_put(o, t, (size_t)s->ntokens * 4);
 }
 
@@ -201,12 +223,16 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 	}
 	if (R->std != NULL) {
 		if (R->o->json) {
+			const void *pos;
+			uint32_t pw;
+
 			R->scratch.len = 0;
 			json_seq_head(&R->scratch, &s, R->nseqs);
 			json_array(&R->scratch, "tokens", s.tokens, s.width,
 			    s.ntokens);
-			json_array(&R->scratch, "positions", s.positions,
-			    s.pos_width, s.ntokens);
+			pos = seq_positions(&s, &pw);
+			json_array(&R->scratch, "positions", pos, pw,
+			    s.ntokens);
 			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens, 4,
 			    (size_t)s.npieces + 1);
 			ovl_buf_append(&R->scratch, "}\n", 2);

@@ -76,7 +76,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
     uint32_t mb, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
-	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0;
+	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0, cont = 0;
 	void *tok, *pos;
 	uint8_t *pl = NULL;
 	struct ovl_seq s;
@@ -88,6 +88,8 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		    o->cont_pos[p->source] ? p->offset : 0) + p->length;
 
 		real += p->length;
+		if (last > p->length)
+			cont = 1;	/* positions go on from the piece's offset */
 		if (last > pmax)
 			pmax = last > UINT32_MAX ? UINT32_MAX : (uint32_t)last;
 	}
@@ -100,9 +102,16 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	} else {
 		uint32_t len;
 
-		/* 16-bit arrays where every id fits (ovl-frame(5), minor 2) */
+		/*
+		 * 16-bit arrays where every id fits, and no positions at all
+		 * where they restart at every piece: the reader derives them
+		 * (ovl-frame(5), minor 2). --token-bits 32: minor 1's layout.
+		 */
 		tw = c->tok_width;
-		pw = tw == 2 && pmax <= 0x10000 ? 2 : 4;
+		if (o->token_bits == 32)
+			pw = 4;
+		else
+			pw = !cont ? 0 : pmax <= 0x10000 ? 2 : 4;
 		len = ovl_seq_payload_len(ntok, (uint32_t)np, tw, pw);
 		if (len == 0)
 			ovl_errx(OVL_EXIT_DATA, "a sequence of %u tokens is "
@@ -134,7 +143,8 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		(void)ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
 		    c->arena.p + p->tok * c->tok_width, c->tok_width,
 		    p->length);
-		put_positions(pos, pw, k, p0, p->length);
+		if (pw != 0)
+			put_positions(pos, pw, k, p0, p->length);
 		k += p->length;
 		cu[j + 1] = k;
 		if (pl != NULL) {
@@ -154,7 +164,8 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			((uint16_t *)tok)[k] = (uint16_t)c->pad_id;
 		else
 			((uint32_t *)tok)[k] = c->pad_id;
-		put_positions(pos, pw, k, 0, 1);
+		if (pw != 0)
+			put_positions(pos, pw, k, 0, 1);
 	}
 	c->seqs++;
 	c->tokens += real;

@@ -306,11 +306,11 @@ ovl_chunk_end_decode(const struct ovl_frame *f, struct ovl_chunk_end *c)
 
 /* ---- SEQ ---- */
 
-/* The widths of a SEQ, from its frame flags or its struct. */
+/* The widths of a SEQ, from its struct: 2, 4, or 0 (no positions). */
 static uint32_t
 wid(uint32_t w)
 {
-	return w == 2 ? 2 : 4;
+	return w == 2 || w == 0 ? w : 4;
 }
 
 uint32_t
@@ -359,7 +359,8 @@ uint8_t
 ovl_seq_flags(const struct ovl_seq *s)
 {
 	return (uint8_t)((wid(s->width) == 2 ? OVL_FL_U16 : 0) |
-	    (wid(s->pos_width) == 2 ? OVL_FL_POS16 : 0));
+	    (wid(s->pos_width) == 2 ? OVL_FL_POS16 : 0) |
+	    (wid(s->pos_width) == 0 ? OVL_FL_NOPOS : 0));
 }
 
 /* The zero padding after a 16-bit array of n ids at p. */
@@ -388,7 +389,7 @@ ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
 	if (s->tokens != NULL)
 		memcpy(tp, s->tokens, (size_t)s->ntokens * w);
 	pad16(tp, s->ntokens, w);
-	if (s->positions != NULL)
+	if (s->positions != NULL && pw > 0)
 		memcpy(pp, s->positions, (size_t)s->ntokens * pw);
 	pad16(pp, s->ntokens, pw);
 	if (s->cu_seqlens != NULL)
@@ -420,7 +421,9 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	uint32_t i, len;
 
 	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED ||
-	    (f->flags & ~(OVL_FL_U16 | OVL_FL_POS16)) != 0)
+	    (f->flags & ~(OVL_FL_U16 | OVL_FL_POS16 | OVL_FL_NOPOS)) != 0 ||
+	    (f->flags & (OVL_FL_POS16 | OVL_FL_NOPOS)) ==
+	    (OVL_FL_POS16 | OVL_FL_NOPOS))
 		return OVL_F_EPAYLOAD;
 	s->step = ovl_le64(p + 0);
 	s->rank = ovl_le32(p + 8);
@@ -430,8 +433,9 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	s->seq_len = ovl_le32(p + 24);
 	s->flags = ovl_le32(p + 28);
 	s->width = (f->flags & OVL_FL_U16) ? 2 : 4;
-	s->pos_width = (f->flags & OVL_FL_POS16) ? 2 : 4;
-	if (s->ntokens > f->len / 4 || s->npieces > f->len / OVL_PIECE_LEN)
+	s->pos_width = (f->flags & OVL_FL_POS16) ? 2 :
+	    (f->flags & OVL_FL_NOPOS) ? 0 : 4;
+	if (s->ntokens > f->len / 2 || s->npieces > f->len / OVL_PIECE_LEN)
 		return OVL_F_EPAYLOAD;
 	len = ovl_seq_payload_len(s->ntokens, s->npieces, s->width,
 	    s->pos_width);
@@ -441,6 +445,8 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	s->positions = p + OVL_SEQ_FIXED + ovl_tok_bytes(s->ntokens, s->width);
 	s->cu_seqlens = (const uint32_t *)(const void *)((const uint8_t *)
 	    s->positions + ovl_tok_bytes(s->ntokens, s->pos_width));
+	if (s->pos_width == 0)
+		s->positions = NULL;
 	s->pieces = p + piece_off(s->ntokens, s->npieces, s->width,
 	    s->pos_width, 0);
 	if (s->cu_seqlens[0] != 0)
@@ -451,6 +457,25 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	if (s->cu_seqlens[s->npieces] > s->ntokens)
 		return OVL_F_EPAYLOAD;
 	return OVL_F_OK;
+}
+
+void
+ovl_seq_position_ids(const struct ovl_seq *s, uint32_t *out)
+{
+	uint32_t i, k, n;
+
+	if (s->positions != NULL) {
+		(void)ovl_tok_copy(out, 4, s->positions, s->pos_width,
+		    s->ntokens);
+		return;
+	}
+	for (i = 0; i < s->npieces; i++) {
+		n = s->cu_seqlens[i + 1] - s->cu_seqlens[i];
+		for (k = 0; k < n; k++)
+			out[s->cu_seqlens[i] + k] = k;
+	}
+	for (k = s->cu_seqlens[s->npieces]; k < s->ntokens; k++)
+		out[k] = 0;
 }
 
 void

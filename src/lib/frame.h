@@ -49,12 +49,15 @@ enum ovl_kind {
 
 /*
  * Frame header flags (minor 2). DOC: its token ids are u16. SEQ: its
- * tokens (OVL_FL_U16) and its position ids (OVL_FL_POS16) are u16. A
- * 16-bit array is padded with zeros to a multiple of 4 bytes, so what
- * follows stays 4-byte aligned.
+ * tokens (OVL_FL_U16) and its position ids (OVL_FL_POS16) are u16, or it
+ * has no position array at all (OVL_FL_NOPOS): its positions restart at 0
+ * at every piece and are 0 in the padding, as a reader derives them from
+ * cu_seqlens (ovl_seq_position_ids). A 16-bit array is padded with zeros
+ * to a multiple of 4 bytes, so what follows stays 4-byte aligned.
  */
 #define OVL_FL_U16	0x01u
 #define OVL_FL_POS16	0x02u
+#define OVL_FL_NOPOS	0x04u
 
 /* Return codes of the parsing functions. */
 enum {
@@ -225,17 +228,18 @@ struct ovl_seq {
 	uint32_t	 seq_len;	/* capacity of the sequence */
 	uint32_t	 flags;
 	uint32_t	 width;		/* bytes per token id: 2 or 4 */
-	uint32_t	 pos_width;	/* bytes per position id: 2 or 4 */
+	uint32_t	 pos_width;	/* bytes per position id: 2 or 4; 0:
+					   none sent (OVL_FL_NOPOS) */
 	const void	*tokens;	/* ntokens of width bytes (ovl_tok_at) */
 	const void	*positions;	/* ntokens of pos_width bytes, restart
-					   at 0 per piece */
+					   at 0 per piece; NULL when none */
 	const uint32_t	*cu_seqlens;	/* npieces + 1, from 0; last = real tokens */
 	const uint8_t	*pieces;	/* npieces x OVL_PIECE_LEN, see ovl_seq_piece */
 };
 
 /*
- * Payload bytes of a SEQ with tokens of width bytes and positions of
- * pos_width bytes (2 or 4 each), or 0 when over OVL_FRAME_LIMIT.
+ * Payload bytes of a SEQ with tokens of width bytes (2 or 4) and positions
+ * of pos_width bytes (2 or 4, or 0: none), or 0 when over OVL_FRAME_LIMIT.
  */
 uint32_t ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces,
 	    uint32_t width, uint32_t pos_width);
@@ -263,6 +267,11 @@ uint8_t	ovl_seq_flags(const struct ovl_seq *s);
  * sane); the widths come from f's flags.
  */
 int	ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s);
+/*
+ * The position ids of a decoded SEQ as u32, into out (ntokens): copied or
+ * widened from its array, or derived from cu_seqlens when it has none.
+ */
+void	ovl_seq_position_ids(const struct ovl_seq *s, uint32_t *out);
 void	ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *p);
 
 /* ---- BARRIER ------------------------------------------------------ */

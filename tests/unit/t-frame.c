@@ -284,6 +284,38 @@ test_widths(void)
 	CHECK(ovl_width_flags(2) == OVL_FL_U16 && ovl_width_flags(4) == 0);
 	CHECK(ovl_tok_from(w16, 2, 3) == (const void *)(w16 + 3));
 
+	/* a SEQ without positions: derived from cu_seqlens, 0 in padding */
+	{
+		static const uint32_t cu2[] = { 0, 2, 5 };
+		uint8_t pl[128];
+		uint32_t got[6];
+		struct ovl_frame g;
+
+		memset(&sq, 0, sizeof(sq));
+		sq.ntokens = 6;
+		sq.npieces = 2;
+		sq.width = 2;
+		sq.pos_width = 0;
+		sq.cu_seqlens = cu2;
+		g.len = ovl_seq_payload_len(6, 2, 2, 0);
+		CHECK(g.len == OVL_SEQ_FIXED + 12 + 12 + 2 * OVL_PIECE_LEN);
+		CHECK(ovl_seq_flags(&sq) == (OVL_FL_U16 | OVL_FL_NOPOS));
+		memset(pl, 0, sizeof(pl));
+		sq.tokens = NULL;
+		ovl_seq_encode(pl, &sq);
+		g.kind = OVL_SEQ;
+		g.flags = ovl_seq_flags(&sq);
+		g.payload = pl;
+		CHECK(ovl_seq_decode(&g, &sq) == OVL_F_OK && sq.positions == NULL &&
+		    sq.pos_width == 0 && sq.cu_seqlens[2] == 5);
+		ovl_seq_position_ids(&sq, got);
+		CHECK(got[0] == 0 && got[1] == 1 && got[2] == 0 && got[3] == 1 &&
+		    got[4] == 2 && got[5] == 0);
+		/* POS16 and NOPOS together say two things: refused */
+		g.flags |= OVL_FL_POS16;
+		CHECK(ovl_seq_decode(&g, &sq) == OVL_F_EPAYLOAD);
+	}
+
 	/* a flag this reader does not know: a payload it cannot view */
 	build();
 	f.kind = OVL_DOC;
@@ -292,7 +324,7 @@ test_widths(void)
 	f.payload = stream.p + 16;
 	CHECK(ovl_doc_decode(&f, &d) == OVL_F_EPAYLOAD);
 	f.kind = OVL_SEQ;
-	f.flags = 0x80;
+	f.flags = 0x08;
 	CHECK(ovl_seq_decode(&f, &sq) == OVL_F_EPAYLOAD);
 }
 
