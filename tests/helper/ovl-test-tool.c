@@ -24,7 +24,8 @@
  *	set the little-endian u32 at PAYLOAD-OFFSET of frame INDEX (0 is the
  *	first frame after the stream header) and seal the frame again, so its
  *	CRC holds: a frame that passes its CRC but makes no sense; with
- *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead
+ *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead; with
+ *	"flags", its header's flags byte
  *   ovl-test-tool minor FILE N
  *	set the stream header's minor version to N (header CRC resealed)
  *   ovl-test-tool net-cat IN OUT
@@ -268,6 +269,11 @@ poke_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 	(void)off;
 	if (i != k->index)
 		return 0;
+	if (k->kind == 2) {	/* the header's flags */
+		ovl_frame_seal(p, f->kind, (uint8_t)k->val, f->len);
+		k->done = 1;
+		return 1;
+	}
 	if (k->kind) {
 		ovl_frame_seal(p, (uint8_t)k->val, f->flags, f->len);
 		k->done = 1;
@@ -404,6 +410,10 @@ main(int argc, char **argv)
 		k.kind = 1;
 		argv[4] = (char *)"0";
 	}
+	if (argc == 6 && strcmp(argv[4], "flags") == 0) {
+		k.kind = 2;
+		argv[4] = (char *)"0";
+	}
 	if (argc == 3 && (strcmp(argv[1], "frames") == 0 ||
 	    strcmp(argv[1], "dump") == 0)) {
 		int rc;
@@ -430,7 +440,7 @@ main(int argc, char **argv)
 	    (k.kind && k.val > 255)) {
 		fprintf(stderr, "usage: ovl-test-tool frames FILE\n"
 		    "       ovl-test-tool dump FILE|-\n"
-		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
+		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind|flags U32\n"
 		    "       ovl-test-tool minor FILE N\n"
 		    "       ovl-test-tool net-cat IN OUT\n"
 		    "       ovl-test-tool parquet FILE COLUMN\n");
