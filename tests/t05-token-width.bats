@@ -83,6 +83,14 @@ frame_sizes() {
 	"$OVL_CKPT" --dir ck.p16 -p r16.%d p.plan < c.16
 	"$OVL_CKPT" --dir ck.p32 -p r32.%d p.plan < c.32
 	[ "$(stat -c %s r16.0)" -lt "$(stat -c %s r32.0)" ]
+	# the sample reader (numpy) reads both layouts the same
+	local py
+	if py=$(ovl_python_numpy); then
+		"$py" "$OVL_SRCDIR/samples/reader.py" --tokens frames r16.0 > rd16
+		"$py" "$OVL_SRCDIR/samples/reader.py" --tokens frames r32.0 > rd32
+		[ -s rd16 ]
+		cmp rd16 rd32
+	fi
 }
 
 @test "a vocabulary of 65,536 ids is 16-bit, one of 65,537 stays 32-bit" {
