@@ -145,3 +145,16 @@ frame_sizes() {
 	run -3 --separate-stderr "$OVL_CKPT" --dir ck p.plan --input bad.fr
 	[[ "$stderr" == *"byte offset"* ]]
 }
+
+@test "an id over 16 bits in a stream of a small vocabulary: status 1, never cut to 16 bits" {
+	sources 32
+	# the first DOC's first id (payload offset 80) set to 70000, CRC resealed
+	local idx
+	idx=$("$OVL_TEST_TOOL" frames mix.32 | awk '$3 == "DOC" { print $1; exit }')
+	cp mix.32 big.fr
+	"$OVL_TEST_TOOL" poke big.fr "$idx" 80 70000
+	run -1 --separate-stderr "$OVL_CONSTRUCT" p.plan --input big.fr
+	[[ "$stderr" == *"token id 70000, not below the stream's vocabulary"* ]]
+	# asked for 32-bit output, it passes on as before
+	run -0 "$OVL_CONSTRUCT" --token-bits 32 p.plan --input big.fr --output out.fr
+}
