@@ -10,7 +10,9 @@ tools. Subcommands:
       each document; pieces are the cut of src/lib/step.h's rule,
       recomputed here; each step within its budget; sequences no longer
       than their seq-len; cu_seqlens and position ids consistent; frames in
-      (step, rank, micro-batch) order.
+      (step, rank, micro-batch) order; every piece of a sequence but its
+      last ends with the end token, as Megatron's reset attention mask
+      needs (pieces that continue each other are one piece).
   state FILE N      print the construct STATE text of checkpoint N
   barriers FILE     print the checkpoint numbers, one per line
   after FILE N      raw bytes of every frame after BARRIER N (not END)
@@ -64,6 +66,18 @@ def docs(path):
         arrival += 1
         out.append((pos, source, list(ids(p, 80, ntok, not p.flags & FL_U16)[0])))
     return out
+
+
+def eod_of(path):
+    for kind, p, _ in frames(path):
+        if kind == META:
+            tl, = struct.unpack_from("<I", p, 0)
+            for line in p[8:8 + tl].decode().splitlines():
+                k, _, v = line.partition(" ")
+                if k == "eod":
+                    return int(v)
+            return None
+    return None
 
 
 def seqs(path):
@@ -155,6 +169,7 @@ def check(args):
             errors.append(msg)
 
     dl = docs(a.inp)
+    eod = eod_of(a.inp)
     byid = {pos: toks for pos, _, toks in dl}
     want = cut(dl, schedule(a.seq_len), a.ranks * a.micro_batches, a.step_tokens,
                exact=a.uniform)
@@ -177,8 +192,17 @@ def check(args):
         w = want[(mpos, offs[i])]
         if not a.uniform and offs[i] != poff:
             return None
-        if poff + ln > offs[i] + w[1] or (not a.uniform and ln != w[1]):
+        if not a.uniform and ln != w[1]:
             return None
+        # fixed shapes: cut pieces that meet in a sequence are one piece
+        # (of one step, or moved next to each other by a window)
+        end, j = offs[i] + w[1], i
+        while poff + ln > end:
+            j += 1
+            if j >= len(offs) or offs[j] != end or (
+                    a.window == 1 and want[(mpos, end)][0] != w[0]):
+                return None
+            end += want[(mpos, end)][1]
         return w
     sq = seqs(a.out)
     seen = {}
@@ -214,6 +238,10 @@ def check(args):
                 err("seq %d piece %d: length %d, cu says %d" % (k, j, ln, a1 - a0))
             if list(pos[a0:a1]) != list(range(ln)):
                 err("seq %d piece %d: positions do not restart" % (k, j))
+            if j + 1 < len(s["pieces"]) and eod is not None and toks[a1 - 1] != eod:
+                err("seq %d piece %d: not the last, and no end token: a reader "
+                    "that sees document ends only there (Megatron) joins it to "
+                    "the next" % (k, j))
             doc = byid.get(mpos)
             if doc is None:
                 err("seq %d: unknown document %d" % (k, mpos))

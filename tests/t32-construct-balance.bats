@@ -4,6 +4,9 @@
 # 8 micro-batches per rank, with and without a window: the written plan's
 # maximum rank cost is never above none's on the same pieces; with fixed
 # shapes the plan written is named and the cut plans keep exact resume.
+# Every output passes construct-check, which also holds that a piece
+# without its end token is the last of its sequence (Megatron sees a
+# document end only at an end token).
 
 load test_helper
 
@@ -38,6 +41,10 @@ print(len(st), sum(s["none"]["max_cost"] for s in st) / sum(s["max_cost"] for s 
 					run -0 never_worse "$T/st"
 					echo "$m $mode $mb $w: $output" >> "$T/log"
 					[ "${output%% *}" -ge 10 ]
+					# and Megatron sees every document end
+					run -0 python3 "$CHECK" check "$T/long.f" \
+					    "$T/out.f" --ranks 4 --micro-batches $mb \
+					    --seq-len 1024 --window $w $mode
 				done
 			done
 		done

@@ -111,6 +111,7 @@ struct stepwork {
 	uint32_t	*order;
 	uint32_t	*rlen;		/* one rank's pieces' lengths */
 	uint32_t	*rbin;
+	uint32_t	*ulen, *ufirst, *uperm;	/* cut plans: chains of pieces */
 	size_t		 cap;
 	uint32_t	*bin_rank;
 	uint32_t	*bin_mb;
@@ -126,6 +127,9 @@ struct stepwork {
 	size_t		 parts_cap;
 	struct ovl_frag	*frags;
 	uint32_t	*plen, *pidx;	/* one rank's parts */
+	uint32_t	*cfirst;	/* one rank's chains: first part */
+	uint8_t		*copen;		/* a chain lacks its end token */
+	uint32_t	*cord, *clen;	/* chains in concat order, lengths */
 	size_t		 frags_cap;
 	/* uniform, cut plan: cost, rank and micro-batch of every bin */
 	double		*bcost;
@@ -178,6 +182,12 @@ struct construct {
 	size_t		 nrun;
 	/* scratch for JSON and drift */
 	struct ovl_u32vec jtok, jpos, jcu;
+	struct jpiece {			/* --json: a sequence's pieces */
+		uint32_t source;
+		uint64_t mix_pos;
+		uint32_t offset, length;
+	} *jpiece;
+	size_t		 jpiece_cap;
 	double		 drift[MAX_WINDOW];
 	uint32_t	 moved[MAX_WINDOW];
 	uint64_t	 seqs, steps, tokens, padding;

@@ -445,6 +445,7 @@ main(int argc, char **argv)
 	free(c.pieces);
 	ovl_buf_free(&c.arena);
 	ovl_u32vec_free(&c.jtok);
+	free(c.jpiece);
 	ovl_u32vec_free(&c.jpos);
 	ovl_u32vec_free(&c.jcu);
 	while (c.nheld > 0)
@@ -457,10 +458,12 @@ main(int argc, char **argv)
 		struct stepwork *w = &c.sw;
 		free(w->idx); free(w->len); free(w->cost); free(w->scratch);
 		free(w->rank); free(w->bin); free(w->bin2); free(w->order);
-		free(w->rlen); free(w->rbin); free(w->bin_rank); free(w->bin_mb);
+		free(w->rlen); free(w->rbin);
+		free(w->ulen); free(w->ufirst); free(w->uperm); free(w->bin_rank); free(w->bin_mb);
 		free(w->rcost); free(w->nmb); free(w->nmb_none); free(w->rfirst);
 		free(w->rtok); free(w->extra); free(w->parts); free(w->frags);
-		free(w->plen); free(w->pidx); free(w->bcost); free(w->brank);
+		free(w->plen); free(w->pidx); free(w->cfirst); free(w->copen);
+		free(w->cord); free(w->clen); free(w->bcost); free(w->brank);
 		free(w->bmb); free(w->rcost2);
 	}
 	ovl_io_close_stdout();

@@ -70,41 +70,66 @@ put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
 	}
 }
 
-/* One sequence: pieces idx[a..b) of the step in order. */
+/* Does piece q continue piece p in their document? */
+static int
+piece_follows(const struct piece *p, const struct piece *q)
+{
+	return p->mix_pos == q->mix_pos && p->source == q->source &&
+	    (uint64_t)p->offset + p->length == q->offset;
+}
+
+/*
+ * One sequence: pieces idx[0..np) of the step in order. Pieces that
+ * continue each other are written as one (one cu_seqlens segment, its
+ * positions going on), as a reader that sees document ends only at end
+ * tokens reads them.
+ */
 static void
 emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
     uint32_t mb, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
-	uint32_t real = 0, ntok, k, *cu, tw = 4, pw = 4, pmax = 0, cont = 0;
+	uint32_t real = 0, ntok, k, *cu, nseg = 0, seg, tw = 4, pw = 4;
+	uint64_t pmax = 0, segend = 0;
+	int cont = 0;
 	void *tok, *pos;
 	uint8_t *pl = NULL;
 	struct ovl_seq s;
-	size_t j;
+	size_t j, e;
 
 	for (j = 0; j < np; j++) {
 		const struct piece *p = &c->pieces[idx[j]];
-		uint64_t last = (p->source < OVL_PLAN_MAX_SOURCES &&
-		    o->cont_pos[p->source] ? p->offset : 0) + p->length;
 
 		real += p->length;
-		if (last > p->length)
-			cont = 1;	/* positions go on from the piece's offset */
-		if (last > pmax)
-			pmax = last > UINT32_MAX ? UINT32_MAX : (uint32_t)last;
+		if (j == 0 || !piece_follows(&c->pieces[idx[j - 1]], p)) {
+			nseg++;
+			/* a segment's positions start at 0, or go on */
+			segend = p->source < OVL_PLAN_MAX_SOURCES &&
+			    o->cont_pos[p->source] ? p->offset : 0;
+			if (segend > 0)
+				cont = 1;
+		}
+		segend += p->length;
+		if (segend > pmax)
+			pmax = segend;
 	}
 	ntok = o->uniform ? seq_len : real;
 	if (o->json) {
 		c->jtok.len = c->jpos.len = c->jcu.len = 0;
 		tok = ovl_u32vec_reserve(&c->jtok, ntok);
 		pos = ovl_u32vec_reserve(&c->jpos, ntok);
-		cu = ovl_u32vec_reserve(&c->jcu, np + 1);
+		cu = ovl_u32vec_reserve(&c->jcu, nseg + 1);
+		if (nseg > c->jpiece_cap) {
+			c->jpiece_cap = nseg + nseg / 2;
+			c->jpiece = ovl_xrealloc(c->jpiece, c->jpiece_cap *
+			    sizeof(*c->jpiece));
+		}
 	} else {
 		uint32_t len;
 
 		/*
 		 * 16-bit arrays where every id fits, and no positions at all
-		 * where they restart at every piece: the reader derives them
+		 * where they restart at every segment: the reader derives them
 		 * (ovl-frame(5), minor 2). --token-bits 32: minor 1's layout.
 		 */
 		tw = c->tok_width;
@@ -112,7 +137,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			pw = 4;
 		else
 			pw = !cont ? 0 : pmax <= 0x10000 ? 2 : 4;
-		len = ovl_seq_payload_len(ntok, (uint32_t)np, tw, pw);
+		len = ovl_seq_payload_len(ntok, nseg, tw, pw);
 		if (len == 0)
 			ovl_errx(OVL_EXIT_DATA, "a sequence of %u tokens is "
 			    "over the frame limit", ntok);
@@ -122,7 +147,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		s.rank = rank;
 		s.mb = mb;
 		s.ntokens = ntok;
-		s.npieces = (uint32_t)np;
+		s.npieces = nseg;
 		s.seq_len = seq_len;
 		s.flags = 0;
 		s.width = tw;
@@ -134,19 +159,24 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	}
 	k = 0;
 	cu[0] = 0;
-	for (j = 0; j < np; j++) {
+	for (j = 0, seg = 0; j < np; j = e, seg++) {
 		const struct piece *p = &c->pieces[idx[j]];
-
 		uint32_t p0 = p->source < OVL_PLAN_MAX_SOURCES &&
-		    o->cont_pos[p->source] ? p->offset : 0;
+		    o->cont_pos[p->source] ? p->offset : 0, slen = 0;
 
-		(void)ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
-		    c->arena.p + p->tok * c->tok_width, c->tok_width,
-		    p->length);
-		if (pw != 0)
-			put_positions(pos, pw, k, p0, p->length);
-		k += p->length;
-		cu[j + 1] = k;
+		for (e = j; e < np && (e == j || piece_follows(
+		    &c->pieces[idx[e - 1]], &c->pieces[idx[e]])); e++) {
+			const struct piece *q = &c->pieces[idx[e]];
+
+			(void)ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
+			    c->arena.p + (size_t)q->tok * c->tok_width,
+			    c->tok_width, q->length);
+			if (pw != 0)
+				put_positions(pos, pw, k, p0 + slen, q->length);
+			k += q->length;
+			slen += q->length;
+		}
+		cu[seg + 1] = k;
 		if (pl != NULL) {
 			struct ovl_piece pc;
 			pc.source = p->source;
@@ -155,8 +185,11 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			pc.offset = p->offset;
 			pc.record = p->record;
 			pc.mix_pos = p->mix_pos;
-			pc.length = p->length;
-			ovl_seq_put_piece(pl, &s, (uint32_t)j, &pc);
+			pc.length = slen;
+			ovl_seq_put_piece(pl, &s, seg, &pc);
+		} else {
+			c->jpiece[seg] = (struct jpiece){ p->source,
+			    p->mix_pos, p->offset, slen };
 		}
 	}
 	for (; k < ntok; k++) {
@@ -181,12 +214,12 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	printf(",\"positions\":");
 	ovl_json_u32s(stdout, (const uint32_t *)pos, ntok);
 	printf(",\"cu_seqlens\":");
-	ovl_json_u32s(stdout, cu, np + 1);
+	ovl_json_u32s(stdout, cu, nseg + 1);
 	printf(",\"docs\":[");
-	for (j = 0; j < np; j++) {
-		const struct piece *p = &c->pieces[idx[j]];
-		printf("%s[%u,%" PRIu64 ",%u,%u]", j > 0 ? "," : "", p->source,
-		    p->mix_pos, p->offset, p->length);
+	for (seg = 0; seg < nseg; seg++) {
+		const struct jpiece *p = &c->jpiece[seg];
+		printf("%s[%u,%" PRIu64 ",%u,%u]", seg > 0 ? "," : "",
+		    p->source, p->mix_pos, p->offset, p->length);
 	}
 	printf("]}\n");
 }
@@ -208,6 +241,10 @@ sw_grow(struct stepwork *w, size_t n, size_t nbins, uint32_t ranks)
 		w->order = ovl_xrealloc(w->order, cap * sizeof(*w->order));
 		w->rlen = ovl_xrealloc(w->rlen, cap * sizeof(*w->rlen));
 		w->rbin = ovl_xrealloc(w->rbin, cap * sizeof(*w->rbin));
+		w->ulen = ovl_xrealloc(w->ulen, cap * sizeof(*w->ulen));
+		w->ufirst = ovl_xrealloc(w->ufirst, (cap + 1) *
+		    sizeof(*w->ufirst));
+		w->uperm = ovl_xrealloc(w->uperm, cap * sizeof(*w->uperm));
 		w->extra = ovl_xrealloc(w->extra, cap * sizeof(*w->extra));
 		w->cap = cap;
 	}
@@ -393,20 +430,163 @@ piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
 }
 
 /*
+ * Does tokens [off_b, ...) of step piece item_b continue tokens [..,
+ * end_a) of step piece item_a in their document? Then a sequence holds
+ * them as one piece (emit_seq): positions go on, as a reader that sees
+ * document ends only at end tokens (Megatron) has them.
+ */
+static int
+continues(const struct construct *c, uint32_t item_a, uint32_t end_a,
+    uint32_t item_b, uint32_t off_b)
+{
+	const struct piece *p = &c->pieces[c->sw.idx[item_a]];
+	const struct piece *q = &c->pieces[c->sw.idx[item_b]];
+
+	return p->mix_pos == q->mix_pos && p->source == q->source &&
+	    (uint64_t)p->offset + end_a == (uint64_t)q->offset + off_b;
+}
+
+/* Do tokens [.., end) of step piece item end with the end token? */
+static int
+ends_doc(const struct construct *c, uint32_t item, uint32_t end)
+{
+	const struct piece *p = &c->pieces[c->sw.idx[item]];
+
+	return end > 0 && ovl_tok_at(c->arena.p, c->tok_width,
+	    p->tok + end - 1) == c->eod;
+}
+
+/*
+ * Fragments of a fill in emission order: each bin's cost with the
+ * contiguous fragments of one document counted as one piece (as emitted),
+ * and whether every fragment followed by another in its bin ends its
+ * document or is continued by it (*ok cleared when not).
+ */
+struct fragrun {
+	uint32_t	bin, item, end;
+	uint64_t	len;		/* tokens of the run, image tokens too */
+	int		have, closed;
+};
+
+static void
+run_add(struct construct *c, struct fragrun *u, uint32_t bin, uint32_t item,
+    uint32_t off, uint32_t len, double *cost_of_bin, int *ok)
+{
+	const struct construct_opts *o = c->o;
+	uint64_t x = (uint64_t)len + (off == 0 ? c->sw.extra[item] : 0);
+
+	if (u->have && u->bin == bin && continues(c, u->item, u->end, item,
+	    off)) {
+		u->len += x;
+	} else {
+		if (u->have) {
+			cost_of_bin[u->bin] += ovl_cost_of(&o->cost, u->len);
+			if (u->bin == bin && !u->closed)
+				*ok = 0;
+		}
+		u->len = x;
+	}
+	u->have = 1;
+	u->bin = bin;
+	u->item = item;
+	u->end = off + len;
+	u->closed = ends_doc(c, item, off + len);
+}
+
+static void
+run_end(struct construct *c, struct fragrun *u, double *cost_of_bin)
+{
+	if (u->have)
+		cost_of_bin[u->bin] += ovl_cost_of(&c->o->cost, u->len);
+	u->have = 0;
+}
+
+/*
+ * One rank's chains (uniform_fill) filled one after the other, those that
+ * lack their end token last: the fragments in w->frags, their number.
+ */
+static size_t
+concat_opens_last(struct construct *c, size_t nc, uint32_t S, uint32_t per)
+{
+	struct stepwork *w = &c->sw;
+	size_t i, m = 0, nf;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < nc; i++)
+			if ((w->copen[i] != 0) == pass)
+				w->cord[m++] = (uint32_t)i;
+	for (i = 0; i < nc; i++)
+		w->clen[i] = w->plen[w->cord[i]];
+	nf = ovl_pack_fill(c->pk, OVL_PACK_CONCAT, w->clen, nc, S, per,
+	    w->frags);
+	for (i = 0; i < nf; i++)
+		w->frags[i].item = w->cord[w->frags[i].item];
+	return nf;
+}
+
+/*
+ * Do one rank's chain fragments w->frags[0..nf) (parts pi[], chains
+ * w->cfirst) keep every document end where Megatron sees it: a part
+ * slice followed by another in its sequence ends its document or is
+ * continued by it?
+ */
+static int
+chain_frags_ok(const struct construct *c, const uint32_t *pi, size_t nf)
+{
+	const struct stepwork *w = &c->sw;
+	size_t k, j;
+	uint32_t pbin = UINT32_MAX, pitem = 0, pend = 0;
+	int pclosed = 1;
+
+	for (k = 0; k < nf; k++) {
+		const struct ovl_frag *f = &w->frags[k];
+		uint32_t cs = 0, fe = f->off + f->len;
+
+		for (j = w->cfirst[f->item]; j < w->cfirst[f->item + 1]; j++) {
+			const struct ovl_part *pt = &w->parts[pi[j]];
+			uint32_t lo = f->off > cs ? f->off : cs;
+			uint32_t hi = fe < cs + pt->len ? fe : cs + pt->len;
+
+			cs += pt->len;
+			if (lo >= hi)
+				continue;
+			lo = pt->off + lo - (cs - pt->len);
+			hi = pt->off + hi - (cs - pt->len);
+			if (pbin == f->bin && !pclosed &&
+			    !continues(c, pitem, pend, pt->item, lo))
+				return 0;
+			pbin = f->bin;
+			pitem = pt->item;
+			pend = hi;
+			pclosed = ends_doc(c, pt->item, hi);
+		}
+	}
+	return 1;
+}
+
+/*
  * Uniform shapes: the step's pieces to ranks of exactly per x seq_len
- * tokens (ovl_balance_exact), each rank's parts into per sequences
- * (ovl_pack_fill), cutting where they do not fit. Rank costs over the
- * final fragments into rc. Returns the number of fragments; with keys,
- * they become pieces and emission keys.
+ * tokens (ovl_balance_exact), each rank's parts into per sequences,
+ * cutting where they do not fit. A rank's parts that continue each other
+ * (a document longer than a sequence, a piece cut between ranks and both
+ * parts here) are one chain, kept in order. With none (or --pack concat)
+ * the chains fill the sequences one after the other in arrival order, cut
+ * at every boundary; else by ovl_pack_fill_ends, so that a fragment
+ * without its end token is the last of its sequence (the concat fill when
+ * that cannot be done). Rank costs into rc; *ok cleared when some
+ * sequence would hide a document end from Megatron. Returns the number of
+ * fragments; with keys, they become pieces and emission keys.
  */
 static size_t
 uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
-    uint32_t per, double *rc, int keys)
+    uint32_t per, double *rc, int keys, int *ok)
 {
 	const struct construct_opts *o = c->o;
 	struct stepwork *w = &c->sw;
 	uint32_t ranks = o->ranks, r;
 	size_t np, i, k, nk = 0, need = OVL_BALANCE_EXACT_PARTS(n, ranks);
+	double *bc = w->bcost;
 
 	if (need > w->parts_cap) {
 		w->parts_cap = need + need / 2;
@@ -414,6 +594,23 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 		    sizeof(*w->parts));
 		w->plen = ovl_xrealloc(w->plen, w->parts_cap * sizeof(*w->plen));
 		w->pidx = ovl_xrealloc(w->pidx, w->parts_cap * sizeof(*w->pidx));
+		w->cfirst = ovl_xrealloc(w->cfirst, (w->parts_cap + 1) *
+		    sizeof(*w->cfirst));
+		w->copen = ovl_xrealloc(w->copen, w->parts_cap *
+		    sizeof(*w->copen));
+		w->cord = ovl_xrealloc(w->cord, w->parts_cap *
+		    sizeof(*w->cord));
+		w->clen = ovl_xrealloc(w->clen, w->parts_cap *
+		    sizeof(*w->clen));
+	}
+	if (per > w->bins_cap) {
+		w->bins_cap = per + per / 2;
+		w->bcost = ovl_xrealloc(w->bcost, w->bins_cap *
+		    sizeof(*w->bcost));
+		w->brank = ovl_xrealloc(w->brank, w->bins_cap *
+		    sizeof(*w->brank));
+		w->bmb = ovl_xrealloc(w->bmb, w->bins_cap * sizeof(*w->bmb));
+		bc = w->bcost;
 	}
 	np = ovl_balance_exact(c->bal, method, &o->cost, w->cost, w->len,
 	    w->extra, n, ranks, (uint64_t)per * S, w->parts, rc);
@@ -437,8 +634,10 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 	w->rfirst[0] = 0;
 	memset(rc, 0, ranks * sizeof(*rc));
 	for (r = 0; r < ranks; r++) {
-		size_t a = w->rfirst[r], z = w->rfirst[r + 1], nf, j;
+		size_t a = w->rfirst[r], z = w->rfirst[r + 1], nf, j, nc = 0;
 		uint32_t *pi = w->pidx + a;
+		struct fragrun u = { 0 };
+		int concat, try;
 
 		/* insertion sort by (piece, offset): parts mostly in order */
 		for (j = 1; j < z - a; j++) {
@@ -453,27 +652,72 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 			}
 			pi[q] = x;
 		}
-		for (j = 0; j < z - a; j++)
-			w->plen[j] = w->parts[pi[j]].len;
-		nf = ovl_pack_fill(c->pk, o->pack, w->plen, z - a, S, per,
-		    w->frags);
+		/* chains of parts that continue each other */
+		for (j = 0; j < z - a; j++) {
+			const struct ovl_part *pt = &w->parts[pi[j]];
+			const struct ovl_part *pv = j > 0 ?
+			    &w->parts[pi[j - 1]] : NULL;
+
+			if (pv == NULL || !continues(c, pv->item, pv->off +
+			    pv->len, pt->item, pt->off)) {
+				w->cfirst[nc] = (uint32_t)j;
+				w->plen[nc++] = 0;
+			}
+			w->plen[nc - 1] += pt->len;
+			w->copen[nc - 1] = !ends_doc(c, pt->item, pt->off +
+			    pt->len);
+		}
+		w->cfirst[nc] = (uint32_t)(z - a);
+		concat = method == OVL_BAL_NONE || o->pack == OVL_PACK_CONCAT;
+		for (try = 0; try < 2; try++) {
+			nf = concat != try ? concat_opens_last(c, nc, S, per) :
+			    ovl_pack_fill_ends(c->pk, w->plen, w->copen, nc, S,
+			    per, w->frags);
+			if (nf != SIZE_MAX && chain_frags_ok(c, pi, nf))
+				break;
+		}
+		if (try == 2) {
+			/* neither: the concat fill, and the plan is no candidate */
+			nf = concat_opens_last(c, nc, S, per);
+			*ok = 0;
+		}
+		/* chain fragments to the parts they cover, in order */
+		for (k = 0; k < per; k++)
+			bc[k] = 0;
 		w->rtok[r] = 0;
 		for (k = 0; k < nf; k++) {
 			const struct ovl_frag *f = &w->frags[k];
-			const struct ovl_part *pt = &w->parts[pi[f->item]];
-			uint32_t off = pt->off + f->off, item = pt->item;
+			uint32_t cs = 0, fe = f->off + f->len;
 
-			rc[r] += ovl_cost_of(&o->cost, (uint64_t)f->len +
-			    (off == 0 ? w->extra[item] : 0));
-			w->rtok[r] += f->len;
-			if (keys) {
-				ekeys[nk].key = (uint64_t)r << 32 | f->bin;
-				ekeys[nk].sub = (uint64_t)item << 32 | off;
-				ekeys[nk].piece = piece_cut(c, w->idx[item],
-				    off, f->len);
+			for (j = w->cfirst[f->item]; j < w->cfirst[f->item + 1];
+			    j++) {
+				const struct ovl_part *pt = &w->parts[pi[j]];
+				uint32_t lo = f->off > cs ? f->off : cs;
+				uint32_t hi = fe < cs + pt->len ? fe :
+				    cs + pt->len;
+
+				cs += pt->len;
+				if (lo >= hi)
+					continue;
+				lo -= cs - pt->len;
+				hi -= cs - pt->len;
+				run_add(c, &u, f->bin, pt->item, pt->off + lo,
+				    hi - lo, bc, ok);
+				w->rtok[r] += hi - lo;
+				if (keys) {
+					ekeys[nk].key = (uint64_t)r << 32 |
+					    f->bin;
+					ekeys[nk].sub = nk;
+					ekeys[nk].piece = piece_cut(c,
+					    w->idx[pt->item], pt->off + lo,
+					    hi - lo);
+				}
+				nk++;
 			}
-			nk++;
 		}
+		run_end(c, &u, bc);
+		for (k = 0; k < per; k++)
+			rc[r] += bc[k];
 	}
 	return nk;
 }
@@ -492,8 +736,8 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
  * perm[0..n).
  */
 static void
-mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
-    uint32_t *perm)
+mid_order(struct construct *c, const uint32_t *len, size_t n, uint32_t S,
+    size_t nb, uint32_t *perm)
 {
 	struct stepwork *w = &c->sw;
 	uint32_t *byl = w->order, *isx = w->bin2;
@@ -502,9 +746,9 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 
 	for (i = 0; i < n; i++)
 		byl[i] = (uint32_t)i;
-	ovl_pack_sort_desc(byl, n, w->len);
-	while (k < n && k + 1 < nb && w->len[byl[k]] >= S / 4 &&
-	    w->len[byl[k]] >= 2)
+	ovl_pack_sort_desc(byl, n, len);
+	while (k < n && k + 1 < nb && len[byl[k]] >= S / 4 &&
+	    len[byl[k]] >= 2)
 		k++;
 	for (i = 0; i < n; i++)
 		isx[i] = 0;
@@ -513,7 +757,7 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 	for (zi = 0; zi < k; zi++) {
 		/* long and short alternating: 0, k-1, 1, k-2, ... */
 		uint32_t x = byl[zi % 2 == 0 ? zi / 2 : k - 1 - zi / 2];
-		uint64_t L = w->len[x], target;
+		uint64_t L = len[x], target;
 
 		target = (pos / S + 1) * S;
 		target = target > pos + (L + 1) / 2 ? target - (L + 1) / 2 :
@@ -527,7 +771,7 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
 
 			if (isx[q] != 0)
 				continue;
-			nx = pos + w->len[q];
+			nx = pos + len[q];
 			if ((nx > target ? nx - target : target - nx) >=
 			    target - pos) {
 				seen++;
@@ -555,12 +799,13 @@ mid_order(struct construct *c, size_t n, uint32_t S, size_t nb,
  */
 static size_t
 cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
-    int keys, int mid)
+    int keys, int mid, int *ok)
 {
 	const struct construct_opts *o = c->o;
 	struct stepwork *w = &c->sw;
-	uint32_t ranks = o->ranks, r, *perm = w->rbin, *plen = w->rlen;
-	size_t nb = (size_t)ranks * per, nf, k, nk = 0;
+	uint32_t ranks = o->ranks, r, *perm = w->rbin, *plen = w->rlen, i;
+	size_t nb = (size_t)ranks * per, nf, k, nk = 0, nu, m;
+	int pass;
 
 	if (nb > w->bins_cap) {
 		w->bins_cap = nb + nb / 2;
@@ -575,22 +820,47 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 		w->frags = ovl_xrealloc(w->frags, w->frags_cap *
 		    sizeof(*w->frags));
 	}
+	/* chains: pieces that continue each other stay together, in order */
+	for (k = 0, nu = 0; k < n; k++) {
+		if (k == 0 || !continues(c, (uint32_t)k - 1, w->len[k - 1],
+		    (uint32_t)k, 0)) {
+			w->ufirst[nu] = (uint32_t)k;
+			w->ulen[nu++] = 0;
+		}
+		w->ulen[nu - 1] += w->len[k];
+	}
+	w->ufirst[nu] = (uint32_t)n;
 	if (mid)
-		mid_order(c, n, S, nb, perm);
+		mid_order(c, w->ulen, nu, S, nb, w->uperm);
 	else
-		for (k = 0; k < n; k++)
-			perm[k] = (uint32_t)k;
+		for (k = 0; k < nu; k++)
+			w->uperm[k] = (uint32_t)k;
+	/* chains without their end token last (a step's last piece) */
+	for (pass = 0, m = 0; pass < 2; pass++)
+		for (k = 0; k < nu; k++) {
+			uint32_t u = w->uperm[k], e = w->ufirst[u + 1] - 1;
+
+			if (ends_doc(c, e, w->len[e]) != !pass)
+				continue;
+			for (i = w->ufirst[u]; i <= e; i++)
+				perm[m++] = i;
+		}
 	for (k = 0; k < n; k++)
 		plen[k] = w->len[perm[k]];
 	nf = ovl_pack_fill(c->pk, OVL_PACK_CONCAT, plen, n, S, nb, w->frags);
 	for (k = 0; k < nb; k++)
 		w->bcost[k] = 0;
-	for (k = 0; k < nf; k++) {
-		struct ovl_frag *f = &w->frags[k];
+	{
+		struct fragrun u = { 0 };
 
-		f->item = perm[f->item];
-		w->bcost[f->bin] += ovl_cost_of(&o->cost, (uint64_t)f->len +
-		    (f->off == 0 ? w->extra[f->item] : 0));
+		for (k = 0; k < nf; k++) {
+			struct ovl_frag *f = &w->frags[k];
+
+			f->item = perm[f->item];
+			run_add(c, &u, f->bin, f->item, f->off, f->len,
+			    w->bcost, ok);
+		}
+		run_end(c, &u, w->bcost);
 	}
 	(void)ovl_balance_bins(c->bal, w->bcost, nb, ranks, per, w->brank, rc);
 	/* a rank's sequences keep the fill's order */
@@ -607,65 +877,13 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 		w->rtok[r] += f->len;
 		if (keys) {
 			ekeys[nk].key = (uint64_t)r << 32 | w->bmb[f->bin];
-			ekeys[nk].sub = (uint64_t)f->item << 32 | f->off;
+			ekeys[nk].sub = nk;
 			ekeys[nk].piece = piece_cut(c, w->idx[f->item], f->off,
 			    f->len);
 		}
 		nk++;
 	}
 	return nk;
-}
-
-/*
- * Can a fill of fragments w->frags[0..nf) go to Megatron as it is? Its
- * reset-position-ids and reset-attention-mask see a document end only at
- * an end-of-document token, so a fragment that does not end its document
- * must be the last of its sequence (in the order written): otherwise what
- * follows would attend to it and continue its positions, while the frames
- * and npy outputs restart them at every piece.
- */
-static const struct ovl_frag *ord_frags;
-
-/* The emission order within a sequence: by bin, then piece, then offset. */
-static int
-cmp_emit(const void *a, const void *b)
-{
-	const struct ovl_frag *f = &ord_frags[*(const uint32_t *)a];
-	const struct ovl_frag *g = &ord_frags[*(const uint32_t *)b];
-
-	if (f->bin != g->bin)
-		return f->bin < g->bin ? -1 : 1;
-	if (f->item != g->item)
-		return f->item < g->item ? -1 : 1;
-	return f->off < g->off ? -1 : f->off > g->off;
-}
-
-static int
-ends_separate(const struct construct *c, size_t nf)
-{
-	static uint32_t *ord;
-	static size_t cap;
-	const struct stepwork *w = &c->sw;
-	size_t k;
-
-	if (nf > cap) {
-		cap = nf + nf / 2;
-		ord = ovl_xrealloc(ord, cap * sizeof(*ord));
-	}
-	for (k = 0; k < nf; k++)
-		ord[k] = (uint32_t)k;
-	ord_frags = w->frags;
-	qsort(ord, nf, sizeof(*ord), cmp_emit);
-	for (k = 0; k + 1 < nf; k++) {
-		const struct ovl_frag *f = &w->frags[ord[k]];
-		const struct ovl_frag *g = &w->frags[ord[k + 1]];
-		const struct piece *p = &c->pieces[w->idx[f->item]];
-
-		if (g->bin == f->bin && ovl_tok_at(c->arena.p, c->tok_width,
-		    p->tok + f->off + f->len - 1) != c->eod)
-			return 0;
-	}
-	return 1;
 }
 
 /* The largest of v[0..n). */
@@ -697,34 +915,39 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	struct stepwork *w = &c->sw;
 	uint32_t ranks = o->ranks;
 	double mid_max, cut_max, maxc;
-	size_t nk;
+	int ok = 1;
 
-	*none_nf = uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0);
+	*none_nf = uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0, &ok);
 	*none_max = max_of(w->rcost, ranks);
 	if (o->balance == OVL_BAL_NONE) {
 		*plan = PLAN_NONE;
-		return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1);
+		return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1,
+		    &ok);
 	}
-	/* a cut plan that would hide a document end is not a candidate */
-	nk = cut_fill(c, n, S, per, w->rcost, 0, 1);
-	mid_max = ends_separate(c, nk) ? max_of(w->rcost, ranks) : HUGE_VAL;
-	nk = cut_fill(c, n, S, per, w->rcost, 0, 0);
-	cut_max = ends_separate(c, nk) ? max_of(w->rcost, ranks) : HUGE_VAL;
-	nk = uniform_fill(c, o->balance, n, S, per, w->rcost, 1);
-	maxc = max_of(w->rcost, ranks);
-	*plan = PLAN_BALANCED;
-	if (maxc <= mid_max && maxc <= cut_max && maxc <= *none_max)
-		return nk;
+	/* a plan that would hide a document end is not a candidate */
+	ok = 1;
+	(void)cut_fill(c, n, S, per, w->rcost, 0, 1, &ok);
+	mid_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
+	ok = 1;
+	(void)cut_fill(c, n, S, per, w->rcost, 0, 0, &ok);
+	cut_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
+	ok = 1;
+	(void)uniform_fill(c, o->balance, n, S, per, w->rcost, 0, &ok);
+	maxc = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
+	if (maxc <= mid_max && maxc <= cut_max && maxc <= *none_max) {
+		*plan = PLAN_BALANCED;
+		return uniform_fill(c, o->balance, n, S, per, w->rcost, 1, &ok);
+	}
 	if (mid_max <= cut_max && mid_max <= *none_max) {
 		*plan = PLAN_MID;
-		return cut_fill(c, n, S, per, w->rcost, 1, 1);
+		return cut_fill(c, n, S, per, w->rcost, 1, 1, &ok);
 	}
 	if (cut_max <= *none_max) {
 		*plan = PLAN_CUT;
-		return cut_fill(c, n, S, per, w->rcost, 1, 0);
+		return cut_fill(c, n, S, per, w->rcost, 1, 0, &ok);
 	}
 	*plan = PLAN_NONE;
-	return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1);
+	return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
 }
 
 /* Balance, pack and write one step made of the pieces w->idx[0..n). */
@@ -915,6 +1138,22 @@ flush_window(struct construct *c)
 			w->rank[i] = c->pieces[i].wstep;
 			w->bin[i] = c->pieces[i].source;
 			c->wgroup[i] = c->pieces[i].mix_pos;
+		}
+		/*
+		 * Fixed shapes: the pieces of a document cut in several, and
+		 * any piece without its end token, stay where the cut put
+		 * them, so such a piece is still followed by its continuation
+		 * or ends its step, and a sequence can end with it
+		 * (uniform_fill).
+		 */
+		for (i = 0; c->o->uniform && i < n; i++) {
+			const struct piece *p = &c->pieces[i];
+
+			if ((i > 0 && p[-1].mix_pos == p->mix_pos) ||
+			    (i + 1 < n && p[1].mix_pos == p->mix_pos) ||
+			    ovl_tok_at(c->arena.p, c->tok_width,
+			    p->tok + p->length - 1) != c->eod)
+				c->wgroup[i] |= OVL_WINDOW_PINNED;
 		}
 		/*
 		 * Every step keeps its token budget: at most its budget and at

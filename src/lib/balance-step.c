@@ -53,6 +53,8 @@ movable(const uint64_t *group, const uint32_t *step, size_t n, size_t i,
 {
 	if (group == NULL)
 		return 1;
+	if (group[i] & OVL_WINDOW_PINNED)
+		return step[i] == t;
 	if (i > 0 && group[i - 1] == group[i] && step[i - 1] > t)
 		return 0;
 	if (i + 1 < n && group[i + 1] == group[i] && step[i + 1] < t)

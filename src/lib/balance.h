@@ -159,10 +159,13 @@ size_t	ovl_balance_exact(struct ovl_balancer *b, int method,
  * while one lowers it, at most maxmoves. When group is not NULL,
  * consecutive pieces of equal group[i] (the pieces of one document, in
  * order) keep their order: no piece moves to a step before its
- * predecessor's or after its successor's. Writes the new steps to
+ * predecessor's or after its successor's; a piece whose group has
+ * OVL_WINDOW_PINNED set does not move. Writes the new steps to
  * step[]; returns the number of trades, or -1 (step[] untouched) when a
  * step is out of range.
  */
+#define OVL_WINDOW_PINNED	((uint64_t)1 << 63)
+
 int	ovl_balance_window(struct ovl_balancer *b, const double *cost,
 	    const uint32_t *len, const uint32_t *src, const uint64_t *group,
 	    size_t n, uint32_t *step, size_t k, const uint64_t *lo,

@@ -71,6 +71,21 @@ size_t	ovl_pack_fill(struct ovl_packer *p, int method, const uint32_t *len,
 	    size_t n, uint32_t cap, size_t nbins, struct ovl_frag *frag);
 
 /*
+ * Fixed shapes for a reader that sees a document end only at its end
+ * token (Megatron): as ovl_pack_fill with bfd, but a piece with open[i]
+ * != 0 (it lacks its end token) and every cut piece's head is the last
+ * fragment of its bin, at most one per bin. Open pieces go whole by best
+ * fit into bins without a last fragment, then closed ones anywhere, then the
+ * rest, longest first, whole where they can, else cut at the room of the
+ * open bin with the most. Writes the fragments to frag[] (room for n +
+ * nbins) bin by bin, each bin's in its order (its last fragment last);
+ * returns their number, or SIZE_MAX when the pieces cannot be laid out so.
+ */
+size_t	ovl_pack_fill_ends(struct ovl_packer *p, const uint32_t *len,
+	    const uint8_t *open, size_t n, uint32_t cap, size_t nbins,
+	    struct ovl_frag *frag);
+
+/*
  * Sort the indices idx[0..n) by len[idx] descending, then by index: the
  * order in which best-fit decreasing takes pieces. Not reentrant.
  */

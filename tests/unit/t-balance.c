@@ -299,6 +299,96 @@ test_fill(void)
 	ovl_packer_free(p);
 }
 
+/*
+ * ovl_pack_fill_ends: exact fills where pieces without their end token
+ * (and every cut's head) end their bin: each bin holds its fragments in
+ * order, all but the last closed; or SIZE_MAX when it cannot be done.
+ */
+static void
+test_fill_ends(void)
+{
+	static struct ovl_frag fr[N + 64];
+	static uint32_t it[N + 64], of[N + 64], fl[N + 64];
+	static uint8_t open[N];
+	struct ovl_packer *p = ovl_packer_new();
+	struct ovl_rng rng;
+	uint64_t total, load[16];
+	size_t i, n, nf, done = 0, round;
+	int bad = 0;
+	uint32_t l3[3] = { 7, 7, 6 };
+	uint8_t o3[3] = { 1, 1, 1 };
+
+	ovl_rng_seed(&rng, 21);
+	for (round = 0; round < 200; round++) {
+		uint32_t bins = 1 + (uint32_t)(round % 16), k;
+
+		gen(&rng, N, 4096);
+		for (n = 0, total = 0; total < (uint64_t)bins * 4096; n++) {
+			if (total + len[n] > (uint64_t)bins * 4096)
+				len[n] = (uint32_t)(bins * 4096 - total);
+			total += len[n];
+			open[n] = 0;
+		}
+		/*
+		 * one piece without its end token (as a step's last piece):
+		 * always done; up to half the bins' worth: mostly
+		 */
+		for (k = 0; k < (round < 100 ? 1 : (bins + 1) / 2); k++)
+			open[ovl_rng_next(&rng) % n] = 1;
+		nf = ovl_pack_fill_ends(p, len, open, n, 4096, bins, fr);
+		if (nf == SIZE_MAX && round < 100)
+			bad++;
+		if (nf == SIZE_MAX)
+			continue;
+		done++;
+		memset(load, 0, sizeof(load));
+		for (i = 0; i < nf; i++) {
+			const struct ovl_frag *f = &fr[i];
+			int closed = !open[f->item] && f->off + f->len ==
+			    len[f->item];
+
+			if (f->bin >= bins || (i > 0 && f->bin < fr[i - 1].bin))
+				bad++;
+			else
+				load[f->bin] += f->len;
+			/* a fragment followed in its bin is closed */
+			if (i + 1 < nf && fr[i + 1].bin == f->bin && !closed)
+				bad++;
+			it[i] = f->item;
+			of[i] = f->off;
+			fl[i] = f->len;
+		}
+		for (i = 1; i < nf; i++) {
+			size_t q = i;
+			while (q > 0 && (it[q - 1] > it[q] || (it[q - 1] == it[q] &&
+			    of[q - 1] > of[q]))) {
+				uint32_t t;
+				t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
+				t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
+				t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
+				q--;
+			}
+		}
+		CHECK(covers(len, n, it, of, fl, nf));
+		for (i = 0; i < bins; i++)
+			if (load[i] != 4096)
+				bad++;
+	}
+	CHECK(bad == 0);
+	/* all with one, most with many */
+	CHECK(done >= 160);
+	/* three pieces without an end token, two bins: cannot */
+	CHECK(ovl_pack_fill_ends(p, l3, o3, 3, 10, 2, fr) == SIZE_MAX);
+	/* two can, one ending each bin, the closed piece before its bin's */
+	l3[1] = 3;
+	l3[2] = 10;
+	o3[1] = 0;
+	nf = ovl_pack_fill_ends(p, l3, o3, 3, 10, 2, fr);
+	CHECK(nf == 3 && fr[0].item == 2 && fr[0].bin == 0 && fr[1].item == 1 &&
+	    fr[1].bin == 1 && fr[2].item == 0 && fr[2].bin == 1);
+	ovl_packer_free(p);
+}
+
 static void
 test_exact(void)
 {
@@ -569,6 +659,7 @@ main(void)
 	RUN(test_random_steps);
 	RUN(test_window);
 	RUN(test_fill);
+	RUN(test_fill_ends);
 	RUN(test_exact);
 	RUN(test_tight_bound);
 	RUN(test_never_worse);
