@@ -17,6 +17,22 @@
 #include <zstd.h>
 
 #include "parquet-int.h"
+#include "dl.h"
+
+/*
+ * libsnappy, loaded at the first snappy page (lib/dl.h): it brings
+ * libstdc++, which a source of other pages never maps.
+ */
+static struct {
+	__typeof__(snappy_uncompressed_length)	*length;
+	__typeof__(snappy_uncompress)		*uncompress;
+} snappy;
+static const struct ovl_dl_sym snappy_syms[] = {
+	{ "snappy_uncompressed_length", &snappy.length },
+	{ "snappy_uncompress", &snappy.uncompress }, { NULL, NULL }
+};
+static struct ovl_dl snappy_lib = { OVL_SONAME_SNAPPY,
+    "parquet snappy pages", "libsnappy1v5", snappy_syms, 0, "" };
 
 enum { C_NONE = 0, C_SNAPPY = 1, C_GZIP = 2, C_LZO = 3, C_BROTLI = 4,
 	C_LZ4 = 5, C_ZSTD = 6, C_LZ4_RAW = 7 };
@@ -150,10 +166,12 @@ decompress(struct ovl_pq_reader *r, int codec, const uint8_t *in, size_t n,
 		memcpy(out, in, n);
 		return 0;
 	case C_SNAPPY:
-		if (snappy_uncompressed_length((const char *)in, n, &got) ==
+		if (ovl_dl_load(&snappy_lib) != 0)
+			return page_err(r, "%s", snappy_lib.err);
+		if (snappy.length((const char *)in, n, &got) ==
 		    SNAPPY_OK && got == want) {
 			got = want;
-			ok = snappy_uncompress((const char *)in, n, (char *)out,
+			ok = snappy.uncompress((const char *)in, n, (char *)out,
 			    &got) == SNAPPY_OK && got == want ? 0 : -1;
 		}
 		break;
