@@ -648,7 +648,7 @@ ovl_input_ctx_init(struct ovl_input_ctx *x)
 {
 	memset(x, 0, sizeof(*x));
 	x->zd = ZSTD_createDStream();
-	x->zbufcap = ZSTD_DStreamInSize() * 8;
+	x->zbufcap = ZSTD_DStreamInSize() * 2;	/* 256 KiB of input */
 	x->zbuf = ovl_xmalloc(x->zbufcap);
 	return x->zd != NULL ? 0 : -1;
 }

@@ -531,9 +531,12 @@ out:
 	json_decref(root);
 }
 
-/* A JSON line: extract the field, then record it. */
+/*
+ * A JSON line: extract the field, then record it. The field is unescaped
+ * over the line's own bytes: a long document is held once, not twice.
+ */
 void
-json_record(struct src *s, struct rec *r, const char *line, size_t len)
+json_record(struct src *s, struct rec *r, char *line, size_t len)
 {
 	struct ovl_jsonl_result jr;
 	int rc;
@@ -574,7 +577,7 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 		json_decref(root);
 		return;
 	}
-	rc = ovl_jsonl_extract(&s->path, line, len, &s->scratch, &jr);
+	rc = ovl_jsonl_extract_inplace(&s->path, line, len, &jr);
 	switch (rc) {
 	case OVL_JSONL_OK:
 		r->utf8_ok = 1;
