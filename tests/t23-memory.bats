@@ -95,12 +95,12 @@ pipeline() {
 	done
 }
 
-# Optional libraries (lib/dl.h): libcurl, libarchive, libcrypto, the parquet
+# Optional libraries (lib/dl.h): libcurl, libarchive, libcrypto, libpcre2, the parquet
 # codecs (libsnappy, liblz4, libbrotlidec)
 # and the SentencePiece shim are loaded by the sources that need them, so
 # a source of local jsonl maps none of them (and its RSS has none of their
 # pages).
-OPTIONAL='libcurl\.so|libarchive\.so|libcrypto\.so|libsnappy\.so|liblz4\.so|libbrotlidec\.so|libsentencepiece\.so|ovl-spm\.so'
+OPTIONAL='libpcre2-8\.so|libcurl\.so|libarchive\.so|libcrypto\.so|libsnappy\.so|liblz4\.so|libbrotlidec\.so|libsentencepiece\.so|ovl-spm\.so'
 
 # maps_running OUT ARGS...: /proc/PID/maps of ovl-source ARGS while it
 # runs, written to OUT. The event: its first 8 bytes reach us, written

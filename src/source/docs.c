@@ -122,7 +122,7 @@ widen(uint32_t *t, const unsigned char *p, size_t n)
 static int
 re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 {
-	int rc = pcre2_match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
+	int rc = ovl_pcre.match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
 	    s->md, s->mctx);
 
 	if (rc >= 0)
@@ -131,7 +131,7 @@ re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 		return 0;
 	{
 		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(rc, msg, sizeof(msg));
+		ovl_pcre.get_error_message(rc, msg, sizeof(msg));
 		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
 		    s->cx.name, (const char *)msg);
 	}

@@ -38,6 +38,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "cli.h"
+#include "pcre.h"
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
