@@ -16,6 +16,33 @@
 
 #include <stddef.h>
 
+/*
+ * The sonames come from configure (the NEEDED entry of a program linked
+ * with each library); these are Debian's, for a build without configure
+ * (scripts/fuzz compiles src/lib on its own).
+ */
+#ifndef OVL_SONAME_CURL
+#define OVL_SONAME_CURL		"libcurl.so.4"
+#endif
+#ifndef OVL_SONAME_CRYPTO
+#define OVL_SONAME_CRYPTO	"libcrypto.so.3"
+#endif
+#ifndef OVL_SONAME_ARCHIVE
+#define OVL_SONAME_ARCHIVE	"libarchive.so.13"
+#endif
+#ifndef OVL_SONAME_PCRE2
+#define OVL_SONAME_PCRE2	"libpcre2-8.so.0"
+#endif
+#ifndef OVL_SONAME_SNAPPY
+#define OVL_SONAME_SNAPPY	"libsnappy.so.1"
+#endif
+#ifndef OVL_SONAME_LZ4
+#define OVL_SONAME_LZ4		"liblz4.so.1"
+#endif
+#ifndef OVL_SONAME_BROTLI
+#define OVL_SONAME_BROTLI	"libbrotlidec.so.1"
+#endif
+
 /* One function of a library: its name and where its address goes. */
 struct ovl_dl_sym {
 	const char	*name;

@@ -9,7 +9,7 @@
  * plain text, as the library treats them. A handle is used by one thread.
  *
  * The shim is a shared object of its own (ovl-spm.so, installed in
- * $(pkglibdir)), loaded by spm.c at the first ovl_spm_open (lib/dl.h): a
+ * $(pkglibdir)), loaded by spm-dl.c at the first ovl_spm_open (lib/dl.h): a
  * process with another tokenizer maps neither libsentencepiece nor
  * libstdc++. ovl_spm_open says so when the shim or the library is missing.
  */
@@ -49,7 +49,7 @@ char	*ovl_spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
 
 /*
  * What the shim exports: one table, "ovl_spm_api", of the functions above
- * (spm.c forwards each call). OVL_SPM_ABI changes with the table.
+ * (spm-dl.c forwards each call). OVL_SPM_ABI changes with the table.
  */
 #define OVL_SPM_ABI	1
 struct ovl_spm_api {

@@ -1,5 +1,5 @@
 /*
- * spm: the C side of the SentencePiece shim (spm.h): it loads ovl-spm.so
+ * spm-dl: the C side of the SentencePiece shim (spm.h): it loads ovl-spm.so
  * (and so libsentencepiece and libstdc++) at the first model opened, and
  * forwards every call through the shim's table.
  */
