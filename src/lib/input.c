@@ -262,6 +262,12 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 	}
 	in->kind = comp;
 	if (comp == OVL_COMP_ZSTD) {
+		if (in->x->zd == NULL &&
+		    (in->x->zd = ZSTD_createDStream()) == NULL) {
+			snprintf(in->err, sizeof(in->err), "zstd: cannot "
+			    "create a decoder (no memory)");
+			return -1;
+		}
 		ZSTD_DCtx_reset(in->x->zd, ZSTD_reset_session_only);
 		in->zin.src = in->x->zbuf;
 	} else if (comp == OVL_COMP_GZIP) {
@@ -647,10 +653,10 @@ int
 ovl_input_ctx_init(struct ovl_input_ctx *x)
 {
 	memset(x, 0, sizeof(*x));
-	x->zd = ZSTD_createDStream();
+	/* the zstd context at the first zstd chunk (96 KiB, touched) */
 	x->zbufcap = ZSTD_DStreamInSize() * 2;	/* 256 KiB of input */
 	x->zbuf = ovl_xmalloc(x->zbufcap);
-	return x->zd != NULL ? 0 : -1;
+	return 0;
 }
 
 void
