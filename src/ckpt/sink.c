@@ -405,42 +405,86 @@ commit(struct ckpt_run *R, const struct ovl_barrier *b)
 	}
 }
 
-/* The Megatron index from the sizes file: written whole, atomically. */
+/*
+ * The Megatron index from the sizes file, atomically, a block of sequences
+ * at a time (issue 18: 20 bytes a sequence held whole grew ovl-ckpt with
+ * the corpus).
+ */
+struct idxgen {
+	const char	*sizes_path;
+	uint64_t	 nseq;
+	int		 tok16;
+};
+
+#define IDX_BLOCK	8192	/* sequences per read and write */
+
+static int
+idx_gen(int fd, void *arg)
+{
+	const struct idxgen *g = arg;
+	uint8_t hdr[34], *in = ovl_xmalloc(IDX_BLOCK * 4);
+	uint8_t *out = ovl_xmalloc(IDX_BLOCK * 8);
+	uint64_t i, j, k, ptr = 0;
+	int pass, sfd, rc = -1;
+
+	memcpy(hdr, "MMIDIDX\x00\x00", 9);
+	ovl_put64(hdr + 9, 1);
+	hdr[17] = g->tok16 ? 8 : 4;	/* numpy uint16 : int32 */
+	ovl_put64(hdr + 18, g->nseq);
+	ovl_put64(hdr + 26, g->nseq + 1);
+	if (ovl_io_write_full(fd, hdr, sizeof(hdr)) != 0)
+		goto out;
+	/* int32 sizes straight from the sizes file, then int64 pointers */
+	for (pass = 0; pass < 2; pass++) {
+		sfd = open(g->sizes_path, O_RDONLY | O_CLOEXEC);
+		for (i = 0; i < g->nseq; i += k) {
+			k = g->nseq - i < IDX_BLOCK ? g->nseq - i : IDX_BLOCK;
+			if (sfd < 0 || ovl_io_read_full(sfd, in, k * 4) !=
+			    (ssize_t)(k * 4))
+				ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64
+				    " sizes from '%s'", g->nseq, g->sizes_path);
+			if (pass == 0) {
+				if (ovl_io_write_full(fd, in, k * 4) != 0)
+					goto out_sfd;
+				continue;
+			}
+			for (j = 0; j < k; j++) {
+				ovl_put64(out + j * 8, ptr);
+				ptr += (uint64_t)ovl_le32(in + j * 4) *
+				    (g->tok16 ? 2 : 4);
+			}
+			if (ovl_io_write_full(fd, out, k * 8) != 0)
+				goto out_sfd;
+		}
+		if (sfd >= 0)
+			close(sfd);
+	}
+	/* int64 document index: 0..nseq */
+	for (i = 0; i <= g->nseq; i += k) {
+		k = g->nseq + 1 - i < IDX_BLOCK ? g->nseq + 1 - i : IDX_BLOCK;
+		for (j = 0; j < k; j++)
+			ovl_put64(out + j * 8, i + j);
+		if (ovl_io_write_full(fd, out, k * 8) != 0)
+			goto out;
+	}
+	rc = 0;
+	goto out;
+out_sfd:
+	close(sfd);
+out:
+	free(in);
+	free(out);
+	return rc;
+}
+
 void
 write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
     int tok16)
 {
-	struct ovl_buf b = { 0 };
-	uint8_t *p, *sz;
-	uint64_t i, ptr = 0;
-	int fd;
+	struct idxgen g = { sizes_path, nseq, tok16 };
 
-	if (nseq > (SIZE_MAX - 64) / 24 /* 12 + 8 per sequence, with room */)
-		ovl_errx(OVL_EXIT_DATA, "too many sequences for an index");
-	p = ovl_buf_reserve(&b, 34 + nseq * 12 + (nseq + 1) * 8);
-	memcpy(p, "MMIDIDX\x00\x00", 9);
-	ovl_put64(p + 9, 1);
-	p[17] = tok16 ? 8 : 4;	/* numpy uint16 : int32 */
-	ovl_put64(p + 18, nseq);
-	ovl_put64(p + 26, nseq + 1);
-	sz = p + 34;		/* int32 sizes, straight from the sizes file */
-	fd = open(sizes_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ovl_io_read_full(fd, sz, nseq * 4) != (ssize_t)(nseq * 4))
-		ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64 " sizes from '%s'",
-		    nseq, sizes_path);
-	close(fd);
-	p = sz + nseq * 4;
-	for (i = 0; i < nseq; i++) {
-		ovl_put64(p + i * 8, ptr);
-		ptr += (uint64_t)ovl_le32(sz + i * 4) * (tok16 ? 2 : 4);
-	}
-	p += nseq * 8;
-	for (i = 0; i <= nseq; i++)
-		ovl_put64(p + i * 8, i);
-	b.len = 34 + nseq * 12 + (nseq + 1) * 8;
-	if (ovl_atomic_write(idx_path, b.p, b.len) != 0)
+	if (ovl_atomic_write_gen(idx_path, idx_gen, &g) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", idx_path);
-	ovl_buf_free(&b);
 }
 
 static void

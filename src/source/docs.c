@@ -164,7 +164,7 @@ put_id(void *t, uint32_t width, size_t i, uint32_t v)
 static int
 re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 {
-	int rc = pcre2_match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
+	int rc = ovl_pcre.match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
 	    s->md, s->mctx);
 
 	if (rc >= 0)
@@ -173,7 +173,7 @@ re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 		return 0;
 	{
 		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(rc, msg, sizeof(msg));
+		ovl_pcre.get_error_message(rc, msg, sizeof(msg));
 		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
 		    s->cx.name, (const char *)msg);
 	}
@@ -285,9 +285,11 @@ place_images(struct src *s, const struct rec *r, const char *text,
 /*
  * A long document's DOC frame goes out in pieces (ovl_writer_frame_gen):
  * the writer never holds it whole, only the text (or the tokens) it comes
- * from (bounded memory, issue 18).
+ * from (bounded memory, issue 18). From 128 KiB: a frame written whole
+ * beside the 256 KiB the writer may hold grew its 512 KiB buffer to 1 or
+ * 2 MiB, which it keeps (it shrinks from 4 times its size), touched.
  */
-#define DOC_PIECES	(1u << 20)	/* payloads longer than this */
+#define DOC_PIECES	(128u << 10)	/* payloads longer than this */
 
 struct docgen {
 	uint8_t		 hdr[OVL_DOC_FIXED];
@@ -584,9 +586,12 @@ out:
 	json_decref(root);
 }
 
-/* A JSON line: extract the field, then record it. */
+/*
+ * A JSON line: extract the field, then record it. The field is unescaped
+ * over the line's own bytes: a long document is held once, not twice.
+ */
 void
-json_record(struct src *s, struct rec *r, const char *line, size_t len)
+json_record(struct src *s, struct rec *r, char *line, size_t len)
 {
 	struct ovl_jsonl_result jr;
 	int rc;
@@ -627,7 +632,7 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 		json_decref(root);
 		return;
 	}
-	rc = ovl_jsonl_extract(&s->path, line, len, &s->scratch, &jr);
+	rc = ovl_jsonl_extract_inplace(&s->path, line, len, &jr);
 	switch (rc) {
 	case OVL_JSONL_OK:
 		r->utf8_ok = 1;

@@ -476,16 +476,20 @@ compile_re(const char *opt, const char *pat)
 {
 	int ec;
 	PCRE2_SIZE eo;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-	    PCRE2_UTF, &ec, &eo, NULL);
+	char why[600];
+	pcre2_code *re;
 
+	if (ovl_pcre_load(why, sizeof(why)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "--%s: %s", opt, why);
+	re = ovl_pcre.compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+	    PCRE2_UTF, &ec, &eo, NULL);
 	if (re == NULL) {
 		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(ec, msg, sizeof(msg));
+		ovl_pcre.get_error_message(ec, msg, sizeof(msg));
 		ovl_cli_usagex(&cli, "bad --%s pattern at offset %zu: %s", opt,
 		    (size_t)eo, (const char *)msg);
 	}
-	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	(void)ovl_pcre.jit_compile(re, PCRE2_JIT_COMPLETE);
 	return re;
 }
 
@@ -543,10 +547,10 @@ setup(struct src *s, struct src_opts *o)
 	if (o->drop != NULL)
 		s->re_drop = compile_re("drop", o->drop);
 	if (s->re_match != NULL || s->re_drop != NULL) {
-		s->md = pcre2_match_data_create(1, NULL);
-		s->mctx = pcre2_match_context_create(NULL);
-		s->jst = pcre2_jit_stack_create(32 << 10, 8 << 20, NULL);
-		pcre2_jit_stack_assign(s->mctx, NULL, s->jst);
+		s->md = ovl_pcre.match_data_create(1, NULL);
+		s->mctx = ovl_pcre.match_context_create(NULL);
+		s->jst = ovl_pcre.jit_stack_create(32 << 10, 8 << 20, NULL);
+		ovl_pcre.jit_stack_assign(s->mctx, NULL, s->jst);
 	}
 	if (o->format == FMT_AUTO) {
 		/* Guess from the first path (a glob's text is enough here). */
@@ -652,11 +656,13 @@ teardown(struct src *s)
 	ovl_writer_free(s->w);
 	ovl_tok_free(s->tok);
 	ovl_jsonl_path_free(&s->path);
-	pcre2_code_free(s->re_match);
-	pcre2_code_free(s->re_drop);
-	pcre2_match_data_free(s->md);
-	pcre2_match_context_free(s->mctx);
-	pcre2_jit_stack_free(s->jst);
+	if (ovl_pcre.code_free != NULL) {	/* loaded for --match/--drop */
+		ovl_pcre.code_free(s->re_match);
+		ovl_pcre.code_free(s->re_drop);
+		ovl_pcre.match_data_free(s->md);
+		ovl_pcre.match_context_free(s->mctx);
+		ovl_pcre.jit_stack_free(s->jst);
+	}
 	ovl_input_ctx_free(&s->inx);
 	ovl_lines_free(&s->lr);
 	free(s->perm);

@@ -38,6 +38,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "cli.h"
+#include "pcre.h"
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
@@ -63,7 +64,6 @@ enum per { PER_LINE, PER_BLANK, PER_FILE, PER_EOD, PER_OFFSETS };
 enum { PARSER_FAST, PARSER_JANSSON };
 
 #define MAX_EXT		16
-#define BLOCK		OVL_INPUT_BLOCK
 #define MAX_DOC_LIMIT	(128ull << 20)
 
 struct src_opts {
@@ -194,7 +194,8 @@ void	wds_json_record(struct src *s, struct rec *r, const char *json,
 	    size_t len);
 /* Every image of r costs at most OVL_PACK_CAP_MAX tokens; else reported, 0. */
 int	images_fit(struct src *s, const struct rec *r);
-void	json_record(struct src *s, struct rec *r, const char *line,
+/* line is changed: its field unescaped in place (jsonl.h) */
+void	json_record(struct src *s, struct rec *r, char *line,
 	    size_t len);
 
 /* ---- tokfile.c: Megatron .bin/.idx and .npy token files ---- */
