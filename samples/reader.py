@@ -29,6 +29,9 @@ import numpy as np
 
 MAGIC = b"\x89OVL\r\n\x1a\n"
 KIND_META, KIND_SEQ, KIND_END = 1, 4, 7
+# frame header flags (ovl-frame(5), minor 2): 16-bit tokens, 16-bit
+# positions, no positions (they restart at 0 at every document piece)
+FL_U16, FL_POS16, FL_NOPOS = 0x01, 0x02, 0x04
 
 
 class FormatError(Exception):
@@ -48,20 +51,29 @@ def iter_frames(path):
     while off < len(data):
         if len(data) - off < 12:
             raise FormatError("%s: truncated frame at byte offset %d" % (path, off))
-        length, kind = struct.unpack_from("<IB", data, off)
+        length, kind, flags = struct.unpack_from("<IBB", data, off)
         if off + 12 + length > len(data):
             raise FormatError("%s: truncated frame at byte offset %d" % (path, off))
         p = off + 12
         if kind == KIND_SEQ:
             step, rank, mb, ntok, npieces = struct.unpack_from("<QIIII", data, p)
-            base = p + 32
-            yield {
-                "step": step, "rank": rank, "mb": mb,
-                "tokens": np.frombuffer(data, np.uint32, ntok, base),
-                "positions": np.frombuffer(data, np.uint32, ntok, base + 4 * ntok),
-                "cu_seqlens": np.frombuffer(data, np.uint32, npieces + 1,
-                                            base + 8 * ntok),
-            }
+            # arrays of 2 or 4 bytes an id, each padded to 4 bytes
+            tw = 2 if flags & FL_U16 else 4
+            pw = 2 if flags & FL_POS16 else 0 if flags & FL_NOPOS else 4
+            tokens = np.frombuffer(data, np.uint16 if tw == 2 else np.uint32,
+                                   ntok, p + 32)
+            at = p + 32 + ((tw * ntok + 3) & ~3)
+            if pw:
+                positions = np.frombuffer(data, np.uint16 if pw == 2 else np.uint32,
+                                          ntok, at)
+                at += (pw * ntok + 3) & ~3
+            cu = np.frombuffer(data, np.uint32, npieces + 1, at)
+            if not pw:
+                positions = np.zeros(ntok, np.uint32)
+                for a, b in zip(cu[:-1].tolist(), cu[1:].tolist()):
+                    positions[a:b] = np.arange(b - a, dtype=np.uint32)
+            yield {"step": step, "rank": rank, "mb": mb, "tokens": tokens,
+                   "positions": positions, "cu_seqlens": cu}
         elif kind == KIND_END:
             count = struct.unpack_from("<Q", data, p)[0]
             if count != nframes:

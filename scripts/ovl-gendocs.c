@@ -6,7 +6,7 @@
  *       [--tail PCT] [--tail-min L] [--tail-max L] [--lengths a,b,...]
  *       [--sources K] [--images K] [--mixed]
  *       [--checkpoint-every K --ranks R --micro-batches M --seq-len SCHED]
- *       [--from-checkpoint N] [--exact] [--jsonl]
+ *       [--from-checkpoint N] [--exact] [--jsonl] [--bits 16|32]
  *
  * Lengths are lognormal around the median (sigma X) with PCT percent of
  * documents log-uniform in [tail-min, tail-max], or the --lengths list
@@ -17,7 +17,8 @@
  * as a plan with 'uniform yes' does (the step cutter's exact mode).
  * --jsonl writes the documents as JSON lines {"text":"..."} instead, each
  * of its length in bytes (lowercase words), for ovl-source (a corpus of
- * long-tailed documents for scripts/bench-memory and t27).
+ * long-tailed documents for scripts/bench-memory and t27). --bits 16 writes
+ * 16-bit token ids (ovl-frame(5) minor 2; default 32).
  */
 #include <errno.h>
 #include <math.h>
@@ -135,8 +136,10 @@ main(int argc, char **argv)
 		{ "from-checkpoint", required_argument, NULL, 'f' },
 		{ "exact", no_argument, NULL, 'e' },
 		{ "jsonl", no_argument, NULL, 'j' },
+		{ "bits", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 }
 	};
+	uint32_t width = 4;
 	uint64_t ndocs = 100, seed = 1, median = 500, tail_min = 8192,
 	    tail_max = 65536, nsrc = 1, images = 0, every = 0, ranks = 1,
 	    mb = 1, from = 0;
@@ -182,6 +185,11 @@ main(int argc, char **argv)
 		case 'x': mixed = 1; break;
 		case 'e': exact = 1; break;
 		case 'j': jsonl = 1; break;
+		case 'B':
+			width = num("--bits", optarg) / 8;
+			if (width != 2 && width != 4)
+				ovl_cli_usagex(&cli, "--bits must be 16 or 32");
+			break;
 		case 'c': every = num("--checkpoint-every", optarg); break;
 		case 'r': ranks = num("--ranks", optarg); break;
 		case 'M': mb = num("--micro-batches", optarg); break;
@@ -312,10 +320,12 @@ main(int argc, char **argv)
 		toks.p[len - 1] = 0;
 		if (!emitting)
 			continue;
-		doc.tokens = toks.p;
-		pl = ovl_writer_begin(w, ovl_doc_payload_len(len, 0));
+		doc.tokens = NULL;
+		doc.width = width;
+		pl = ovl_writer_begin(w, ovl_doc_payload_len(len, 0, width));
 		ovl_doc_encode(pl, &doc);
-		ovl_writer_finish(w, OVL_DOC, 0);
+		(void)ovl_tok_copy(pl + OVL_DOC_FIXED, width, toks.p, 4, len);
+		ovl_writer_finish(w, OVL_DOC, ovl_width_flags(width));
 	}
 	if (from > nckpt)
 		ovl_errx(OVL_EXIT_USAGE, "no checkpoint %llu",

@@ -22,6 +22,24 @@ import struct
 import sys
 
 META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END = 1, 2, 3, 4, 5, 6, 7
+FL_U16, FL_POS16, FL_NOPOS = 0x01, 0x02, 0x04   # ovl-frame(5) minor 2
+
+
+def ids(p, o, n, wide):
+    """n ids at offset o of p (uint32 when wide, else uint16), and the
+    offset after them (a 16-bit array is padded to 4 bytes)."""
+    if wide:
+        return struct.unpack_from("<%dI" % n, p, o), o + 4 * n
+    return struct.unpack_from("<%dH" % n, p, o), o + ((2 * n + 3) & ~3)
+
+
+class Payload(bytes):
+    """A frame's payload bytes, with the frame header's flags."""
+
+    def __new__(cls, b, flags):
+        o = super().__new__(cls, b)
+        o.flags = flags
+        return o
 
 
 def frames(path):
@@ -30,8 +48,9 @@ def frames(path):
         sys.exit("%s: not an overlord stream" % path)
     off = 16
     while off < len(data):
-        ln, kind = struct.unpack_from("<IB", data, off)
-        yield kind, data[off + 12:off + 12 + ln], data[off:off + 12 + ln]
+        ln, kind, fl = struct.unpack_from("<IBB", data, off)
+        # the frame flags ride along as the payload's attribute
+        yield kind, Payload(data[off + 12:off + 12 + ln], fl), data[off:off + 12 + ln]
         off += 12 + ln
 
 
@@ -45,7 +64,7 @@ def docs(path):
         ntok, = struct.unpack_from("<I", p, 64)
         pos = mix_pos if flags & 2 else arrival
         arrival += 1
-        out.append((pos, source, list(struct.unpack_from("<%dI" % ntok, p, 80))))
+        out.append((pos, source, list(ids(p, 80, ntok, not p.flags & FL_U16)[0])))
     return out
 
 
@@ -67,12 +86,13 @@ def seqs(path):
         if kind != SEQ:
             continue
         step, rank, mb, ntok, npc, seq_len, flags = struct.unpack_from("<QIIIIII", p, 0)
-        o = 32
-        toks = struct.unpack_from("<%dI" % ntok, p, o)
-        o += 4 * ntok
-        pos = struct.unpack_from("<%dI" % ntok, p, o)
-        o += 4 * ntok
+        toks, o = ids(p, 32, ntok, not p.flags & FL_U16)
+        if not p.flags & FL_NOPOS:
+            pos, o = ids(p, o, ntok, not p.flags & FL_POS16)
         cu = struct.unpack_from("<%dI" % (npc + 1), p, o)
+        if p.flags & FL_NOPOS:  # restart at every piece, 0 in the padding
+            pos = [k - cu[i] for i in range(npc) for k in range(cu[i], cu[i + 1])]
+            pos += [0] * (ntok - cu[npc])
         o += 4 * (npc + 1)
         pieces = []
         for i in range(npc):

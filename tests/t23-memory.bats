@@ -94,3 +94,70 @@ pipeline() {
 		[ "$b" -le $((a + a / 10 + 3072)) ]
 	done
 }
+
+# Optional libraries (lib/dl.h): libcurl, libarchive, libcrypto, libpcre2, the parquet
+# codecs (libsnappy, liblz4, libbrotlidec)
+# and the SentencePiece shim are loaded by the sources that need them, so
+# a source of local jsonl maps none of them (and its RSS has none of their
+# pages).
+OPTIONAL='libpcre2-8\.so|libcurl\.so|libarchive\.so|libcrypto\.so|libsnappy\.so|liblz4\.so|libbrotlidec\.so|libsentencepiece\.so|ovl-spm\.so'
+
+# maps_running OUT ARGS...: /proc/PID/maps of ovl-source ARGS while it
+# runs, written to OUT. The event: its first 8 bytes reach us, written
+# once it has read documents (the writer flushes after 256 KiB of frames),
+# and it blocks on the FIFO we stop reading (its output is several MiB).
+maps_running() {
+	local out=$1 pid
+	shift
+	rm -f src.fifo
+	mkfifo src.fifo
+	"$OVL_SOURCE" -q "$@" > src.fifo 3>&- &
+	pid=$!
+	exec 4< src.fifo
+	head -c 8 <&4 > src.head
+	cat "/proc/$pid/maps" > "$out"
+	cat <&4 > /dev/null
+	exec 4<&-
+	wait "$pid"
+	[ "$(wc -c < src.head)" -eq 8 ]
+	[ -s "$out" ]
+}
+
+@test "a source of local jsonl maps none of the optional libraries; a tar or a sentencepiece source maps its own" {
+	cd "$BATS_TEST_TMPDIR"
+	"$OVL_BUILDDIR/scripts/ovl-gendocs" --jsonl --docs 4000 --seed 3 \
+	    --median 600 --sigma 1 > d.jsonl
+	maps_running plain.maps --field text d d.jsonl
+	grep -q 'libc\.so' plain.maps
+	run -1 grep -E "$OPTIONAL" plain.maps
+	# the same check sees what a source needs: libarchive for a tar
+	maps_running tar.maps --format wds --epochs 400 w "$SAMPLES"/wds/shard-000000.tar
+	grep -q 'libarchive\.so' tar.maps
+	run -1 grep -E 'libcurl\.so|libsentencepiece\.so|ovl-spm\.so' tar.maps
+	# and the shim with libsentencepiece for a sentencepiece model
+	maps_running spm.maps --tokenizer "sentencepiece:$SAMPLES/tokenizers/sample-spm.model" \
+	    --field text d d.jsonl
+	grep -q 'ovl-spm\.so' spm.maps
+	grep -q 'libsentencepiece\.so' spm.maps
+	run -1 grep -E 'libcurl\.so|libarchive\.so' spm.maps
+}
+
+@test "an optional library that cannot be loaded: an error naming it and what needs it" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir lib
+	# the loader finds these empty files first (LD_LIBRARY_PATH)
+	for l in libarchive libcurl; do
+		so=$(ldconfig -p | awk -v l="$l" '$1 ~ "^" l "\\.so\\.[0-9]" { print $1; exit }')
+		[ -n "$so" ]
+		: > "lib/$so"
+	done
+	LD_LIBRARY_PATH=$PWD/lib run -1 "$OVL_SOURCE" -q --format wds w "$SAMPLES"/wds/shard-000000.tar
+	[[ "$output" == *"cannot load libarchive.so."*"tar and WebDataset shards"*"libarchive13"* ]]
+	LD_LIBRARY_PATH=$PWD/lib run -1 "$OVL_SOURCE" -q --field text r http://127.0.0.1:9/d.jsonl
+	[[ "$output" == *"'http://127.0.0.1:9/d.jsonl'"*"cannot load libcurl.so."*"http(s):// and s3:// inputs"* ]]
+	# no shim: the model's error says so
+	echo '{"text":"x"}' > d.jsonl
+	OVL_SPM_SHIM=$PWD/lib/none.so run -2 "$OVL_SOURCE" -q \
+	    --tokenizer "sentencepiece:$SAMPLES/tokenizers/sample-spm.model" d d.jsonl
+	[[ "$output" == *"sample-spm.model"*"cannot load $PWD/lib/none.so (sentencepiece tokenizers"* ]]
+}

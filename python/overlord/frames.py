@@ -28,7 +28,12 @@ from ._crc import crc32c
 
 MAGIC = b"\x89OVL\r\n\x1a\n"
 MAJOR = 1
-MINOR = 2  # 1: STEP frames; 2: IMAGE frames
+MINOR = 2  # 1: STEP frames; 2: 16-bit token and position arrays, IMAGE frames
+
+# frame header flags (minor 2): a DOC's or SEQ's ids are uint16 (U16), a
+# SEQ's positions are uint16 (POS16), or not sent (NOPOS: they restart at 0
+# at every piece, 0 in the padding); a uint16 array is padded to 4 bytes
+FL_U16, FL_POS16, FL_NOPOS = 0x01, 0x02, 0x04
 
 META, DOC, CHUNK_END, SEQ, BARRIER, STATE, END, STEP = 1, 2, 3, 4, 5, 6, 7, 8
 IMAGE = 9
@@ -68,35 +73,75 @@ class Frame:
         return KIND_NAMES.get(self.kind, "KIND%d" % self.kind)
 
 
+def _seq_layout(ntok, npieces, fflags):
+    """(token dtype, positions offset, positions dtype, cu_seqlens offset,
+    payload bytes without the pieces) of a SEQ, offsets from its payload."""
+    tw = 2 if fflags & FL_U16 else 4
+    pw = 2 if fflags & FL_POS16 else 0 if fflags & FL_NOPOS else 4
+    pos = 32 + ((ntok * tw + 3) & ~3)
+    cu = pos + ((ntok * pw + 3) & ~3)
+    return ("<u2" if tw == 2 else "<u4", pos, "<u2" if pw == 2 else "<u4",
+            cu, cu + 4 * (npieces + 1))
+
+
+def _positions(cu, ntok):
+    """The position ids of a SEQ that sent none (NOPOS): 0, 1, ... from
+    every piece's start (cu_seqlens), 0 in the padding; uint32."""
+    pos = np.zeros(ntok, np.uint32)
+    real = int(cu[-1]) if len(cu) else 0
+    if real:
+        starts = cu[:-1].astype(np.int64)
+        pos[:real] = np.arange(real, dtype=np.uint32) - np.repeat(
+            starts, np.diff(cu).astype(np.int64)).astype(np.uint32)
+    return pos
+
+
 class Seq:
     """A packed sequence: step, rank, micro-batch, the tokens, the positions
-    (restarting at 0 per document piece) and cu_seqlens (numpy uint32
-    views of the bytes read: no copy), and its capacity seq_len.
+    (restarting at 0 per document piece) and cu_seqlens (numpy views of the
+    bytes read: no copy), and its capacity seq_len. Tokens and positions
+    are uint32, or uint16 where the frame's flags say so (ovl-frame(5)
+    minor 2: a vocabulary of at most 65,536 ids); cu_seqlens is uint32. A
+    SEQ that sent no positions (they restart at every piece) has them
+    computed from cu_seqlens (uint32, a new array).
     ``Seq(payload)``, or ``Seq(buffer, offset)`` for a payload at offset of
-    a larger buffer (bounds checked by the reader)."""
+    a larger buffer (bounds checked by the reader); fflags are the frame
+    header's flags."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
                  "positions", "cu_seqlens", "npieces", "buffer", "offset",
-                 "images")
+                 "images", "_pieces")
 
-    def __init__(self, payload, offset=0):
+    def __init__(self, payload, offset=0, fflags=0):
         self.buffer, self.offset = payload, offset     # where it was read
         self.images = []    # its Image frames, in order (read, steps)
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
          self.flags) = _SEQ.unpack_from(payload, offset)
-        # one view of the three arrays, sliced (they follow each other)
-        a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1, offset + 32)
-        self.tokens = a[:ntok]
-        self.positions = a[ntok:2 * ntok]
-        self.cu_seqlens = a[2 * ntok:]
+        if not fflags & (FL_U16 | FL_POS16 | FL_NOPOS):
+            # one view of the three arrays, sliced (they follow each other)
+            a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1,
+                              offset + 32)
+            self.tokens = a[:ntok]
+            self.positions = a[ntok:2 * ntok]
+            self.cu_seqlens = a[2 * ntok:]
+            self._pieces = offset + 32 + 8 * ntok + 4 * (self.npieces + 1)
+            return
+        tdt, pos, pdt, cu, _ = _seq_layout(ntok, self.npieces, fflags)
+        self._pieces = offset + cu + 4 * (self.npieces + 1)
+        self.tokens = np.frombuffer(payload, tdt, ntok, offset + 32)
+        self.cu_seqlens = np.frombuffer(payload, "<u4", self.npieces + 1,
+                                        offset + cu)
+        if fflags & FL_NOPOS:
+            self.positions = _positions(self.cu_seqlens, ntok)
+        else:
+            self.positions = np.frombuffer(payload, pdt, ntok, offset + pos)
 
     def images_due(self):
         """The IMAGE frames that follow this SEQ (its pieces' counts)."""
-        ntok, np_ = len(self.tokens), self.npieces
+        np_ = self.npieces
         if np_ == 0:
             return 0
-        off = self.offset + 32 + 8 * ntok + 4 * (np_ + 1)
-        rec = np.frombuffer(self.buffer, "<u4", 10 * np_, off)
+        rec = np.frombuffer(self.buffer, "<u4", 10 * np_, self._pieces)
         return int(rec[9::10].sum())
 
     def __repr__(self):
@@ -459,9 +504,12 @@ def _items(r, frames):
             if ln < seq_size:
                 r._error("malformed SEQ frame", off)
             ntok, npieces = _SEQ_COUNTS.unpack_from(buf, p + 16)
-            if 32 + 8 * ntok + 4 * (npieces + 1) + 40 * npieces > ln:
+            if flags & ~(FL_U16 | FL_POS16 | FL_NOPOS) or (
+                    flags & FL_POS16 and flags & FL_NOPOS):
+                r._error("malformed SEQ frame (unknown flags 0x%x)" % flags, off)
+            if _seq_layout(ntok, npieces, flags)[4] + 40 * npieces > ln:
                 r._error("malformed SEQ frame (its arrays pass its end)", off)
-            s = Seq(buf, p)
+            s = Seq(buf, p, flags)
             due = s.images_due()
             if due:
                 held = s

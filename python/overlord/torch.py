@@ -73,7 +73,8 @@ def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
     with images gets them too, as images says (bytes, pil, frames)."""
     tok = seq.tokens
     if dtype == torch.int32:
-        mb = _tensors(tok, tok.view(np.int32), seq.positions.view(np.int32),
+        # 16-bit arrays (ovl-frame(5) minor 2) are widened: one copy
+        mb = _tensors(tok, _int32(tok), _int32(seq.positions),
                       seq.cu_seqlens, ignore_index)
     else:
         mb = _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
@@ -91,6 +92,11 @@ def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
     return mb
 
 
+def _int32(a):
+    """a as int32: a view of uint32 bytes, a copy of uint16 ones."""
+    return a.view(np.int32) if a.dtype.itemsize == 4 else a.astype(np.int32)
+
+
 def micro_batches(seqs, ignore_index=IGNORE, dtype=None, images="bytes"):
     """[micro_batch(s) for s in seqs]. (One int64 pass over all of a
     step's sequences, their tensors views of it, was measured slower: an
@@ -100,8 +106,8 @@ def micro_batches(seqs, ignore_index=IGNORE, dtype=None, images="bytes"):
 
 
 def _tensors(tok, ids, pos, cu, ignore_index):
-    """The micro-batch of a sequence: tok its uint32 tokens, ids and pos
-    their int64 copies, cu its cu_seqlens (uint32)."""
+    """The micro-batch of a sequence: tok its uint32 (or uint16) tokens,
+    ids and pos their int64 copies, cu its cu_seqlens (uint32)."""
     n = tok.shape[0]
     lab = np.empty(n, np.int64)
     if n:

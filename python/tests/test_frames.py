@@ -33,12 +33,45 @@ def test_sequences_equal_construct_json(pipeline, tools):
     assert len(got) == len(want_seqs) > 50
     for s, o in zip(got, want_seqs):
         assert (s.step, s.rank, s.mb) == (o["step"], o["rank"], o["mb"])
-        assert s.tokens.dtype == np.dtype("<u4")
+        # bytes tokenizer, 257 ids: 16-bit arrays (ovl-frame(5) minor 2)
+        assert s.tokens.dtype == np.dtype("<u2")
         assert s.tokens.tolist() == o["tokens"]
         assert s.positions.tolist() == o["positions"]
         assert s.cu_seqlens.tolist() == o["cu_seqlens"]
     ends = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.StepEnd)]
     assert len(ends) == len({(o["step"], o["rank"]) for o in want if o["kind"] == "step"})
+
+
+def test_both_widths_read_the_same(pipeline, tools):
+    """The same mixed stream through ovl-construct with 16-bit arrays and
+    derived positions, and with minor 1's 32-bit arrays: the reader gives
+    the same tokens (uint16 and uint32 views), positions and cu_seqlens."""
+    plan, fr = pipeline
+    mixed = (fr.parent / "m.fr").read_bytes()
+    wide = fr.parent / "c32.fr"
+    wide.write_bytes(subprocess.run(
+        [tools("ovl-construct"), "--token-bits", "32", str(plan)], input=mixed,
+        capture_output=True, check=True).stdout)
+    assert wide.stat().st_size > fr.stat().st_size
+    narrow = [x for x in overlord.read(str(fr)) if isinstance(x, overlord.Seq)]
+    broad = [x for x in overlord.read(str(wide)) if isinstance(x, overlord.Seq)]
+    assert len(narrow) == len(broad) > 50
+    for a, b in zip(narrow, broad):
+        assert a.tokens.dtype == np.dtype("<u2") and b.tokens.dtype == np.dtype("<u4")
+        assert (a.step, a.rank, a.mb, a.seq_len) == (b.step, b.rank, b.mb, b.seq_len)
+        assert np.array_equal(a.tokens, b.tokens)
+        assert np.array_equal(a.positions, b.positions)
+        assert np.array_equal(a.cu_seqlens, b.cu_seqlens)
+    # a bit flipped in a 16-bit SEQ's flags is caught by its CRC
+    data = bytearray(fr.read_bytes())
+    off = next(f.offset for f in overlord.Reader(str(fr)) if f.kind == frames.SEQ)
+    # 16-bit tokens, positions not sent (they restart at every piece)
+    assert data[off + 5] == frames.FL_U16 | frames.FL_NOPOS
+    data[off + 5] = 0
+    bad = fr.parent / "bad.fr"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(frames.FrameError, match="bad CRC"):
+        list(overlord.read(str(bad)))
 
 
 def test_meta_and_barriers(pipeline):

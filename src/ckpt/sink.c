@@ -39,7 +39,8 @@ put_u64(char *p, uint64_t v)
 }
 
 static void
-json_array(struct ovl_buf *b, const char *key, const uint32_t *a, size_t n)
+json_array(struct ovl_buf *b, const char *key, const void *a, uint32_t width,
+    size_t n)
 {
 	char *p;
 	size_t i;
@@ -49,7 +50,7 @@ json_array(struct ovl_buf *b, const char *key, const uint32_t *a, size_t n)
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			*p++ = ',';
-		p = put_u64(p, a[i]);
+		p = put_u64(p, ovl_tok_at(a, width, i));
 	}
 	*p++ = ']';
 	b->len = (size_t)(p - (char *)b->p);
@@ -66,16 +67,38 @@ json_seq_head(struct ovl_buf *b, const struct ovl_seq *s, uint64_t index)
 	ovl_buf_append(b, t, strlen(t));
 }
 
+/*
+ * The positions of s and their width: its own array, or (none sent,
+ * ovl-frame(5) NOPOS) derived from cu_seqlens into a buffer of this file.
+ */
+static const void *
+seq_positions(const struct ovl_seq *s, uint32_t *width)
+{
+	static struct ovl_u32vec derived;
+
+	if (s->positions != NULL) {
+		*width = s->pos_width;
+		return s->positions;
+	}
+	derived.len = 0;
+	ovl_seq_position_ids(s, ovl_u32vec_reserve(&derived, s->ntokens));
+	*width = 4;
+	return derived.p;
+}
+
 static void
 write_jsonl(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 {
+	const void *pos;
+	uint32_t pw;
 	struct ovl_buf *b = &R->scratch;
 
 	b->len = 0;
 	json_seq_head(b, s, R->nseqs);
-	json_array(b, "tokens", s->tokens, s->ntokens);
-	json_array(b, "positions", s->positions, s->ntokens);
-	json_array(b, "cu_seqlens", s->cu_seqlens, (size_t)s->npieces + 1);
+	json_array(b, "tokens", s->tokens, s->width, s->ntokens);
+	pos = seq_positions(s, &pw);
+	json_array(b, "positions", pos, pw, s->ntokens);
+	json_array(b, "cu_seqlens", s->cu_seqlens, 4, (size_t)s->npieces + 1);
 	ovl_buf_append(b, "}\n", 2);
 	out_put(o, b->p, b->len);
 }
@@ -135,37 +158,54 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 	out_put(R->man, b->p, b->len);
 }
 
+/*
+ * The tokens of s into o, 16 or 32 bits as the output's (bits16), each at
+ * most limit. A SEQ of the output's width goes out from the frame as it
+ * is (16-bit ids always fit); otherwise one widening or narrowing pass.
+ */
 static void
 write_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
     int bits16, uint32_t limit)
 {
-	uint32_t i, bad = 0, max = 0;
+	uint32_t w = bits16 ? 2 : 4, max = 0;
+	void *t;
 
-	for (i = 0; i < s->ntokens; i++)
-		if (s->tokens[i] > max)
-			max = s->tokens[i];
-	if (max > limit)
-		bad = 1;
-	if (bad)
-		ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
-		    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
-		    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
-		    R->vocab);
-	if (!bits16) {
-		out_put(o, s->tokens, (size_t)s->ntokens * 4);
+	if (w == s->width) {
+		if (w == 4 && limit < UINT32_MAX)
+			max = ovl_tok_max(s->tokens, 4, s->ntokens);
+		if (max <= limit) {
+			out_put(o, s->tokens, (size_t)s->ntokens * w);
+			return;
+		}
+	} else {
+		R->scratch.len = 0;	/* storage from malloc: aligned */
+		t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * w);
+		max = ovl_tok_copy(t, w, s->tokens, s->width, s->ntokens);
+		if (max <= limit) {
+			out_put(o, t, (size_t)s->ntokens * w);
+			return;
+		}
+	}
+	ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
+	    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
+	    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
+	    R->vocab);
+}
+
+/* The positions of s as int32 (the npy output's). */
+static void
+write_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
+{
+	void *t;
+
+	if (s->pos_width == 4) {
+		out_put(o, s->positions, (size_t)s->ntokens * 4);
 		return;
 	}
-	{
-		uint16_t *t;
-
-		R->scratch.len = 0;	/* storage from malloc: aligned */
-		t = (uint16_t *)(void *)ovl_buf_reserve(&R->scratch,
-		    (size_t)s->ntokens * 2);
-
-		for (i = 0; i < s->ntokens; i++)
-			t[i] = (uint16_t)s->tokens[i];
-		out_put(o, t, (size_t)s->ntokens * 2);
-	}
+	R->scratch.len = 0;
+	t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * 4);
+	ovl_seq_position_ids(s, t);
+	out_put(o, t, (size_t)s->ntokens * 4);
 }
 
 static void
@@ -193,12 +233,17 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 	R->seq_dropped = 0;
 	if (R->std != NULL) {
 		if (R->o->json) {
+			const void *pos;
+			uint32_t pw;
+
 			R->scratch.len = 0;
 			json_seq_head(&R->scratch, &s, R->nseqs);
-			json_array(&R->scratch, "tokens", s.tokens, s.ntokens);
-			json_array(&R->scratch, "positions", s.positions,
+			json_array(&R->scratch, "tokens", s.tokens, s.width,
 			    s.ntokens);
-			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens,
+			pos = seq_positions(&s, &pw);
+			json_array(&R->scratch, "positions", pos, pw,
+			    s.ntokens);
+			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens, 4,
 			    (size_t)s.npieces + 1);
 			ovl_buf_append(&R->scratch, "}\n", 2);
 			out_put(R->std, R->scratch.p, R->scratch.len);
@@ -230,7 +275,7 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 
 		write_tokens(R, R->tok, &s, R->tok16, R->tok16 ? 65535 :
 		    UINT32_MAX);
-		out_put(R->pos, s.positions, (size_t)s.ntokens * 4);
+		write_positions(R, R->pos, &s);
 		row[0] = (int64_t)s.step;
 		row[1] = s.rank;
 		row[2] = s.mb;
@@ -421,42 +466,86 @@ commit(struct ckpt_run *R, const struct ovl_barrier *b)
 	}
 }
 
-/* The Megatron index from the sizes file: written whole, atomically. */
+/*
+ * The Megatron index from the sizes file, atomically, a block of sequences
+ * at a time (issue 18: 20 bytes a sequence held whole grew ovl-ckpt with
+ * the corpus).
+ */
+struct idxgen {
+	const char	*sizes_path;
+	uint64_t	 nseq;
+	int		 tok16;
+};
+
+#define IDX_BLOCK	8192	/* sequences per read and write */
+
+static int
+idx_gen(int fd, void *arg)
+{
+	const struct idxgen *g = arg;
+	uint8_t hdr[34], *in = ovl_xmalloc(IDX_BLOCK * 4);
+	uint8_t *out = ovl_xmalloc(IDX_BLOCK * 8);
+	uint64_t i, j, k, ptr = 0;
+	int pass, sfd, rc = -1;
+
+	memcpy(hdr, "MMIDIDX\x00\x00", 9);
+	ovl_put64(hdr + 9, 1);
+	hdr[17] = g->tok16 ? 8 : 4;	/* numpy uint16 : int32 */
+	ovl_put64(hdr + 18, g->nseq);
+	ovl_put64(hdr + 26, g->nseq + 1);
+	if (ovl_io_write_full(fd, hdr, sizeof(hdr)) != 0)
+		goto out;
+	/* int32 sizes straight from the sizes file, then int64 pointers */
+	for (pass = 0; pass < 2; pass++) {
+		sfd = open(g->sizes_path, O_RDONLY | O_CLOEXEC);
+		for (i = 0; i < g->nseq; i += k) {
+			k = g->nseq - i < IDX_BLOCK ? g->nseq - i : IDX_BLOCK;
+			if (sfd < 0 || ovl_io_read_full(sfd, in, k * 4) !=
+			    (ssize_t)(k * 4))
+				ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64
+				    " sizes from '%s'", g->nseq, g->sizes_path);
+			if (pass == 0) {
+				if (ovl_io_write_full(fd, in, k * 4) != 0)
+					goto out_sfd;
+				continue;
+			}
+			for (j = 0; j < k; j++) {
+				ovl_put64(out + j * 8, ptr);
+				ptr += (uint64_t)ovl_le32(in + j * 4) *
+				    (g->tok16 ? 2 : 4);
+			}
+			if (ovl_io_write_full(fd, out, k * 8) != 0)
+				goto out_sfd;
+		}
+		if (sfd >= 0)
+			close(sfd);
+	}
+	/* int64 document index: 0..nseq */
+	for (i = 0; i <= g->nseq; i += k) {
+		k = g->nseq + 1 - i < IDX_BLOCK ? g->nseq + 1 - i : IDX_BLOCK;
+		for (j = 0; j < k; j++)
+			ovl_put64(out + j * 8, i + j);
+		if (ovl_io_write_full(fd, out, k * 8) != 0)
+			goto out;
+	}
+	rc = 0;
+	goto out;
+out_sfd:
+	close(sfd);
+out:
+	free(in);
+	free(out);
+	return rc;
+}
+
 void
 write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
     int tok16)
 {
-	struct ovl_buf b = { 0 };
-	uint8_t *p, *sz;
-	uint64_t i, ptr = 0;
-	int fd;
+	struct idxgen g = { sizes_path, nseq, tok16 };
 
-	if (nseq > (SIZE_MAX - 64) / 24 /* 12 + 8 per sequence, with room */)
-		ovl_errx(OVL_EXIT_DATA, "too many sequences for an index");
-	p = ovl_buf_reserve(&b, 34 + nseq * 12 + (nseq + 1) * 8);
-	memcpy(p, "MMIDIDX\x00\x00", 9);
-	ovl_put64(p + 9, 1);
-	p[17] = tok16 ? 8 : 4;	/* numpy uint16 : int32 */
-	ovl_put64(p + 18, nseq);
-	ovl_put64(p + 26, nseq + 1);
-	sz = p + 34;		/* int32 sizes, straight from the sizes file */
-	fd = open(sizes_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ovl_io_read_full(fd, sz, nseq * 4) != (ssize_t)(nseq * 4))
-		ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64 " sizes from '%s'",
-		    nseq, sizes_path);
-	close(fd);
-	p = sz + nseq * 4;
-	for (i = 0; i < nseq; i++) {
-		ovl_put64(p + i * 8, ptr);
-		ptr += (uint64_t)ovl_le32(sz + i * 4) * (tok16 ? 2 : 4);
-	}
-	p += nseq * 8;
-	for (i = 0; i <= nseq; i++)
-		ovl_put64(p + i * 8, i);
-	b.len = 34 + nseq * 12 + (nseq + 1) * 8;
-	if (ovl_atomic_write(idx_path, b.p, b.len) != 0)
+	if (ovl_atomic_write_gen(idx_path, idx_gen, &g) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", idx_path);
-	ovl_buf_free(&b);
 }
 
 static void

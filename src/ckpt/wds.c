@@ -28,8 +28,10 @@ struct ckpt_wds {
 	/* the sample being made: a SEQ waiting for its images */
 	struct ovl_buf	 seq;		/* the SEQ payload */
 	uint32_t	 due;
+	uint8_t		 seq_flags;	/* its frame's flags (widths) */
 	struct ovl_buf	 json;
 	struct ovl_buf	 scratch;
+	struct ovl_u32vec pos;		/* a sequence's position ids */
 	uint32_t	 nimg;
 	uint64_t	 shards, samples;
 };
@@ -72,9 +74,10 @@ tar_member(struct ovl_buf *b, const char *name, const void *p, size_t n)
 	}
 }
 
-/* An npy (version 1.0) of n items of descr into b. */
+/* An npy (version 1.0) of n items of descr (size bytes each) into b. */
 static void
-npy(struct ovl_buf *b, const char *descr, const void *p, size_t n)
+npy(struct ovl_buf *b, const char *descr, const void *p, size_t n,
+    size_t size)
 {
 	char hdr[NPY_HDR + 1];
 	int len;
@@ -88,7 +91,7 @@ npy(struct ovl_buf *b, const char *descr, const void *p, size_t n)
 	hdr[9] = 0;
 	b->len = 0;
 	ovl_buf_append(b, hdr, NPY_HDR);
-	ovl_buf_append(b, p, n * 4);
+	ovl_buf_append(b, p, n * size);
 }
 
 static const char *
@@ -123,7 +126,8 @@ static void
 sample_end(struct ckpt_run *R)
 {
 	struct ckpt_wds *W = R->wds;
-	struct ovl_frame f = { OVL_SEQ, 0, (uint32_t)W->seq.len, W->seq.p, 0 };
+	struct ovl_frame f = { OVL_SEQ, W->seq_flags, (uint32_t)W->seq.len,
+	    W->seq.p, 0 };
 	struct ovl_seq s;
 	struct wds_rank *wr;
 	char key[64], name[128];
@@ -137,13 +141,18 @@ sample_end(struct ckpt_run *R)
 	}
 	key_of(key, sizeof(key), s.step, s.rank, s.mb);
 	snprintf(name, sizeof(name), "%s.tokens.npy", key);
-	npy(&W->scratch, "<u4", s.tokens, s.ntokens);
+	/* tokens in the stream's width (uint16 or uint32) */
+	npy(&W->scratch, s.width == 2 ? "<u2" : "<u4", s.tokens, s.ntokens,
+	    s.width);
 	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
+	/* positions as int32, whatever the stream sent (ovl-frame(5)) */
+	W->pos.len = 0;
+	ovl_seq_position_ids(&s, ovl_u32vec_reserve(&W->pos, s.ntokens));
 	snprintf(name, sizeof(name), "%s.positions.npy", key);
-	npy(&W->scratch, "<i4", s.positions, s.ntokens);
+	npy(&W->scratch, "<i4", W->pos.p, s.ntokens, 4);
 	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
 	snprintf(name, sizeof(name), "%s.cu_seqlens.npy", key);
-	npy(&W->scratch, "<i4", s.cu_seqlens, (size_t)s.npieces + 1);
+	npy(&W->scratch, "<i4", s.cu_seqlens, (size_t)s.npieces + 1, 4);
 	tar_member(&wr->tar, name, W->scratch.p, W->scratch.len);
 	ovl_buf_append(&W->json, "]}\n", 3);
 	snprintf(name, sizeof(name), "%s.json", key);
@@ -161,6 +170,7 @@ wds_seq(struct ckpt_run *R, const struct ovl_seq *s, const struct ovl_frame *f)
 
 	W->seq.len = 0;
 	ovl_buf_append(&W->seq, f->payload, f->len);
+	W->seq_flags = f->flags;
 	W->due = 0;
 	W->nimg = 0;
 	W->json.len = 0;
@@ -285,6 +295,7 @@ wds_free(struct ckpt_run *R)
 	ovl_buf_free(&W->seq);
 	ovl_buf_free(&W->json);
 	ovl_buf_free(&W->scratch);
+	ovl_u32vec_free(&W->pos);
 	free(W);
 	R->wds = NULL;
 }

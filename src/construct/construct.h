@@ -66,6 +66,7 @@ struct construct_opts {
 	uint64_t	 stop_steps;	/* the plan's stop steps= (0: none) */
 	int		 pad_set;
 	uint32_t	 pad_id;
+	unsigned	 token_bits;	/* --token-bits 32: 32-bit SEQ arrays */
 	int		 json;
 	const char	*stats_path;
 	const char	*resume_path;
@@ -174,7 +175,7 @@ struct construct {
 	/* the window: closed steps and the pieces of the open one */
 	struct piece	*pieces;
 	size_t		 npieces, pcap;
-	struct ovl_u32vec arena;
+	struct ovl_buf	 arena;		/* their tokens, tok_width bytes each */
 	struct wstep	 ws[MAX_WINDOW];
 	size_t		 nws;
 	size_t		 open_first;	/* first piece of the open step */
@@ -192,6 +193,7 @@ struct construct {
 	int		 have_pos;
 	uint64_t	 last_pos;
 	uint32_t	 pad_id;
+	uint32_t	 tok_width;	/* SEQ token ids: 2 or 4 bytes */
 	uint64_t	 eod;		/* the stream's end-of-document id */
 	uint32_t	*run_id;	/* per source: its image placeholder */
 	size_t		 nrun;
@@ -205,6 +207,7 @@ struct construct {
 					   first token, length (step.h) */
 	struct ovl_buf	 pdoc;		/* a DOC whose IMAGE frames are coming */
 	uint32_t	 pdoc_due;
+	uint8_t		 pdoc_flags;	/* its frame's flags */
 	uint64_t	 img_out, img_dropped;
 	unsigned	 img_calm;	/* windows in a row with a small arena */
 	/* scratch for JSON and drift */

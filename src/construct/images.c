@@ -22,6 +22,7 @@ doc_frame(struct construct *c, const struct ovl_frame *f)
 		/* placed once its images are in (the reader counts them) */
 		c->pdoc.len = 0;
 		ovl_buf_append(&c->pdoc, f->payload, f->len);
+		c->pdoc_flags = f->flags;	/* its ids' width (minor 2) */
 		c->pdoc_due = d.nimages;
 		return;
 	}
@@ -60,7 +61,7 @@ on_image(struct construct *c, const struct ovl_frame *f)
 	if (--c->pdoc_due > 0)
 		return;
 	df.kind = OVL_DOC;
-	df.flags = 0;
+	df.flags = c->pdoc_flags;
 	df.len = (uint32_t)c->pdoc.len;
 	df.payload = c->pdoc.p;
 	df.size = OVL_FRAME_HDR_LEN + c->pdoc.len;

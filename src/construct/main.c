@@ -31,6 +31,8 @@ static const struct ovl_cli cli = {
 	"                         the vision encoder's cost of each image sent\n"
 	"                         (IMAGE frames) of n tokens: A*n + B*n^2\n"
 	"  --pad-id ID            padding token (default: the stream's eod)\n"
+	"  --token-bits N         SEQ ids: 32, or 16 (default) where the\n"
+	"                         vocabulary has at most 65,536 ids\n"
 	"  --json                 JSON lines instead of frames\n"
 	"  --input SPEC           read SPEC (a file, FIFO or tcp: endpoint), not\n"
 	"                         standard input\n"
@@ -235,6 +237,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		{ "seq-len", required_argument, NULL, 'L' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "step-tokens", required_argument, NULL, 'T' },
+		{ "token-bits", required_argument, NULL, 'B' },
 		{ "uniform", no_argument, NULL, 'u' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "input", required_argument, NULL, 'I' },
@@ -288,6 +291,11 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		case 'p':
 			if ((o->pack = ovl_pack_parse(optarg)) < 0)
 				usage_num("--pack", optarg);
+			break;
+		case 'B':
+			if (strcmp(optarg, "16") != 0 && strcmp(optarg, "32") != 0)
+				usage_num("--token-bits", optarg);
+			o->token_bits = (unsigned)atoi(optarg);
 			break;
 		case 'P':
 			o->pad_id = (uint32_t)opt_u64("--pad-id", optarg, 0,
@@ -413,6 +421,7 @@ main(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	c.o = &o;
 	c.pad_id = o.pad_id;
+	c.tok_width = 4;	/* until the META says (on_meta) */
 	c.cfg.nseq = o.ranks * o.mb;
 	c.cfg.budget = o.step_tokens;
 	c.cfg.nstages = o.nst;
@@ -463,7 +472,7 @@ main(int argc, char **argv)
 	ovl_balancer_free(c.bal);
 	ovl_packer_free(c.pk);
 	free(c.pieces);
-	ovl_u32vec_free(&c.arena);
+	ovl_buf_free(&c.arena);
 	ovl_u32vec_free(&c.jtok);
 	free(c.jpiece);
 	ovl_u32vec_free(&c.jpos);

@@ -53,6 +53,23 @@ emit_step_end(struct construct *c, uint64_t step, uint32_t rank,
 	ovl_writer_frame(c->wr, OVL_STEP, 0, p, sizeof(p));
 }
 
+/* Position ids p0, p0 + 1, ... of n tokens at index k, of width bytes. */
+static void
+put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
+{
+	uint32_t i;
+
+	if (width == 2) {
+		uint16_t *q = (uint16_t *)pos + k;
+		for (i = 0; i < n; i++)
+			q[i] = (uint16_t)(p0 + i);
+	} else {
+		uint32_t *q = (uint32_t *)pos + k;
+		for (i = 0; i < n; i++)
+			q[i] = p0 + i;
+	}
+}
+
 /* Does piece q continue piece p in their document? */
 int
 piece_follows(const struct piece *p, const struct piece *q)
@@ -72,15 +89,29 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
     uint32_t mb, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
-	uint32_t real = 0, ntok, i, k, *tok, *pos, *cu, nseg = 0, seg;
+	uint32_t real = 0, ntok, k, *cu, nseg = 0, seg, tw = 4, pw = 4;
+	uint64_t pmax = 0, segend = 0;
+	int cont = 0;
+	void *tok, *pos;
 	uint8_t *pl = NULL;
+	struct ovl_seq s;
 	size_t j, e;
 
 	for (j = 0; j < np; j++) {
-		real += c->pieces[idx[j]].length;
-		if (j == 0 || !piece_follows(&c->pieces[idx[j - 1]],
-		    &c->pieces[idx[j]]))
+		const struct piece *p = &c->pieces[idx[j]];
+
+		real += p->length;
+		if (j == 0 || !piece_follows(&c->pieces[idx[j - 1]], p)) {
 			nseg++;
+			/* a segment's positions start at 0, or go on */
+			segend = p->source < OVL_PLAN_MAX_SOURCES &&
+			    o->cont_pos[p->source] ? p->offset : 0;
+			if (segend > 0)
+				cont = 1;
+		}
+		segend += p->length;
+		if (segend > pmax)
+			pmax = segend;
 	}
 	ntok = o->uniform ? seq_len : real;
 	if (o->json) {
@@ -94,9 +125,19 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			    sizeof(*c->jpiece));
 		}
 	} else {
-		struct ovl_seq s;
-		uint32_t len = ovl_seq_payload_len(ntok, nseg);
+		uint32_t len;
 
+		/*
+		 * 16-bit arrays where every id fits, and no positions at all
+		 * where they restart at every segment: the reader derives them
+		 * (ovl-frame(5), minor 2). --token-bits 32: minor 1's layout.
+		 */
+		tw = c->tok_width;
+		if (o->token_bits == 32)
+			pw = 4;
+		else
+			pw = !cont ? 0 : pmax <= 0x10000 ? 2 : 4;
+		len = ovl_seq_payload_len(ntok, nseg, tw, pw);
 		if (len == 0)
 			ovl_errx(OVL_EXIT_DATA, "a sequence of %u tokens is "
 			    "over the frame limit", ntok);
@@ -109,10 +150,12 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		s.npieces = nseg;
 		s.seq_len = seq_len;
 		s.flags = 0;
+		s.width = tw;
+		s.pos_width = pw;
 		ovl_seq_encode(pl, &s);
 		tok = ovl_seq_tokens(pl);
-		pos = ovl_seq_positions(pl, ntok);
-		cu = ovl_seq_cu(pl, ntok);
+		pos = ovl_seq_positions(pl, ntok, tw);
+		cu = ovl_seq_cu(pl, ntok, tw, pw);
 	}
 	k = 0;
 	cu[0] = 0;
@@ -125,10 +168,11 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		    &c->pieces[idx[e - 1]], &c->pieces[idx[e]])); e++) {
 			const struct piece *q = &c->pieces[idx[e]];
 
-			memcpy(tok + k, c->arena.p + q->tok,
-			    (size_t)q->length * 4);
-			for (i = 0; i < q->length; i++)
-				pos[k + i] = p0 + slen + i;
+			(void)ovl_tok_copy((uint8_t *)tok + (size_t)k * tw, tw,
+			    c->arena.p + (size_t)q->tok * c->tok_width,
+			    c->tok_width, q->length);
+			if (pw != 0)
+				put_positions(pos, pw, k, p0 + slen, q->length);
 			k += q->length;
 			slen += q->length;
 		}
@@ -144,33 +188,37 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 			pc.length = slen;
 			/* the IMAGE frames after the SEQ, of all its parts */
 			pc.nimages = 0;
-			for (i = (uint32_t)j; i < e; i++)
+			for (size_t q = j; q < e; q++)
 				pc.nimages += piece_images(c,
-				    &c->pieces[idx[i]]);
-			ovl_seq_put_piece(pl, ntok, nseg, seg, &pc);
+				    &c->pieces[idx[q]]);
+			ovl_seq_put_piece(pl, &s, seg, &pc);
 		} else {
 			c->jpiece[seg] = (struct jpiece){ p->source,
 			    p->mix_pos, p->offset, slen };
 		}
 	}
 	for (; k < ntok; k++) {
-		tok[k] = c->pad_id;
-		pos[k] = 0;
+		if (tw == 2)
+			((uint16_t *)tok)[k] = (uint16_t)c->pad_id;
+		else
+			((uint32_t *)tok)[k] = c->pad_id;
+		if (pw != 0)
+			put_positions(pos, pw, k, 0, 1);
 	}
 	c->seqs++;
 	c->tokens += real;
 	c->padding += ntok - real;
 	if (pl != NULL) {
-		ovl_writer_finish(c->wr, OVL_SEQ, 0);
+		ovl_writer_finish(c->wr, OVL_SEQ, ovl_seq_flags(&s));
 		images_emit(c, step, rank, mb, idx, np);
 		return;
 	}
 	printf("{\"kind\":\"seq\",\"step\":%" PRIu64 ",\"rank\":%u,\"mb\":%u,"
 	    "\"seq_len\":%u,\"ntokens\":%u,\"tokens\":", step, rank, mb,
 	    seq_len, ntok);
-	ovl_json_u32s(stdout, tok, ntok);
+	ovl_json_u32s(stdout, (const uint32_t *)tok, ntok);
 	printf(",\"positions\":");
-	ovl_json_u32s(stdout, pos, ntok);
+	ovl_json_u32s(stdout, (const uint32_t *)pos, ntok);
 	printf(",\"cu_seqlens\":");
 	ovl_json_u32s(stdout, cu, nseg + 1);
 	printf(",\"docs\":[");
@@ -413,7 +461,8 @@ ends_doc(const struct construct *c, uint32_t item, uint32_t end)
 {
 	const struct piece *p = &c->pieces[c->sw.idx[item]];
 
-	return end > 0 && c->arena.p[p->tok + end - 1] == c->eod;
+	return end > 0 && ovl_tok_at(c->arena.p, c->tok_width,
+	    p->tok + end - 1) == c->eod;
 }
 
 /*
@@ -1108,7 +1157,8 @@ flush_window(struct construct *c)
 
 			if ((i > 0 && p[-1].mix_pos == p->mix_pos) ||
 			    (i + 1 < n && p[1].mix_pos == p->mix_pos) ||
-			    c->arena.p[p->tok + p->length - 1] != c->eod)
+			    ovl_tok_at(c->arena.p, c->tok_width,
+			    p->tok + p->length - 1) != c->eod)
 				c->wgroup[i] |= OVL_WINDOW_PINNED;
 		}
 		/*

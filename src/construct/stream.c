@@ -232,6 +232,7 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
     uint32_t off, uint32_t len)
 {
 	struct piece *p;
+	uint32_t tw;
 
 	if (c->npieces == c->pcap) {
 		c->pcap = c->pcap ? 2 * c->pcap : 1024;
@@ -248,10 +249,17 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
 	p->images = off == 0 ? (uint32_t)((uint64_t)d->nimages *
 	    c->o->image_tokens > UINT32_MAX ? UINT32_MAX :
 	    (uint64_t)d->nimages * c->o->image_tokens) : 0;
-	p->tok = c->arena.len;
-	memcpy(ovl_u32vec_reserve(&c->arena, len), d->tokens + off,
-	    (size_t)len * 4);
-	c->arena.len += len;
+	/* in the width of the SEQ frames: one copy here, none when emitted */
+	tw = c->tok_width;
+	p->tok = c->arena.len / tw;
+	if (ovl_tok_copy(ovl_buf_reserve(&c->arena, (size_t)len * tw), tw,
+	    ovl_tok_from(d->tokens, d->width, off), d->width, len) > 0xffff)
+		ovl_errx(OVL_EXIT_DATA, "'%s': document at mixed position %"
+		    PRIu64 " has token id %" PRIu32 ", not below the stream's "
+		    "vocabulary", ovl_reader_name(c->rd), pos,
+		    ovl_tok_max(ovl_tok_from(d->tokens, d->width, off),
+		    d->width, len));
+	c->arena.len += (size_t)len * tw;
 	images_attach(c, p);
 }
 
@@ -297,7 +305,8 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.seq_len = c->cut.seq_len;
 		/* an image's placeholders stay in one piece (step.h) */
 		len = ovl_stepcut_next_bounds(&c->cut, d.ntokens - off,
-		    d.tokens + off, d.source < c->nrun ? c->run_id[d.source] :
+		    ovl_tok_from(d.tokens, d.width, off), d.width,
+		    d.source < c->nrun ? c->run_id[d.source] :
 		    OVL_STEP_NORUN, off, c->runs.len > 0 ? c->runs.p : NULL,
 		    c->runs.len / 2, &opened);
 		/*
@@ -432,6 +441,17 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 		ovl_writer_finish(c->wr, OVL_META, 0);
 	}
 	ovl_buf_free(&out);
+	/*
+	 * Every id below the vocabulary: SEQ tokens of 16 bits when it has
+	 * at most 65,536 ids and the padding fits too (ovl-frame(5)).
+	 */
+	{
+		uint64_t vocab = 0;
+
+		c->tok_width = ovl_reader_meta_u64(c->rd, "vocab", &vocab) &&
+		    vocab <= 65536 && c->pad_id <= 0xffff &&
+		    c->o->token_bits != 32 ? 2 : 4;
+	}
 }
 
 /* The end: the open step closes, the window flushes. */

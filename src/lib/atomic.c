@@ -48,7 +48,8 @@ ovl_fsync_dir(const char *path)
 }
 
 int
-ovl_atomic_write(const char *path, const void *buf, size_t n)
+ovl_atomic_write_gen(const char *path, int (*gen)(int fd, void *arg),
+    void *arg)
 {
 	size_t len = strlen(path) + 32;
 	char *tmp = ovl_xmalloc(len);
@@ -58,7 +59,7 @@ ovl_atomic_write(const char *path, const void *buf, size_t n)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		goto fail_nofd;
-	if (ovl_io_write_full(fd, buf, n) != 0 || fsync(fd) != 0)
+	if (gen(fd, arg) != 0 || fsync(fd) != 0)
 		goto fail;
 	if (close(fd) != 0) {
 		fd = -1;
@@ -80,6 +81,27 @@ fail_nofd:
 	free(tmp);
 	errno = saved;
 	return -1;
+}
+
+struct whole {
+	const void	*buf;
+	size_t		 n;
+};
+
+static int
+write_whole(int fd, void *arg)
+{
+	struct whole *w = arg;
+
+	return ovl_io_write_full(fd, w->buf, w->n);
+}
+
+int
+ovl_atomic_write(const char *path, const void *buf, size_t n)
+{
+	struct whole w = { buf, n };
+
+	return ovl_atomic_write_gen(path, write_whole, &w);
 }
 
 int

@@ -12,6 +12,12 @@
  * set (the old file, if any, is untouched and the temporary removed).
  */
 int	ovl_atomic_write(const char *path, const void *buf, size_t n);
+/*
+ * The same with the bytes written by gen(fd, arg) (0, or -1 with errno
+ * set): a file too large to hold, written piece by piece.
+ */
+int	ovl_atomic_write_gen(const char *path, int (*gen)(int fd, void *arg),
+	    void *arg);
 /* fsync the directory holding path (path itself when it is a directory). 0 or -1. */
 int	ovl_fsync_dir(const char *path);
 /*

@@ -178,9 +178,9 @@ ovl_cursor_cmp(const struct ovl_cursor *a, const struct ovl_cursor *b)
 /* ---- DOC ---- */
 
 uint32_t
-ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len)
+ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len, uint32_t width)
 {
-	uint64_t n = OVL_DOC_FIXED + (uint64_t)ntokens * 4 + text_len;
+	uint64_t n = OVL_DOC_FIXED + (uint64_t)ntokens * width + text_len;
 
 	if (n > OVL_FRAME_LIMIT)
 		return 0;
@@ -190,8 +190,9 @@ ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len)
 void
 ovl_doc_encode(uint8_t *p, const struct ovl_doc *d)
 {
-	uint32_t len = ovl_doc_payload_len(d->ntokens, d->text_len);
-	uint32_t end = OVL_DOC_FIXED + d->ntokens * 4 + d->text_len;
+	uint32_t w = d->width == 2 ? 2 : 4;
+	uint32_t len = ovl_doc_payload_len(d->ntokens, d->text_len, w);
+	uint32_t end = OVL_DOC_FIXED + d->ntokens * w + d->text_len;
 	uint32_t flags = d->flags & ~OVL_DOC_TEXT;
 
 	if (d->text_len > 0)
@@ -211,9 +212,9 @@ ovl_doc_encode(uint8_t *p, const struct ovl_doc *d)
 	ovl_put32(p + 68, d->text_len);
 	ovl_put64(p + 72, d->start_off);
 	if (d->tokens != NULL && d->ntokens > 0)
-		memcpy(p + OVL_DOC_FIXED, d->tokens, (size_t)d->ntokens * 4);
+		memcpy(p + OVL_DOC_FIXED, d->tokens, (size_t)d->ntokens * w);
 	if (d->text_len > 0)
-		memcpy(p + OVL_DOC_FIXED + d->ntokens * 4, d->text, d->text_len);
+		memcpy(p + OVL_DOC_FIXED + d->ntokens * w, d->text, d->text_len);
 	memset(p + end, 0, len - end);
 }
 
@@ -221,8 +222,10 @@ int
 ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d)
 {
 	const uint8_t *p = f->payload;
+	uint32_t w = (f->flags & OVL_FL_U16) ? 2 : 4;
 
-	if (f->kind != OVL_DOC || f->len < OVL_DOC_FIXED)
+	if (f->kind != OVL_DOC || f->len < OVL_DOC_FIXED ||
+	    (f->flags & ~OVL_FL_U16) != 0)
 		return OVL_F_EPAYLOAD;
 	d->source = ovl_le32(p + 0);
 	d->flags = ovl_le32(p + 4);
@@ -238,15 +241,16 @@ ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d)
 	d->ntokens = ovl_le32(p + 64);
 	d->text_len = ovl_le32(p + 68);
 	d->start_off = ovl_le64(p + 72);
-	if (d->ntokens > (f->len - OVL_DOC_FIXED) / 4 ||
-	    ovl_doc_payload_len(d->ntokens, d->text_len) != f->len)
+	d->width = w;
+	if (d->ntokens > (f->len - OVL_DOC_FIXED) / w ||
+	    ovl_doc_payload_len(d->ntokens, d->text_len, w) != f->len)
 		return OVL_F_EPAYLOAD;
 	if (((d->flags & OVL_DOC_TEXT) != 0) != (d->text_len > 0))
 		return OVL_F_EPAYLOAD;
 	if (d->nchunks != 0 && d->chunk >= d->nchunks)
 		return OVL_F_EPAYLOAD;
-	d->tokens = (const uint32_t *)(const void *)(p + OVL_DOC_FIXED);
-	d->text = (const char *)(p + OVL_DOC_FIXED + (size_t)d->ntokens * 4);
+	d->tokens = p + OVL_DOC_FIXED;
+	d->text = (const char *)(p + OVL_DOC_FIXED + (size_t)d->ntokens * w);
 	return OVL_F_OK;
 }
 
@@ -302,10 +306,19 @@ ovl_chunk_end_decode(const struct ovl_frame *f, struct ovl_chunk_end *c)
 
 /* ---- SEQ ---- */
 
-uint32_t
-ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces)
+/* The widths of a SEQ, from its struct: 2, 4, or 0 (no positions). */
+static uint32_t
+wid(uint32_t w)
 {
-	uint64_t n = OVL_SEQ_FIXED + (uint64_t)ntokens * 8 +
+	return w == 2 || w == 0 ? w : 4;
+}
+
+uint32_t
+ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces, uint32_t width,
+    uint32_t pos_width)
+{
+	uint64_t n = OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)) +
 	    ((uint64_t)npieces + 1) * 4 + (uint64_t)npieces * OVL_PIECE_LEN;
 
 	if (n > OVL_FRAME_LIMIT)
@@ -313,34 +326,59 @@ ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces)
 	return ovl_align4(n);
 }
 
-uint32_t *
+void *
 ovl_seq_tokens(uint8_t *p)
 {
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED);
+	return p + OVL_SEQ_FIXED;
+}
+
+void *
+ovl_seq_positions(uint8_t *p, uint32_t ntokens, uint32_t width)
+{
+	return p + OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width));
 }
 
 uint32_t *
-ovl_seq_positions(uint8_t *p, uint32_t ntokens)
+ovl_seq_cu(uint8_t *p, uint32_t ntokens, uint32_t width, uint32_t pos_width)
 {
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 4);
-}
-
-uint32_t *
-ovl_seq_cu(uint8_t *p, uint32_t ntokens)
-{
-	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED + (size_t)ntokens * 8);
+	return (uint32_t *)(void *)(p + OVL_SEQ_FIXED +
+	    ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)));
 }
 
 static size_t
-piece_off(uint32_t ntokens, uint32_t npieces, uint32_t i)
+piece_off(uint32_t ntokens, uint32_t npieces, uint32_t width,
+    uint32_t pos_width, uint32_t i)
 {
-	return OVL_SEQ_FIXED + (size_t)ntokens * 8 + ((size_t)npieces + 1) * 4 +
-	    (size_t)i * OVL_PIECE_LEN;
+	return OVL_SEQ_FIXED + ovl_tok_bytes(ntokens, wid(width)) +
+	    ovl_tok_bytes(ntokens, wid(pos_width)) +
+	    ((size_t)npieces + 1) * 4 + (size_t)i * OVL_PIECE_LEN;
+}
+
+uint8_t
+ovl_seq_flags(const struct ovl_seq *s)
+{
+	return (uint8_t)((wid(s->width) == 2 ? OVL_FL_U16 : 0) |
+	    (wid(s->pos_width) == 2 ? OVL_FL_POS16 : 0) |
+	    (wid(s->pos_width) == 0 ? OVL_FL_NOPOS : 0));
+}
+
+/* The zero padding after a 16-bit array of n ids at p. */
+static void
+pad16(uint8_t *p, uint32_t n, uint32_t w)
+{
+	size_t b = (size_t)n * w;
+
+	memset(p + b, 0, ovl_tok_bytes(n, w) - b);
 }
 
 void
 ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
 {
+	uint32_t w = wid(s->width), pw = wid(s->pos_width);
+	uint8_t *tp = ovl_seq_tokens(p);
+	uint8_t *pp = ovl_seq_positions(p, s->ntokens, w);
+
 	ovl_put64(p + 0, s->step);
 	ovl_put32(p + 8, s->rank);
 	ovl_put32(p + 12, s->mb);
@@ -349,20 +387,22 @@ ovl_seq_encode(uint8_t *p, const struct ovl_seq *s)
 	ovl_put32(p + 24, s->seq_len);
 	ovl_put32(p + 28, s->flags);
 	if (s->tokens != NULL)
-		memcpy(ovl_seq_tokens(p), s->tokens, (size_t)s->ntokens * 4);
-	if (s->positions != NULL)
-		memcpy(ovl_seq_positions(p, s->ntokens), s->positions,
-		    (size_t)s->ntokens * 4);
+		memcpy(tp, s->tokens, (size_t)s->ntokens * w);
+	pad16(tp, s->ntokens, w);
+	if (s->positions != NULL && pw > 0)
+		memcpy(pp, s->positions, (size_t)s->ntokens * pw);
+	pad16(pp, s->ntokens, pw);
 	if (s->cu_seqlens != NULL)
-		memcpy(ovl_seq_cu(p, s->ntokens), s->cu_seqlens,
+		memcpy(ovl_seq_cu(p, s->ntokens, w, pw), s->cu_seqlens,
 		    ((size_t)s->npieces + 1) * 4);
 }
 
 void
-ovl_seq_put_piece(uint8_t *p, uint32_t ntokens, uint32_t npieces, uint32_t i,
+ovl_seq_put_piece(uint8_t *p, const struct ovl_seq *s, uint32_t i,
     const struct ovl_piece *pc)
 {
-	uint8_t *q = p + piece_off(ntokens, npieces, i);
+	uint8_t *q = p + piece_off(s->ntokens, s->npieces, s->width,
+	    s->pos_width, i);
 
 	ovl_put32(q + 0, pc->source);
 	ovl_put32(q + 4, pc->epoch);
@@ -380,7 +420,10 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	const uint8_t *p = f->payload;
 	uint32_t i, len;
 
-	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED)
+	if (f->kind != OVL_SEQ || f->len < OVL_SEQ_FIXED ||
+	    (f->flags & ~(OVL_FL_U16 | OVL_FL_POS16 | OVL_FL_NOPOS)) != 0 ||
+	    (f->flags & (OVL_FL_POS16 | OVL_FL_NOPOS)) ==
+	    (OVL_FL_POS16 | OVL_FL_NOPOS))
 		return OVL_F_EPAYLOAD;
 	s->step = ovl_le64(p + 0);
 	s->rank = ovl_le32(p + 8);
@@ -389,15 +432,23 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	s->npieces = ovl_le32(p + 20);
 	s->seq_len = ovl_le32(p + 24);
 	s->flags = ovl_le32(p + 28);
-	if (s->ntokens > f->len / 8 || s->npieces > f->len / OVL_PIECE_LEN)
+	s->width = (f->flags & OVL_FL_U16) ? 2 : 4;
+	s->pos_width = (f->flags & OVL_FL_POS16) ? 2 :
+	    (f->flags & OVL_FL_NOPOS) ? 0 : 4;
+	if (s->ntokens > f->len / 2 || s->npieces > f->len / OVL_PIECE_LEN)
 		return OVL_F_EPAYLOAD;
-	len = ovl_seq_payload_len(s->ntokens, s->npieces);
+	len = ovl_seq_payload_len(s->ntokens, s->npieces, s->width,
+	    s->pos_width);
 	if (len == 0 || len != f->len)
 		return OVL_F_EPAYLOAD;
-	s->tokens = (const uint32_t *)(const void *)(p + OVL_SEQ_FIXED);
-	s->positions = s->tokens + s->ntokens;
-	s->cu_seqlens = s->positions + s->ntokens;
-	s->pieces = p + piece_off(s->ntokens, s->npieces, 0);
+	s->tokens = p + OVL_SEQ_FIXED;
+	s->positions = p + OVL_SEQ_FIXED + ovl_tok_bytes(s->ntokens, s->width);
+	s->cu_seqlens = (const uint32_t *)(const void *)((const uint8_t *)
+	    s->positions + ovl_tok_bytes(s->ntokens, s->pos_width));
+	if (s->pos_width == 0)
+		s->positions = NULL;
+	s->pieces = p + piece_off(s->ntokens, s->npieces, s->width,
+	    s->pos_width, 0);
 	if (s->cu_seqlens[0] != 0)
 		return OVL_F_EPAYLOAD;
 	for (i = 0; i < s->npieces; i++)
@@ -406,6 +457,25 @@ ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s)
 	if (s->cu_seqlens[s->npieces] > s->ntokens)
 		return OVL_F_EPAYLOAD;
 	return OVL_F_OK;
+}
+
+void
+ovl_seq_position_ids(const struct ovl_seq *s, uint32_t *out)
+{
+	uint32_t i, k, n;
+
+	if (s->positions != NULL) {
+		(void)ovl_tok_copy(out, 4, s->positions, s->pos_width,
+		    s->ntokens);
+		return;
+	}
+	for (i = 0; i < s->npieces; i++) {
+		n = s->cu_seqlens[i + 1] - s->cu_seqlens[i];
+		for (k = 0; k < n; k++)
+			out[s->cu_seqlens[i] + k] = k;
+	}
+	for (k = s->cu_seqlens[s->npieces]; k < s->ntokens; k++)
+		out[k] = 0;
 }
 
 void
@@ -421,6 +491,112 @@ ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *pc)
 	pc->mix_pos = ovl_le64(q + 24);
 	pc->length = ovl_le32(q + 32);
 	pc->nimages = ovl_le32(q + 36);
+}
+
+/* ---- token arrays ---- */
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* u16 to u32, 16 at a time where SSE2 is. */
+static void
+tok_widen(uint32_t *d, const uint16_t *s, size_t n)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i z = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
+
+		_mm_storeu_si128((__m128i *)(void *)(d + i), _mm_unpacklo_epi16(a, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 4), _mm_unpackhi_epi16(a, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 8), _mm_unpacklo_epi16(b, z));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 12), _mm_unpackhi_epi16(b, z));
+	}
+#endif
+	for (; i < n; i++)
+		d[i] = s[i];
+}
+
+/*
+ * u32 to u16 (the low halves), 16 at a time where SSE2 is; returns the or
+ * of all ids, over 0xffff exactly when one did not fit. SSE2 packs with
+ * signed saturation: ids biased by -32768 pack exactly when they fit.
+ */
+static uint32_t
+tok_narrow(uint16_t *d, const uint32_t *s, size_t n)
+{
+	uint32_t hi = 0;
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i bias = _mm_set1_epi32(0x8000), bias16 = _mm_set1_epi16(-32768);
+	__m128i acc = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 4));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
+		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 12));
+
+		acc = _mm_or_si128(acc, _mm_or_si128(_mm_or_si128(a, b),
+		    _mm_or_si128(c, e)));
+		a = _mm_packs_epi32(_mm_sub_epi32(a, bias), _mm_sub_epi32(b, bias));
+		c = _mm_packs_epi32(_mm_sub_epi32(c, bias), _mm_sub_epi32(e, bias));
+		_mm_storeu_si128((__m128i *)(void *)(d + i), _mm_xor_si128(a, bias16));
+		_mm_storeu_si128((__m128i *)(void *)(d + i + 8), _mm_xor_si128(c, bias16));
+	}
+	acc = _mm_or_si128(acc, _mm_srli_si128(acc, 8));
+	acc = _mm_or_si128(acc, _mm_srli_si128(acc, 4));
+	hi = (uint32_t)_mm_cvtsi128_si32(acc);
+#endif
+	for (; i < n; i++) {
+		hi |= s[i];
+		d[i] = (uint16_t)s[i];
+	}
+	return hi;
+}
+
+uint32_t
+ovl_tok_copy(void *dst, uint32_t dwidth, const void *src, uint32_t swidth,
+    size_t n)
+{
+	uint32_t hi;
+
+	if (dwidth == swidth) {
+		memcpy(dst, src, n * swidth);
+		return 0;
+	}
+	if (dwidth == 4) {
+		tok_widen(dst, src, n);
+		return 0;
+	}
+	/* the high halves or'ed: one compare for the whole array */
+	hi = tok_narrow(dst, src, n);
+	return hi > 0xffff ? ovl_tok_max(src, 4, n) : hi;
+}
+
+uint32_t
+ovl_tok_max(const void *p, uint32_t width, size_t n)
+{
+	uint32_t m = 0;
+	size_t i;
+
+	if (width == 2) {
+		const uint16_t *t = p;
+		uint16_t m16 = 0;
+
+		for (i = 0; i < n; i++)
+			m16 = t[i] > m16 ? t[i] : m16;
+		return m16;
+	}
+	for (i = 0; i < n; i++)
+		m = ((const uint32_t *)p)[i] > m ? ((const uint32_t *)p)[i] : m;
+	return m;
 }
 
 /* ---- BARRIER ---- */

@@ -8,13 +8,17 @@
  *   stream header  magic "\x89OVL\r\n\x1a\n", u16 major, u16 minor,
  *                  u32 CRC-32C of the first 12 bytes
  *   frame          u32 len (payload bytes, a multiple of 4),
- *                  u8 kind, u8 flags, u16 reserved (0),
+ *                  u8 kind, u8 flags (OVL_FL_*), u16 reserved (0),
  *                  u32 CRC-32C of header bytes 0..7 and the payload,
  *                  payload
  *
  * All integers are little-endian. Frames start 4-byte aligned and token
  * arrays sit at 4-byte aligned payload offsets, so a reader can view them in
  * place. The host must be little-endian (configure checks).
+ *
+ * Token ids are 32-bit, or 16-bit in a DOC or SEQ frame whose flags say so
+ * (minor 2): a writer takes 16 bits when its vocabulary has at most 65,536
+ * ids, and every reader takes both (ovl_tok_at, ovl_tok_copy).
  */
 #ifndef OVL_FRAME_H
 #define OVL_FRAME_H
@@ -27,7 +31,7 @@
 #define OVL_STREAM_HDR_LEN	16
 #define OVL_FRAME_HDR_LEN	12
 #define OVL_VERSION_MAJOR	1
-#define OVL_VERSION_MINOR	2	/* 1: STEP frames; 2: IMAGE frames */
+#define OVL_VERSION_MINOR	2	/* 1: STEP frames; 2: 16-bit arrays, IMAGE frames */
 /* The largest payload the format allows, and the default reader limit. */
 #define OVL_FRAME_LIMIT		(1u << 30)
 #define OVL_FRAME_MAX_DEFAULT	(256u << 20)
@@ -43,6 +47,18 @@ enum ovl_kind {
 	OVL_STEP = 8,		/* a rank's step is complete (minor 1) */
 	OVL_IMAGE = 9		/* an image of the DOC or SEQ before (minor 2) */
 };
+
+/*
+ * Frame header flags (minor 2). DOC: its token ids are u16. SEQ: its
+ * tokens (OVL_FL_U16) and its position ids (OVL_FL_POS16) are u16, or it
+ * has no position array at all (OVL_FL_NOPOS): its positions restart at 0
+ * at every piece and are 0 in the padding, as a reader derives them from
+ * cu_seqlens (ovl_seq_position_ids). A 16-bit array is padded with zeros
+ * to a multiple of 4 bytes, so what follows stays 4-byte aligned.
+ */
+#define OVL_FL_U16	0x01u
+#define OVL_FL_POS16	0x02u
+#define OVL_FL_NOPOS	0x04u
 
 /* Return codes of the parsing functions. */
 enum {
@@ -144,19 +160,30 @@ struct ovl_doc {
 	uint64_t	 mix_tokens;	/* mixed tokens before this document */
 	uint32_t	 ntokens;
 	uint32_t	 text_len;
-	const uint32_t	*tokens;	/* ntokens ids (in place when decoded) */
+	uint32_t	 width;		/* bytes per token id: 2 or 4 */
+	const void	*tokens;	/* ntokens ids of width bytes (in place
+					   when decoded; ovl_tok_at) */
 	const char	*text;		/* text_len bytes, not NUL-terminated */
 };
 
-/* Payload bytes of a DOC with these sizes, or 0 when over OVL_FRAME_LIMIT. */
-uint32_t ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len);
 /*
- * Encode into payload (ovl_doc_payload_len bytes). d->tokens and d->text
- * are copied; when d->tokens is NULL the token array is left for the caller
- * to fill at payload + OVL_DOC_FIXED (zero-copy tokenizing).
+ * Payload bytes of a DOC with these sizes and ids of width bytes (2 or
+ * 4), or 0 when over OVL_FRAME_LIMIT.
+ */
+uint32_t ovl_doc_payload_len(uint32_t ntokens, uint32_t text_len,
+	    uint32_t width);
+/*
+ * Encode into payload (ovl_doc_payload_len bytes, with d->width). d->tokens
+ * (of d->width bytes each) and d->text are copied; when d->tokens is NULL
+ * the token array is left for the caller to fill at payload +
+ * OVL_DOC_FIXED (zero-copy tokenizing). The frame's flags are
+ * ovl_width_flags(d->width).
  */
 void	ovl_doc_encode(uint8_t *payload, const struct ovl_doc *d);
-/* View a DOC frame: OVL_F_OK or OVL_F_EPAYLOAD. tokens/text point into f. */
+/*
+ * View a DOC frame: OVL_F_OK or OVL_F_EPAYLOAD. tokens/text point into f;
+ * width is 2 when f's flags have OVL_FL_U16, else 4.
+ */
 int	ovl_doc_decode(const struct ovl_frame *f, struct ovl_doc *d);
 /* The cursor after the document. */
 void	ovl_doc_cursor(const struct ovl_doc *d, struct ovl_cursor *c);
@@ -203,27 +230,51 @@ struct ovl_seq {
 	uint32_t	 npieces;
 	uint32_t	 seq_len;	/* capacity of the sequence */
 	uint32_t	 flags;
-	const uint32_t	*tokens;	/* ntokens */
-	const uint32_t	*positions;	/* ntokens, restart at 0 per piece */
+	uint32_t	 width;		/* bytes per token id: 2 or 4 */
+	uint32_t	 pos_width;	/* bytes per position id: 2 or 4; 0:
+					   none sent (OVL_FL_NOPOS) */
+	const void	*tokens;	/* ntokens of width bytes (ovl_tok_at) */
+	const void	*positions;	/* ntokens of pos_width bytes, restart
+					   at 0 per piece; NULL when none */
 	const uint32_t	*cu_seqlens;	/* npieces + 1, from 0; last = real tokens */
 	const uint8_t	*pieces;	/* npieces x OVL_PIECE_LEN, see ovl_seq_piece */
 };
 
-/* Payload bytes of a SEQ, or 0 when over OVL_FRAME_LIMIT. */
-uint32_t ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces);
 /*
- * Encode the fixed part and copy tokens, positions and cu_seqlens when
- * non-NULL; pieces are written with ovl_seq_put_piece.
+ * Payload bytes of a SEQ with tokens of width bytes (2 or 4) and positions
+ * of pos_width bytes (2 or 4, or 0: none), or 0 when over OVL_FRAME_LIMIT.
+ */
+uint32_t ovl_seq_payload_len(uint32_t ntokens, uint32_t npieces,
+	    uint32_t width, uint32_t pos_width);
+/*
+ * Encode the fixed part (s->width and s->pos_width give the layout) and
+ * copy tokens, positions and cu_seqlens when non-NULL, zeroing the
+ * padding of 16-bit arrays; pieces are written with ovl_seq_put_piece.
+ * The frame's flags are ovl_seq_flags(s).
  */
 void	ovl_seq_encode(uint8_t *payload, const struct ovl_seq *s);
-/* Pointers to the arrays of an encoded SEQ payload, to fill in place. */
-uint32_t *ovl_seq_tokens(uint8_t *payload);
-uint32_t *ovl_seq_positions(uint8_t *payload, uint32_t ntokens);
-uint32_t *ovl_seq_cu(uint8_t *payload, uint32_t ntokens);
-void	ovl_seq_put_piece(uint8_t *payload, uint32_t ntokens, uint32_t npieces,
+/*
+ * Where the arrays of a SEQ payload of these sizes and widths are, to fill
+ * them in place.
+ */
+void	*ovl_seq_tokens(uint8_t *payload);
+void	*ovl_seq_positions(uint8_t *payload, uint32_t ntokens, uint32_t width);
+uint32_t *ovl_seq_cu(uint8_t *payload, uint32_t ntokens, uint32_t width,
+	    uint32_t pos_width);
+void	ovl_seq_put_piece(uint8_t *payload, const struct ovl_seq *s,
 	    uint32_t i, const struct ovl_piece *p);
-/* View a SEQ frame: OVL_F_OK or OVL_F_EPAYLOAD (also checks cu_seqlens is sane). */
+/* The frame flags of a SEQ's widths. */
+uint8_t	ovl_seq_flags(const struct ovl_seq *s);
+/*
+ * View a SEQ frame: OVL_F_OK or OVL_F_EPAYLOAD (also checks cu_seqlens is
+ * sane); the widths come from f's flags.
+ */
 int	ovl_seq_decode(const struct ovl_frame *f, struct ovl_seq *s);
+/*
+ * The position ids of a decoded SEQ as u32, into out (ntokens): copied or
+ * widened from its array, or derived from cu_seqlens when it has none.
+ */
+void	ovl_seq_position_ids(const struct ovl_seq *s, uint32_t *out);
 void	ovl_seq_piece(const struct ovl_seq *s, uint32_t i, struct ovl_piece *p);
 
 /* ---- BARRIER ------------------------------------------------------ */
@@ -347,6 +398,46 @@ int	ovl_image_decode(const struct ovl_frame *f, struct ovl_image *im);
 /* Set the sequence fields of an encoded payload in place. */
 void	ovl_image_set_seq(uint8_t *payload, uint64_t step, uint32_t rank,
 	    uint32_t mb, uint32_t piece, uint32_t seq_pos);
+/* ---- token arrays of 16 or 32 bits ---------------------------------- */
+
+/* The flags of a DOC whose ids are width bytes. */
+static inline uint8_t
+ovl_width_flags(uint32_t width)
+{
+	return width == 2 ? OVL_FL_U16 : 0;
+}
+
+/* Id i of an array of width-byte ids. */
+static inline uint32_t
+ovl_tok_at(const void *p, uint32_t width, size_t i)
+{
+	return width == 2 ? ((const uint16_t *)p)[i] : ((const uint32_t *)p)[i];
+}
+
+/* The array from id i on. */
+static inline const void *
+ovl_tok_from(const void *p, uint32_t width, size_t i)
+{
+	return (const uint8_t *)p + i * width;
+}
+
+/* Bytes of n ids of width bytes, padded to a multiple of 4. */
+static inline size_t
+ovl_tok_bytes(size_t n, uint32_t width)
+{
+	return (n * width + 3) & ~(size_t)3;
+}
+
+/*
+ * Copy n ids from src (swidth bytes each) to dst (dwidth bytes each):
+ * a memcpy when the widths agree, else a widening or narrowing loop.
+ * Narrowing returns a value over 0xffff (the largest id) exactly when an
+ * id did not fit 16 bits (the caller says so); otherwise at most 0xffff.
+ */
+uint32_t ovl_tok_copy(void *dst, uint32_t dwidth, const void *src,
+	    uint32_t swidth, size_t n);
+/* The largest of n ids (0 for none). */
+uint32_t ovl_tok_max(const void *p, uint32_t width, size_t n);
 
 /* ---- little-endian helpers ---------------------------------------- */
 

@@ -14,14 +14,46 @@
 #include <archive_entry.h>
 
 #include "buf.h"
+#include "dl.h"
 #include "err.h"
 
 const char *
 ovl_input_arc_err(struct archive *a)
 {
-	const char *m = archive_error_string(a);
+	const char *m = ovl_arc.error_string(a);
 
 	return m != NULL ? m : "unknown archive error";
+}
+
+struct ovl_arc ovl_arc;
+#define SYM(f)	{ "archive_" #f, &ovl_arc.f }
+static const struct ovl_dl_sym arc_syms[] = {
+	SYM(entry_filetype), SYM(entry_pathname), SYM(entry_size),
+	SYM(entry_size_is_set), SYM(error_string), SYM(filter_bytes),
+	SYM(filter_name), SYM(read_data), SYM(read_free), SYM(read_new),
+	SYM(read_next_header), SYM(read_open), SYM(read_open_fd),
+	SYM(read_support_filter_all), SYM(read_support_format_empty),
+	SYM(read_support_format_raw), SYM(read_support_format_tar),
+	SYM(set_error), { NULL, NULL }
+};
+#undef SYM
+static struct ovl_dl arc_lib = { OVL_SONAME_ARCHIVE,
+    "tar and WebDataset shards, bzip2 and xz files", "libarchive13",
+    arc_syms, 0, "" };
+
+/* A new libarchive reader: 0, or -1 with in->err (no libarchive). */
+static int
+arc_new(struct ovl_input *in)
+{
+	if (ovl_dl_load(&arc_lib) != 0) {
+		snprintf(in->err, sizeof(in->err), "%s", arc_lib.err);
+		return -1;
+	}
+	if ((in->a = ovl_arc.read_new()) == NULL) {
+		snprintf(in->err, sizeof(in->err), "libarchive: no memory");
+		return -1;
+	}
+	return 0;
 }
 
 static ssize_t in_read_direct(struct ovl_input *in, unsigned char *buf,
@@ -123,7 +155,7 @@ arc_raw_cb(struct archive *a, void *arg, const void **buf)
 
 	if (r < 0) {
 		raw_err(in);
-		archive_set_error(a, EIO, "%s", in->err);
+		ovl_arc.set_error(a, EIO, "%s", in->err);
 		return -1;
 	}
 	*buf = in->abuf;
@@ -138,7 +170,7 @@ arc_read_cb(struct archive *a, void *arg, const void **buf)
 	ssize_t r = in_read_direct(in, in->abuf, OVL_INPUT_BLOCK);
 
 	if (r < 0) {
-		archive_set_error(a, EIO, "%s", in->err);
+		ovl_arc.set_error(a, EIO, "%s", in->err);
 		return -1;
 	}
 	*buf = in->abuf;
@@ -196,20 +228,21 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		int r;
 
 		in->kind = OVL_INPUT_ARCHIVE;
-		in->a = archive_read_new();
-		archive_read_support_filter_all(in->a);
+		if (arc_new(in) != 0)
+			return -1;
+		ovl_arc.read_support_filter_all(in->a);
 		if (want_archive) {
-			archive_read_support_format_tar(in->a);
-			archive_read_support_format_empty(in->a);
+			ovl_arc.read_support_format_tar(in->a);
+			ovl_arc.read_support_format_empty(in->a);
 		} else {
-			archive_read_support_format_raw(in->a);
-			archive_read_support_format_empty(in->a);
+			ovl_arc.read_support_format_raw(in->a);
+			ovl_arc.read_support_format_empty(in->a);
 		}
 		if (in->stream || in->remote != NULL) {
 			in->abuf = ovl_xmalloc(OVL_INPUT_BLOCK);
-			ok = archive_read_open(in->a, in, NULL, arc_raw_cb, NULL);
+			ok = ovl_arc.read_open(in->a, in, NULL, arc_raw_cb, NULL);
 		} else
-			ok = archive_read_open_fd(in->a, in->fd, OVL_INPUT_BLOCK);
+			ok = ovl_arc.read_open_fd(in->a, in->fd, OVL_INPUT_BLOCK);
 		if (ok != ARCHIVE_OK) {
 			arc_open_err(in, want_archive);
 			return -1;
@@ -217,7 +250,7 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		if (!want_archive) {
 			struct archive_entry *e;
 
-			r = archive_read_next_header(in->a, &e);
+			r = ovl_arc.read_next_header(in->a, &e);
 			if (r == ARCHIVE_EOF)
 				in->zeof = 1;
 			else if (r < ARCHIVE_WARN) {
@@ -229,6 +262,12 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 	}
 	in->kind = comp;
 	if (comp == OVL_COMP_ZSTD) {
+		if (in->x->zd == NULL &&
+		    (in->x->zd = ZSTD_createDStream()) == NULL) {
+			snprintf(in->err, sizeof(in->err), "zstd: cannot "
+			    "create a decoder (no memory)");
+			return -1;
+		}
 		ZSTD_DCtx_reset(in->x->zd, ZSTD_reset_session_only);
 		in->zin.src = in->x->zbuf;
 	} else if (comp == OVL_COMP_GZIP) {
@@ -246,11 +285,12 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		if (!want_archive)
 			return 0;
 		/* A tar in zstd or gzip: decoded here, read by libarchive. */
+		if (arc_new(in) != 0)
+			return -1;
 		in->abuf = ovl_xmalloc(OVL_INPUT_BLOCK);
-		in->a = archive_read_new();
-		archive_read_support_format_tar(in->a);
-		archive_read_support_format_empty(in->a);
-		if (archive_read_open(in->a, in, NULL, arc_read_cb, NULL) !=
+		ovl_arc.read_support_format_tar(in->a);
+		ovl_arc.read_support_format_empty(in->a);
+		if (ovl_arc.read_open(in->a, in, NULL, arc_read_cb, NULL) !=
 		    ARCHIVE_OK) {
 			arc_open_err(in, 1);
 			return -1;
@@ -280,7 +320,7 @@ ovl_input_close(struct ovl_input *in)
 	if (in->zt != NULL)
 		zt_stop(in);
 	if (in->a != NULL) {
-		archive_read_free(in->a);
+		ovl_arc.read_free(in->a);
 		in->a = NULL;
 	}
 	if (in->gzinit) {
@@ -405,12 +445,12 @@ in_read_direct(struct ovl_input *in, unsigned char *buf, size_t n)
 
 		if (in->zeof)
 			return 0;
-		ar = archive_read_data(in->a, buf, n);
+		ar = ovl_arc.read_data(in->a, buf, n);
 		if (ar < 0) {
 			snprintf(in->err, sizeof(in->err), "corrupt or truncated "
 			    "%s data near decompressed byte offset %" PRId64 " (%s)",
-			    archive_filter_name(in->a, 0),
-			    (int64_t)archive_filter_bytes(in->a, -1),
+			    ovl_arc.filter_name(in->a, 0),
+			    (int64_t)ovl_arc.filter_bytes(in->a, -1),
 			    ovl_input_arc_err(in->a));
 			return -1;
 		}
@@ -613,10 +653,10 @@ int
 ovl_input_ctx_init(struct ovl_input_ctx *x)
 {
 	memset(x, 0, sizeof(*x));
-	x->zd = ZSTD_createDStream();
-	x->zbufcap = ZSTD_DStreamInSize() * 8;
+	/* the zstd context at the first zstd chunk (96 KiB, touched) */
+	x->zbufcap = ZSTD_DStreamInSize() * 2;	/* 256 KiB of input */
 	x->zbuf = ovl_xmalloc(x->zbufcap);
-	return x->zd != NULL ? 0 : -1;
+	return 0;
 }
 
 void

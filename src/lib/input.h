@@ -23,13 +23,47 @@
 #include <sys/types.h>
 
 #include <archive.h>
+#include <archive_entry.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "chunk.h"
 #include "remote.h"
 
-#define OVL_INPUT_BLOCK	(1u << 20)	/* bytes asked of a decoder at once */
+/*
+ * libarchive's functions, loaded when a chunk first needs them (lib/dl.h):
+ * tar and WebDataset shards, bzip2, xz and the other filters. A source of
+ * plain, gzip or zstd files never maps libarchive (nor ICU and libxml2,
+ * which it brings).
+ */
+struct ovl_arc {
+	__typeof__(archive_entry_filetype) *entry_filetype;
+	__typeof__(archive_entry_pathname) *entry_pathname;
+	__typeof__(archive_entry_size) *entry_size;
+	__typeof__(archive_entry_size_is_set) *entry_size_is_set;
+	__typeof__(archive_error_string) *error_string;
+	__typeof__(archive_filter_bytes) *filter_bytes;
+	__typeof__(archive_filter_name) *filter_name;
+	__typeof__(archive_read_data) *read_data;
+	__typeof__(archive_read_free) *read_free;
+	__typeof__(archive_read_new) *read_new;
+	__typeof__(archive_read_next_header) *read_next_header;
+	__typeof__(archive_read_open) *read_open;
+	__typeof__(archive_read_open_fd) *read_open_fd;
+	__typeof__(archive_read_support_filter_all) *read_support_filter_all;
+	__typeof__(archive_read_support_format_empty) *read_support_format_empty;
+	__typeof__(archive_read_support_format_raw) *read_support_format_raw;
+	__typeof__(archive_read_support_format_tar) *read_support_format_tar;
+	__typeof__(archive_set_error) *set_error;
+};
+extern struct ovl_arc ovl_arc;
+
+/*
+ * Bytes asked of a decoder at once, and the read-ahead thread's block:
+ * 256 KiB (issue 18: 4 blocks of 1 MiB and a 1 MiB zstd input buffer
+ * made every compressed source 4 MB larger; as fast, bench-source).
+ */
+#define OVL_INPUT_BLOCK	(256u << 10)
 enum { OVL_INPUT_ARCHIVE = 100 };	/* in->kind: libarchive reads it */
 
 /*

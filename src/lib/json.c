@@ -77,6 +77,12 @@ ovl_json_string(FILE *fp, const char *s, size_t n)
 void
 ovl_json_u32s(FILE *fp, const uint32_t *a, size_t n)
 {
+	ovl_json_ids(fp, a, 4, n);
+}
+
+void
+ovl_json_ids(FILE *fp, const void *a, uint32_t width, size_t n)
+{
 	char buf[4096];
 	size_t i, len = 0;
 
@@ -84,7 +90,8 @@ ovl_json_u32s(FILE *fp, const uint32_t *a, size_t n)
 	for (i = 0; i < n; i++) {
 		char tmp[12];
 		int k = 0;
-		uint32_t v = a[i];
+		uint32_t v = width == 2 ? ((const uint16_t *)a)[i] :
+		    ((const uint32_t *)a)[i];
 
 		if (len > sizeof(buf) - 16) {
 			fwrite(buf, 1, len, fp);

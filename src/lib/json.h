@@ -20,5 +20,7 @@ struct ovl_buf;
 void	ovl_json_string_buf(struct ovl_buf *b, const char *s, size_t n);
 /* Write [a0,a1,...] in decimal. */
 void	ovl_json_u32s(FILE *fp, const uint32_t *a, size_t n);
+/* The same for n ids of width bytes (2 or 4, ovl-frame(5)). */
+void	ovl_json_ids(FILE *fp, const void *a, uint32_t width, size_t n);
 
 #endif

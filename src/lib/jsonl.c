@@ -33,6 +33,7 @@ struct jp {
 	const unsigned char	*errp;
 	unsigned char		*out;		/* the field, unescaped */
 	size_t			 olen;
+	int			 inplace;	/* out: the string's own bytes */
 	unsigned char		 kb[KEYBUF];
 };
 
@@ -262,7 +263,8 @@ string(struct jp *j, const unsigned char **s, const unsigned char **e,
 			j->p = q + 1;
 			*escaped = esc;
 			if (out != NULL && esc) {
-				memcpy(out + o, run, (size_t)(q - run));
+				/* in place, out + o never passes run */
+				memmove(out + o, run, (size_t)(q - run));
 				*olen = o + (size_t)(q - run);
 			}
 			return 0;
@@ -272,7 +274,7 @@ string(struct jp *j, const unsigned char **s, const unsigned char **e,
 				return -1;
 			esc = 1;
 			if (out != NULL) {
-				memcpy(out + o, run, (size_t)(q - run));
+				memmove(out + o, run, (size_t)(q - run));
 				o += (size_t)(q - run);
 				o += decode_escape(q, n, out + o);
 				run = q + n;
@@ -565,7 +567,8 @@ value(struct jp *j, int lvl, struct hit *h)
 		break;
 	case '"':
 		type = T_STRING;
-		rc = string(j, &s, &e, &esc, target ? j->out : NULL, &j->olen);
+		rc = string(j, &s, &e, &esc, !target ? NULL : j->inplace ?
+		    (unsigned char *)(uintptr_t)(j->p + 1) : j->out, &j->olen);
 		break;
 	case 't':
 		type = T_TRUE;
@@ -598,16 +601,19 @@ value(struct jp *j, int lvl, struct hit *h)
 	return rc;
 }
 
-int
-ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
-    size_t n, struct ovl_buf *scratch, struct ovl_jsonl_result *r)
+/*
+ * Parse line[0..n) and find the field (h); the field, when escaped, is
+ * unescaped as it is scanned into out (room for n bytes), or with out
+ * NULL over its own bytes (behind the scan: nothing not yet read changes).
+ */
+static int
+extract(const struct ovl_jsonl_path *path, const char *line, size_t n,
+    unsigned char *out, struct ovl_jsonl_result *r, struct hit *h)
 {
 	struct jp j;
-	struct hit h = { 0, 0, 0, NULL, NULL };
 
-	/* Room for the field unescaped: never longer than the line. */
-	scratch->len = 0;
-	j.out = ovl_buf_reserve(scratch, n + 4);
+	j.out = out;
+	j.inplace = out == NULL;
 	j.olen = 0;
 	j.start = j.p = (const unsigned char *)line;
 	j.end = j.p + n;
@@ -619,7 +625,7 @@ ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
 	ws(&j);
 	if (j.p == j.end || (*j.p != '{' && *j.p != '['))
 		fail(&j, j.p, "'[' or '{' expected");
-	else if (value(&j, 0, &h) == 0) {
+	else if (value(&j, 0, h) == 0) {
 		ws(&j);
 		if (j.p != j.end)
 			fail(&j, j.p, "end of file expected");
@@ -629,19 +635,40 @@ ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
 		r->err_off = (size_t)(j.errp - j.start);
 		return OVL_JSONL_INVALID;
 	}
-	if (!h.found)
+	if (!h->found)
 		return OVL_JSONL_MISSING;
-	if (h.type != T_STRING) {
-		r->type = type_names[h.type];
+	if (h->type != T_STRING) {
+		r->type = type_names[h->type];
 		return OVL_JSONL_NOTSTRING;
 	}
-	if (!h.escaped) {
-		r->val = (const char *)h.s;
-		r->len = (size_t)(h.e - h.s);
-	} else {
-		/* The last string at the path was unescaped into scratch. */
-		r->val = (const char *)j.out;
+	r->val = (const char *)h->s;
+	r->len = (size_t)(h->e - h->s);
+	if (h->escaped) {
+		/* The last string at the path was unescaped into out. */
+		if (out != NULL)
+			r->val = (const char *)out;
 		r->len = j.olen;
 	}
 	return OVL_JSONL_OK;
+}
+
+int
+ovl_jsonl_extract(const struct ovl_jsonl_path *path, const char *line,
+    size_t n, struct ovl_buf *scratch, struct ovl_jsonl_result *r)
+{
+	struct hit h = { 0, 0, 0, NULL, NULL };
+
+	/* Room for the field unescaped: never longer than the line. */
+	scratch->len = 0;
+	return extract(path, line, n, ovl_buf_reserve(scratch, n + 4), r, &h);
+}
+
+int
+ovl_jsonl_extract_inplace(const struct ovl_jsonl_path *path, char *line,
+    size_t n, struct ovl_jsonl_result *r)
+{
+	struct hit h = { 0, 0, 0, NULL, NULL };
+
+	/* never longer than its escaped form: written over it */
+	return extract(path, line, n, NULL, r, &h);
 }

@@ -29,6 +29,7 @@
 #include <openssl/rand.h>
 
 #include "buf.h"
+#include "dl.h"
 #include "err.h"
 
 #define HELLO_MAGIC	"OVLAUTH\n"	/* 8 bytes, first on the wire */
@@ -39,6 +40,24 @@
 #define RUNID_MAX	OVL_NET__RUNID_MAX
 #define SECRET_MIN	16
 #define SECRET_MAX	4096
+
+/*
+ * libcrypto, loaded at the first handshake (lib/dl.h): a stage whose
+ * streams are pipes and files never maps it.
+ */
+static struct {
+	__typeof__(HMAC)		*hmac;
+	__typeof__(EVP_sha256)		*sha256;
+	__typeof__(RAND_bytes)		*rand_bytes;
+	__typeof__(CRYPTO_memcmp)	*memcmp_ct;
+} crypto;
+static const struct ovl_dl_sym crypto_syms[] = {
+	{ "HMAC", &crypto.hmac }, { "EVP_sha256", &crypto.sha256 },
+	{ "RAND_bytes", &crypto.rand_bytes },
+	{ "CRYPTO_memcmp", &crypto.memcmp_ct }, { NULL, NULL }
+};
+static struct ovl_dl crypto_lib = { OVL_SONAME_CRYPTO,
+    "streams over TCP and UNIX sockets", "libssl3", crypto_syms, 0, "" };
 
 /* ---- the secret ---- */
 
@@ -108,7 +127,7 @@ ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec)
 		close(fd);
 		snprintf(from, sizeof(from), "'%s'", c->secret_file);
 		take_secret(c, buf, len, from);
-		OPENSSL_cleanse(buf, sizeof(buf));
+		explicit_bzero(buf, sizeof(buf));
 		return;
 	}
 	env = getenv("OVL_SECRET");
@@ -210,7 +229,7 @@ proof(const struct ovl_net__cfg *c, char who, const uint8_t *lh, size_t llen,
 	n += llen;
 	memcpy(msg + n, ch, clen);
 	n += clen;
-	if (HMAC(EVP_sha256(), c->secret, (int)c->secret_len, msg, n, out,
+	if (crypto.hmac(crypto.sha256(), c->secret, (int)c->secret_len, msg, n, out,
 	    &olen) == NULL || olen != MAC_LEN)
 		ovl_errx(OVL_EXIT_DATA, "HMAC-SHA256 failed (libcrypto)");
 }
@@ -226,7 +245,9 @@ ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
 	size_t mlen, tlen, got_n;
 	int listener = n->kind == EP_LISTEN, e;
 
-	if (RAND_bytes(nonce, sizeof(nonce)) != 1)
+	if (ovl_dl_load(&crypto_lib) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "%s", crypto_lib.err);
+	if (crypto.rand_bytes(nonce, sizeof(nonce)) != 1)
 		ovl_errx(OVL_EXIT_DATA, "cannot draw a random nonce (RAND_bytes)");
 	mlen = hello_encode(c, mine, n->dir, nonce);
 	got_n = 0;
@@ -294,7 +315,7 @@ garbage:
 		proof(c, 'C', mine, mlen, theirs, tlen, mac);
 	else
 		proof(c, 'L', theirs, tlen, mine, mlen, mac);
-	if (CRYPTO_memcmp(mac, got, MAC_LEN) != 0) {
+	if (crypto.memcmp_ct(mac, got, MAC_LEN) != 0) {
 		snprintf(why, wlen, "a wrong proof (another secret)");
 		return OVL_NET__HS_REFUSED;
 	}

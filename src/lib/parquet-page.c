@@ -17,6 +17,46 @@
 #include <zstd.h>
 
 #include "parquet-int.h"
+#include "dl.h"
+
+/*
+ * The codecs only parquet pages use, loaded at the first page that needs
+ * one (lib/dl.h): a source of other files maps none of them (libsnappy
+ * brings libstdc++).
+ */
+static struct {
+	__typeof__(snappy_uncompressed_length)	*length;
+	__typeof__(snappy_uncompress)		*uncompress;
+} snappy;
+static const struct ovl_dl_sym snappy_syms[] = {
+	{ "snappy_uncompressed_length", &snappy.length },
+	{ "snappy_uncompress", &snappy.uncompress }, { NULL, NULL }
+};
+static struct ovl_dl snappy_lib = { OVL_SONAME_SNAPPY,
+    "parquet snappy pages", "libsnappy1v5", snappy_syms, 0, "" };
+
+static struct {
+	__typeof__(LZ4_decompress_safe)			*block;
+	__typeof__(LZ4F_createDecompressionContext)	*fnew;
+	__typeof__(LZ4F_decompress)			*frame;
+	__typeof__(LZ4F_isError)			*iserr;
+	__typeof__(LZ4F_freeDecompressionContext)	*ffree;
+} lz4;
+static const struct ovl_dl_sym lz4_syms[] = {
+	{ "LZ4_decompress_safe", &lz4.block },
+	{ "LZ4F_createDecompressionContext", &lz4.fnew },
+	{ "LZ4F_decompress", &lz4.frame }, { "LZ4F_isError", &lz4.iserr },
+	{ "LZ4F_freeDecompressionContext", &lz4.ffree }, { NULL, NULL }
+};
+static struct ovl_dl lz4_lib = { OVL_SONAME_LZ4, "parquet lz4 pages",
+    "liblz4-1", lz4_syms, 0, "" };
+
+static __typeof__(BrotliDecoderDecompress) *brotli_dec;
+static const struct ovl_dl_sym brotli_syms[] = {
+	{ "BrotliDecoderDecompress", &brotli_dec }, { NULL, NULL }
+};
+static struct ovl_dl brotli_lib = { OVL_SONAME_BROTLI,
+    "parquet brotli pages", "libbrotli1", brotli_syms, 0, "" };
 
 enum { C_NONE = 0, C_SNAPPY = 1, C_GZIP = 2, C_LZO = 3, C_BROTLI = 4,
 	C_LZ4 = 5, C_ZSTD = 6, C_LZ4_RAW = 7 };
@@ -89,7 +129,7 @@ lz4_hadoop(const uint8_t *in, size_t n, uint8_t *out, size_t want)
 		n -= 8;
 		if (packed > n || raw > want - o || packed > INT32_MAX)
 			return -1;
-		k = LZ4_decompress_safe((const char *)in, (char *)out + o,
+		k = lz4.block((const char *)in, (char *)out + o,
 		    (int)packed, (int)raw);
 		if (k < 0 || (uint32_t)k != raw)
 			return -1;
@@ -106,20 +146,20 @@ lz4_frame(const uint8_t *in, size_t n, uint8_t *out, size_t want)
 	LZ4F_dctx *d;
 	size_t o = 0, r = 1;
 
-	if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
+	if (lz4.iserr(lz4.fnew(&d, LZ4F_VERSION)))
 		return -1;
 	while (n > 0 && r != 0) {
 		size_t si = n, so = want - o;
 
-		r = LZ4F_decompress(d, out + o, &so, in, &si, NULL);
-		if (LZ4F_isError(r) || (si == 0 && so == 0))
+		r = lz4.frame(d, out + o, &so, in, &si, NULL);
+		if (lz4.iserr(r) || (si == 0 && so == 0))
 			break;
 		in += si;
 		n -= si;
 		o += so;
 	}
-	LZ4F_freeDecompressionContext(d);
-	return !LZ4F_isError(r) && r == 0 && o == want ? 0 : -1;
+	lz4.ffree(d);
+	return !lz4.iserr(r) && r == 0 && o == want ? 0 : -1;
 }
 
 static int
@@ -129,7 +169,7 @@ lz4_raw(const uint8_t *in, size_t n, uint8_t *out, size_t want)
 
 	if (n > INT32_MAX || want > INT32_MAX)
 		return -1;
-	k = LZ4_decompress_safe((const char *)in, (char *)out, (int)n,
+	k = lz4.block((const char *)in, (char *)out, (int)n,
 	    (int)want);
 	return k >= 0 && (size_t)k == want ? 0 : -1;
 }
@@ -139,9 +179,14 @@ static int
 decompress(struct ovl_pq_reader *r, int codec, const uint8_t *in, size_t n,
     uint8_t *out, size_t want)
 {
+	struct ovl_dl *lib;
 	size_t got;
 	int ok = -1;
 
+	lib = codec == C_SNAPPY ? &snappy_lib : codec == C_BROTLI ? &brotli_lib :
+	    codec == C_LZ4 || codec == C_LZ4_RAW ? &lz4_lib : NULL;
+	if (lib != NULL && ovl_dl_load(lib) != 0)
+		return page_err(r, "%s", lib->err);
 	switch (codec) {
 	case C_NONE:
 		if (n != want)
@@ -150,10 +195,10 @@ decompress(struct ovl_pq_reader *r, int codec, const uint8_t *in, size_t n,
 		memcpy(out, in, n);
 		return 0;
 	case C_SNAPPY:
-		if (snappy_uncompressed_length((const char *)in, n, &got) ==
+		if (snappy.length((const char *)in, n, &got) ==
 		    SNAPPY_OK && got == want) {
 			got = want;
-			ok = snappy_uncompress((const char *)in, n, (char *)out,
+			ok = snappy.uncompress((const char *)in, n, (char *)out,
 			    &got) == SNAPPY_OK && got == want ? 0 : -1;
 		}
 		break;
@@ -162,7 +207,7 @@ decompress(struct ovl_pq_reader *r, int codec, const uint8_t *in, size_t n,
 		break;
 	case C_BROTLI:
 		got = want;
-		ok = BrotliDecoderDecompress(n, in, &got, out) ==
+		ok = brotli_dec(n, in, &got, out) ==
 		    BROTLI_DECODER_RESULT_SUCCESS && got == want ? 0 : -1;
 		break;
 	case C_ZSTD:

@@ -1,14 +1,12 @@
 #include "pretok.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-
-#include <pcre2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "pcre.h"
 
 /*
  * The patterns are tiktoken's (openai_public.py), adjusted so that PCRE2
@@ -240,26 +238,30 @@ ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
 		    c == '\r' || c == '\n' ? C_NL :
 		    c == ' ' || c == '\t' || c == '\v' || c == '\f' ? C_WS :
 		    C_OTH;
-	p->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+	if (ovl_pcre_load(err, errlen) != 0) {
+		free(onig);
+		goto bad;
+	}
+	p->re = ovl_pcre.compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
 	    PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
 	free(onig);
 	if (p->re == NULL) {
-		pcre2_get_error_message(ec, msg, sizeof(msg));
+		ovl_pcre.get_error_message(ec, msg, sizeof(msg));
 		snprintf(err, errlen, "bad pre-tokenizer pattern at offset %zu: "
 		    "%s", (size_t)eo, (const char *)msg);
 		goto bad;
 	}
-	p->jit = pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE) == 0;
-	p->md = pcre2_match_data_create(1, NULL);
-	p->mctx = pcre2_match_context_create(NULL);
+	p->jit = ovl_pcre.jit_compile(p->re, PCRE2_JIT_COMPLETE) == 0;
+	p->md = ovl_pcre.match_data_create(1, NULL);
+	p->mctx = ovl_pcre.match_context_create(NULL);
 	if (p->md == NULL || p->mctx == NULL)
 		goto oom;
 	if (p->jit) {
-		p->jstack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024,
+		p->jstack = ovl_pcre.jit_stack_create(32 * 1024, 8 * 1024 * 1024,
 		    NULL);
 		if (p->jstack == NULL)
 			goto oom;
-		pcre2_jit_stack_assign(p->mctx, NULL, p->jstack);
+		ovl_pcre.jit_stack_assign(p->mctx, NULL, p->jstack);
 	}
 	return p;
 oom:
@@ -274,10 +276,14 @@ ovl_pretok_free(struct ovl_pretok *p)
 {
 	if (p == NULL)
 		return;
-	pcre2_match_data_free(p->md);
-	pcre2_match_context_free(p->mctx);
-	pcre2_jit_stack_free(p->jstack);
-	pcre2_code_free(p->re);
+	if (ovl_pcre.code_free == NULL) {	/* never loaded */
+		free(p);
+		return;
+	}
+	ovl_pcre.match_data_free(p->md);
+	ovl_pcre.match_context_free(p->mctx);
+	ovl_pcre.jit_stack_free(p->jstack);
+	ovl_pcre.code_free(p->re);
 	free(p);
 }
 
@@ -471,22 +477,22 @@ ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
 			}
 		}
 		if (p->jit)
-			rc = pcre2_jit_match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
+			rc = ovl_pcre.jit_match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
 			    p->md, p->mctx);
 		else
-			rc = pcre2_match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
+			rc = ovl_pcre.match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
 			    p->md, p->mctx);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			return 0;
 		if (rc < 0) {
 			PCRE2_UCHAR msg[120];
 
-			pcre2_get_error_message(rc, msg, sizeof(msg));
+			ovl_pcre.get_error_message(rc, msg, sizeof(msg));
 			snprintf(err, errlen, "pre-tokenizer failed: %s",
 			    (const char *)msg);
 			return -1;
 		}
-		ov = pcre2_get_ovector_pointer(p->md);
+		ov = ovl_pcre.get_ovector_pointer(p->md);
 		if (ov[1] > ov[0]) {
 			*ms = ov[0];
 			*me = ov[1];

@@ -9,6 +9,30 @@
 
 #include "remote.h"
 
+/*
+ * libcurl's functions, loaded at the first remote open (lib/dl.h): a
+ * source of local files never maps libcurl and its TLS stack.
+ */
+struct ovl_curl {
+	__typeof__(curl_global_init)		*global_init;
+	__typeof__(curl_easy_init)		*easy_init;
+	__typeof__(curl_easy_reset)		*easy_reset;
+	__typeof__(curl_easy_setopt)		*easy_setopt;
+	__typeof__(curl_easy_getinfo)		*easy_getinfo;
+	__typeof__(curl_easy_strerror)		*easy_strerror;
+	__typeof__(curl_easy_cleanup)		*easy_cleanup;
+	__typeof__(curl_multi_init)		*multi_init;
+	__typeof__(curl_multi_add_handle)	*multi_add_handle;
+	__typeof__(curl_multi_remove_handle)	*multi_remove_handle;
+	__typeof__(curl_multi_perform)		*multi_perform;
+	__typeof__(curl_multi_info_read)	*multi_info_read;
+	__typeof__(curl_multi_poll)		*multi_poll;
+	__typeof__(curl_multi_cleanup)		*multi_cleanup;
+	__typeof__(curl_slist_append)		*slist_append;
+	__typeof__(curl_slist_free_all)		*slist_free_all;
+};
+extern struct ovl_curl ovl_curl;
+
 struct ovl_remote {
 	char		*url;		/* what is requested (http or https) */
 	char		 shown[512];	/* the name in messages (no secrets) */
@@ -54,6 +78,11 @@ struct ovl_remote *ovl_remote__new(const char *url, const char *shown);
  */
 struct ovl_remote *ovl_remote__s3(const char *s3url, const char *query,
 	    char *err, size_t errlen);
+/*
+ * Why no handle could be made: libcurl could not be loaded (that message)
+ * or started.
+ */
+const char *ovl_remote__nocurl(void);
 /* The settings in force (remote.c). */
 const struct ovl_remote_conf *ovl_remote__conf(void);
 /* GET the whole body into r->ov[0..r->ovlen): 0, or -1 with r->err. */

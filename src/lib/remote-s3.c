@@ -186,8 +186,8 @@ ovl_remote__s3(const char *s3url, const char *query, char *err,
 	r = ovl_remote__new(url, s3url);
 	free(url);
 	if (r == NULL) {
-		snprintf(err, errlen, "cannot open '%s': cannot start libcurl",
-		    s3url);
+		snprintf(err, errlen, "cannot open '%s': %s", s3url,
+		    ovl_remote__nocurl());
 		return NULL;
 	}
 	if (c.key[0] != '\0') {
@@ -199,13 +199,13 @@ ovl_remote__s3(const char *s3url, const char *query, char *err,
 		r->sigv4 = ovl_xstrdup(sig);
 		/* S3 wants the body's hash (here: of no body), signed; curl
 		   7.88 does not add it */
-		r->hdrs = curl_slist_append(r->hdrs, "x-amz-content-sha256: "
+		r->hdrs = ovl_curl.slist_append(r->hdrs, "x-amz-content-sha256: "
 		    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 		if (c.token[0] != '\0') {
 			char *h = ovl_xmalloc(strlen(c.token) + 32);
 
 			sprintf(h, "x-amz-security-token: %s", c.token);
-			r->hdrs = curl_slist_append(r->hdrs, h);
+			r->hdrs = ovl_curl.slist_append(r->hdrs, h);
 			free(h);
 		}
 	}

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "dl.h"
 #include "num.h"
 
 #define OV_MAX		(64u << 20)	/* a listing's body, at most */
@@ -24,10 +25,31 @@ static struct ovl_remote_conf conf = { 8, 0.5, 60.0, NULL };
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_ok;
 
+struct ovl_curl ovl_curl;
+#define SYM(f)	{ "curl_" #f, &ovl_curl.f }
+static const struct ovl_dl_sym curl_syms[] = {
+	SYM(global_init), SYM(easy_init), SYM(easy_reset), SYM(easy_setopt),
+	SYM(easy_getinfo), SYM(easy_strerror), SYM(easy_cleanup),
+	SYM(multi_init), SYM(multi_add_handle), SYM(multi_remove_handle),
+	SYM(multi_perform), SYM(multi_info_read), SYM(multi_poll),
+	SYM(multi_cleanup), SYM(slist_append), SYM(slist_free_all),
+	{ NULL, NULL }
+};
+#undef SYM
+static struct ovl_dl curl_lib = { OVL_SONAME_CURL,
+    "http(s):// and s3:// inputs", "libcurl4", curl_syms, 0, "" };
+
 static void
 curl_init_once(void)
 {
-	curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+	curl_ok = ovl_dl_load(&curl_lib) == 0 &&
+	    ovl_curl.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+const char *
+ovl_remote__nocurl(void)
+{
+	return curl_lib.state < 0 ? curl_lib.err : "cannot start libcurl";
 }
 
 int
@@ -137,7 +159,7 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 static int
 judge(struct ovl_remote *r)
 {
-	curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
+	ovl_curl.easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	r->checked = 1;
 	if (r->status == 206) {
 		if (!r->have_cr || r->cr_start != r->recv) {
@@ -232,8 +254,8 @@ ovl_remote__new(const char *url, const char *shown)
 	r = ovl_xcalloc(1, sizeof(*r));
 	r->url = ovl_xstrdup(url);
 	ovl_remote_shown(shown != NULL ? shown : url, r->shown, sizeof(r->shown));
-	r->h = curl_easy_init();
-	r->m = curl_multi_init();
+	r->h = ovl_curl.easy_init();
+	r->m = ovl_curl.multi_init();
 	if (r->h == NULL || r->m == NULL) {
 		ovl_remote_close(r);
 		return NULL;
@@ -246,7 +268,7 @@ static void
 stop(struct ovl_remote *r)
 {
 	if (r->active)
-		curl_multi_remove_handle(r->m, r->h);
+		ovl_curl.multi_remove_handle(r->m, r->h);
 	r->active = 0;
 	r->done = 0;
 }
@@ -260,7 +282,7 @@ start(struct ovl_remote *r, uint64_t from, uint64_t to)
 	int ok = 1;
 
 	stop(r);
-	curl_easy_reset(h);
+	ovl_curl.easy_reset(h);
 	r->recv = r->att_from = from;
 	r->rq_end = to;
 	r->checked = r->have_cr = r->fatal = r->atend = 0;
@@ -268,39 +290,39 @@ start(struct ovl_remote *r, uint64_t from, uint64_t to)
 	r->eblen = 0;
 	r->skip = 0;
 	r->curlerr[0] = '\0';
-	ok &= curl_easy_setopt(h, CURLOPT_URL, r->url) == CURLE_OK;
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->curlerr);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	ok &= ovl_curl.easy_setopt(h, CURLOPT_URL, r->url) == CURLE_OK;
+	ovl_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, r->curlerr);
+	ovl_curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	ovl_curl.easy_setopt(h, CURLOPT_HEADERDATA, r);
+	ovl_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	ovl_curl.easy_setopt(h, CURLOPT_WRITEDATA, r);
+	ovl_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	ovl_curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(conf.timeout * 1000));
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)ceil(conf.timeout));
+	ovl_curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	ovl_curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)ceil(conf.timeout));
 	/* small pieces: few bytes land past dst, in ov, to be copied twice */
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 64L << 10);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "overlord/" OVL_VERSION);
+	ovl_curl.easy_setopt(h, CURLOPT_BUFFERSIZE, 64L << 10);
+	ovl_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	ovl_curl.easy_setopt(h, CURLOPT_USERAGENT, "overlord/" OVL_VERSION);
 	if (r->sigv4 == NULL) {
 		/* a signed request names its host: redirects would break it */
-		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
+		ovl_curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		ovl_curl.easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
 	} else {
-		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
-		curl_easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
+		ovl_curl.easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
+		ovl_curl.easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
 	}
 	if (r->hdrs != NULL)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
+		ovl_curl.easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
 	if (r->nobody)
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+		ovl_curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
 	else if (!r->collect) {
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, from,
 		    to - 1);
-		curl_easy_setopt(h, CURLOPT_RANGE, range);
+		ovl_curl.easy_setopt(h, CURLOPT_RANGE, range);
 	}
-	if (!ok || curl_multi_add_handle(r->m, h) != CURLM_OK) {
+	if (!ok || ovl_curl.multi_add_handle(r->m, h) != CURLM_OK) {
 		snprintf(r->err, sizeof(r->err), "'%s': cannot start a request",
 		    r->shown);
 		return -1;
@@ -317,8 +339,8 @@ pump(struct ovl_remote *r, size_t since)
 		CURLMsg *msg;
 		int running, left;
 
-		curl_multi_perform(r->m, &running);
-		while ((msg = curl_multi_info_read(r->m, &left)) != NULL)
+		ovl_curl.multi_perform(r->m, &running);
+		while ((msg = ovl_curl.multi_info_read(r->m, &left)) != NULL)
 			if (msg->msg == CURLMSG_DONE) {
 				r->done = 1;
 				r->res = msg->data.result;
@@ -326,7 +348,7 @@ pump(struct ovl_remote *r, size_t since)
 		if (r->done || (r->dst != NULL && (r->dstgot > since ||
 		    r->ovpos < r->ovlen)))
 			break;
-		curl_multi_poll(r->m, NULL, 0, 1000, NULL);
+		ovl_curl.multi_poll(r->m, NULL, 0, 1000, NULL);
 	}
 }
 
@@ -356,7 +378,7 @@ describe(struct ovl_remote *r, char *buf, size_t n)
 {
 	if (r->res != CURLE_OK && !(r->res == CURLE_WRITE_ERROR && r->atend))
 		snprintf(buf, n, "%s", r->curlerr[0] != '\0' ? r->curlerr :
-		    curl_easy_strerror(r->res));
+		    ovl_curl.easy_strerror(r->res));
 	else if (r->status >= 300 || r->status < 200) {
 		const char *c = strstr(r->ebody, "<Code>"), *e;
 
@@ -381,7 +403,7 @@ finish(struct ovl_remote *r)
 
 	stop(r);
 	if (!r->checked)	/* no body came (a HEAD, an empty answer) */
-		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
+		ovl_curl.easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	if (r->fatal) {
 		errno = EIO;
 		return -1;
@@ -479,8 +501,8 @@ ovl_remote_open(const char *url, char *err, size_t errlen)
 	if (ovl_remote_is_s3(url))
 		r = ovl_remote__s3(url, NULL, err, errlen);
 	else if ((r = ovl_remote__new(url, NULL)) == NULL)
-		snprintf(err, errlen, "cannot open '%s': cannot start libcurl",
-		    url);
+		snprintf(err, errlen, "cannot open '%s': %s", url,
+		    ovl_remote__nocurl());
 	if (r == NULL) {
 		errno = EIO;
 		return NULL;
@@ -495,7 +517,7 @@ ovl_remote_open(const char *url, char *err, size_t errlen)
 		return NULL;
 	}
 	r->nobody = 0;
-	curl_easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+	ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
 	if (len < 0) {
 		snprintf(err, errlen, "cannot open '%s': the server gives no "
 		    "size (Content-Length)", r->shown);
@@ -623,10 +645,10 @@ ovl_remote_close(struct ovl_remote *r)
 		return;
 	stop(r);
 	if (r->m != NULL)
-		curl_multi_cleanup(r->m);
+		ovl_curl.multi_cleanup(r->m);
 	if (r->h != NULL)
-		curl_easy_cleanup(r->h);
-	curl_slist_free_all(r->hdrs);
+		ovl_curl.easy_cleanup(r->h);
+	ovl_curl.slist_free_all(r->hdrs);
 	free(r->url);
 	free(r->userpwd);
 	free(r->sigv4);

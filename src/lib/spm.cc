@@ -28,8 +28,8 @@ struct ovl_spm {
 	char name[48];
 };
 
-extern "C" struct ovl_spm *
-ovl_spm_open(const char *path, char *err, size_t errlen)
+static struct ovl_spm *
+spm_open(const char *path, char *err, size_t errlen)
 {
 	try {
 		std::ifstream in(path, std::ios::binary);
@@ -56,32 +56,32 @@ ovl_spm_open(const char *path, char *err, size_t errlen)
 	}
 }
 
-extern "C" void
-ovl_spm_free(struct ovl_spm *s)
+static void
+spm_free(struct ovl_spm *s)
 {
 	delete s;
 }
 
-extern "C" const char *
-ovl_spm_name(const struct ovl_spm *s)
+static const char *
+spm_name(const struct ovl_spm *s)
 {
 	return s->name;
 }
 
-extern "C" uint32_t
-ovl_spm_vocab(const struct ovl_spm *s)
+static uint32_t
+spm_vocab(const struct ovl_spm *s)
 {
 	return (uint32_t)s->sp.GetPieceSize();
 }
 
-extern "C" int64_t
-ovl_spm_eos(const struct ovl_spm *s)
+static int64_t
+spm_eos(const struct ovl_spm *s)
 {
 	return s->sp.eos_id();
 }
 
-extern "C" int64_t
-ovl_spm_piece_id(const struct ovl_spm *s, const char *piece)
+static int64_t
+spm_piece_id(const struct ovl_spm *s, const char *piece)
 {
 	int id = s->sp.PieceToId(piece);
 
@@ -91,8 +91,8 @@ ovl_spm_piece_id(const struct ovl_spm *s, const char *piece)
 	return id;
 }
 
-extern "C" int
-ovl_spm_encode(struct ovl_spm *s, const char *text, size_t n,
+static int
+spm_encode(struct ovl_spm *s, const char *text, size_t n,
     uint32_t **out_ids, size_t *len, size_t *cap, char *err, size_t errlen)
 {
 	try {
@@ -120,8 +120,8 @@ ovl_spm_encode(struct ovl_spm *s, const char *text, size_t n,
 	}
 }
 
-extern "C" char *
-ovl_spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
+static char *
+spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
     size_t *outlen)
 {
 	try {
@@ -143,3 +143,10 @@ ovl_spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
 		return nullptr;
 	}
 }
+
+/* The one name the shim exports (spm.h). */
+extern "C" __attribute__((visibility("default")))
+const struct ovl_spm_api ovl_spm_api = {
+	OVL_SPM_ABI, spm_open, spm_free, spm_name, spm_vocab, spm_eos,
+	spm_piece_id, spm_encode, spm_decode
+};

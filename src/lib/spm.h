@@ -7,6 +7,11 @@
  * Text is encoded as SentencePieceProcessor::Encode gives it: the model's
  * normalizer, pieces, byte fallback; special (control) tokens in text are
  * plain text, as the library treats them. A handle is used by one thread.
+ *
+ * The shim is a shared object of its own (ovl-spm.so, installed in
+ * $(pkglibdir)), loaded by spm-dl.c at the first ovl_spm_open (lib/dl.h): a
+ * process with another tokenizer maps neither libsentencepiece nor
+ * libstdc++. ovl_spm_open says so when the shim or the library is missing.
  */
 #ifndef OVL_SPM_H
 #define OVL_SPM_H
@@ -41,6 +46,25 @@ int	ovl_spm_encode(struct ovl_spm *s, const char *text, size_t n,
 /* The text of ids: a malloc'd string (length in *outlen), or NULL. */
 char	*ovl_spm_decode(const struct ovl_spm *s, const uint32_t *ids, size_t n,
 	    size_t *outlen);
+
+/*
+ * What the shim exports: one table, "ovl_spm_api", of the functions above
+ * (spm-dl.c forwards each call). OVL_SPM_ABI changes with the table.
+ */
+#define OVL_SPM_ABI	1
+struct ovl_spm_api {
+	int	  abi;
+	struct ovl_spm *(*open)(const char *, char *, size_t);
+	void	(*free)(struct ovl_spm *);
+	const char *(*name)(const struct ovl_spm *);
+	uint32_t (*vocab)(const struct ovl_spm *);
+	int64_t	(*eos)(const struct ovl_spm *);
+	int64_t	(*piece_id)(const struct ovl_spm *, const char *);
+	int	(*encode)(struct ovl_spm *, const char *, size_t, uint32_t **,
+		    size_t *, size_t *, char *, size_t);
+	char	*(*decode)(const struct ovl_spm *, const uint32_t *, size_t,
+		    size_t *);
+};
 
 #ifdef __cplusplus
 }

@@ -46,7 +46,7 @@ ovl_stepcut_init(struct ovl_stepcut *s, const struct ovl_stepcfg *cfg)
 uint32_t
 ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened)
 {
-	return ovl_stepcut_next_runs(s, left, NULL, OVL_STEP_NORUN, opened);
+	return ovl_stepcut_next_runs(s, left, NULL, 4, OVL_STEP_NORUN, opened);
 }
 
 uint32_t
@@ -64,8 +64,9 @@ ovl_step_run_token(const char *meta, size_t len, const char *name)
 
 uint32_t
 ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
-    const uint32_t *toks, uint32_t run_id, int *opened)
+    const void *toks, uint32_t width, uint32_t run_id, int *opened)
 {
+#define TOK(i)	ovl_tok_at(toks, width, (i))
 	uint64_t plen = left < s->seq_len ? left : s->seq_len;
 	int full;
 
@@ -86,12 +87,12 @@ ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	if (s->cfg->exact && s->used + plen > s->budget)
 		plen = s->budget - s->used;
 	else if (toks != NULL && run_id != OVL_STEP_NORUN && plen < left &&
-	    toks[plen - 1] == run_id && toks[plen] == run_id) {
+	    TOK(plen - 1) == run_id && TOK(plen) == run_id) {
 		uint64_t r = plen - 1, e = plen + 1;
 
-		while (r > 0 && toks[r - 1] == run_id)
+		while (r > 0 && TOK(r - 1) == run_id)
 			r--;
-		while (e < left && e - r <= s->seq_len && toks[e] == run_id)
+		while (e < left && e - r <= s->seq_len && TOK(e) == run_id)
 			e++;
 		/* the run opens the next piece, unless no piece holds it */
 		if (r > 0 && e - r <= s->seq_len)
@@ -99,11 +100,12 @@ ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	}
 	s->used += plen;
 	return (uint32_t)plen;
+#undef TOK
 }
 
 uint32_t
 ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
-    const uint32_t *toks, uint32_t run_id, uint64_t off,
+    const void *toks, uint32_t width, uint32_t run_id, uint64_t off,
     const uint32_t *runs, size_t nruns, int *opened)
 {
 	uint64_t plen, x, a, n;
@@ -111,7 +113,8 @@ ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
 	int full;
 
 	if (runs == NULL)
-		return ovl_stepcut_next_runs(s, left, toks, run_id, opened);
+		return ovl_stepcut_next_runs(s, left, toks, width, run_id,
+		    opened);
 	plen = left < s->seq_len ? left : s->seq_len;
 	*opened = 0;
 	if (s->cfg->exact)

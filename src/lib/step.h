@@ -60,7 +60,7 @@ uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
 #define OVL_STEP_NORUN	UINT32_MAX	/* no token whose runs stay whole */
 /*
  * As ovl_stepcut_next, for a document whose next left tokens are toks[0..
- * left), keeping runs of the token run_id (an image's placeholders) whole:
+ * left) (ids of width bytes, 2 or 4: ovl-frame(5)), keeping runs of the token run_id (an image's placeholders) whole:
  * a piece that would end inside such a run ends where the run begins
  * instead, so the run opens the next piece. A run longer than seq-len is
  * cut as any tokens are, and in exact mode a piece still ends at the
@@ -68,7 +68,7 @@ uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
  * same as ovl_stepcut_next.
  */
 uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
-	    const uint32_t *toks, uint32_t run_id, int *opened);
+	    const void *toks, uint32_t width, uint32_t run_id, int *opened);
 /*
  * As ovl_stepcut_next_runs, with the document's image runs known
  * (runs[2*i] their first token, runs[2*i+1] their length, i < nruns, by
@@ -78,7 +78,7 @@ uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
  * cuts a document with IMAGE frames must cut it so.
  */
 uint32_t ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
-	    const uint32_t *toks, uint32_t run_id, uint64_t off,
+	    const void *toks, uint32_t width, uint32_t run_id, uint64_t off,
 	    const uint32_t *runs, size_t nruns, int *opened);
 /*
  * The placeholder token of source NAME in a stream's META text

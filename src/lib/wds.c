@@ -13,6 +13,7 @@
 #include <archive_entry.h>
 
 #include "image.h"
+#include "input.h"
 
 int
 ovl_wds_ends_with(const char *s, const char *suf)
@@ -138,7 +139,7 @@ bad(struct rd *r, int what, uint64_t index, const char *member,
 static int
 read_text(struct rd *r, struct archive *a, struct archive_entry *e)
 {
-	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) :
+	la_int64_t size = ovl_arc.entry_size_is_set(e) ? ovl_arc.entry_size(e) :
 	    0;
 	uint64_t max = r->o->max_doc;
 	la_ssize_t n = 0;
@@ -147,7 +148,7 @@ read_text(struct rd *r, struct archive *a, struct archive_entry *e)
 	while (size >= 0 && (uint64_t)size <= max && r->buf->len <= max) {
 		unsigned char *p = ovl_buf_reserve(r->buf, 64u << 10);
 
-		n = archive_read_data(a, p, r->buf->cap - r->buf->len);
+		n = ovl_arc.read_data(a, p, r->buf->cap - r->buf->len);
 		if (n <= 0)
 			break;
 		r->buf->len += (size_t)n;
@@ -166,7 +167,7 @@ static int
 probe_image(struct rd *r, struct group *g, struct archive *a,
     struct archive_entry *e, const char *name)
 {
-	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) :
+	la_int64_t size = ovl_arc.entry_size_is_set(e) ? ovl_arc.entry_size(e) :
 	    -1;
 	struct ovl_wds_image *im;
 	struct ovl_image_info info;
@@ -188,11 +189,11 @@ probe_image(struct rd *r, struct group *g, struct archive *a,
 	size_t at = r->o->keep && g->nimages > 0 ? r->img.len : 0;
 
 	r->img.len = at;
-	data_off = (uint64_t)archive_filter_bytes(a, 0);
+	data_off = (uint64_t)ovl_arc.filter_bytes(a, 0);
 	while (r->img.len - at <= r->o->max_doc) {
 		unsigned char *p = ovl_buf_reserve(&r->img, 64u << 10);
 
-		n = archive_read_data(a, p, r->img.cap - r->img.len);
+		n = ovl_arc.read_data(a, p, r->img.cap - r->img.len);
 		if (n <= 0)
 			break;
 		r->img.len += (size_t)n;
@@ -234,7 +235,7 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 	if (o->probe)
 		r.images = ovl_xcalloc(OVL_WDS_MAX_IMAGES, sizeof(*r.images));
 	for (;;) {
-		rc = archive_read_next_header(a, &e);
+		rc = ovl_arc.read_next_header(a, &e);
 		if (rc == ARCHIVE_EOF)
 			break;
 		if (rc == ARCHIVE_RETRY || rc < ARCHIVE_WARN) {
@@ -243,17 +244,17 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 			    g.open ? g.member : "(none)", "%s near byte offset "
 			    "%" PRId64 " after this member: %s", rc ==
 			    ARCHIVE_RETRY ? "damaged tar header" :
-			    "corrupt archive", (int64_t)archive_filter_bytes(a,
-			    0), archive_error_string(a) != NULL ?
-			    archive_error_string(a) : "unknown archive error");
+			    "corrupt archive", (int64_t)ovl_arc.filter_bytes(a,
+			    0), ovl_arc.error_string(a) != NULL ?
+			    ovl_arc.error_string(a) : "unknown archive error");
 			if (rc == ARCHIVE_RETRY)
 				continue;
 			res->failed = 1;
 			break;
 		}
-		if (archive_entry_filetype(e) != AE_IFREG)
+		if (ovl_arc.entry_filetype(e) != AE_IFREG)
 			continue;
-		name = archive_entry_pathname(e);
+		name = ovl_arc.entry_pathname(e);
 		if (name == NULL)
 			name = "";
 		klen = o->wds ? ovl_wds_keylen(name) : strlen(name);
@@ -279,8 +280,8 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 			rc = read_text(&r, a, e);
 			if (rc < 0) {
 				bad(&r, OVL_WDS_INPUT, g.index, name, "cannot "
-				    "read member: %s", archive_error_string(a) !=
-				    NULL ? archive_error_string(a) :
+				    "read member: %s", ovl_arc.error_string(a) !=
+				    NULL ? ovl_arc.error_string(a) :
 				    "unknown archive error");
 				res->failed = 1;
 				break;
@@ -299,8 +300,8 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 				if (rc == -2) {
 					bad(&r, OVL_WDS_INPUT, g.index, name,
 					    "cannot read member: %s",
-					    archive_error_string(a) != NULL ?
-					    archive_error_string(a) :
+					    ovl_arc.error_string(a) != NULL ?
+					    ovl_arc.error_string(a) :
 					    "unknown archive error");
 					res->failed = 1;
 					break;
@@ -315,7 +316,7 @@ ovl_wds_read(struct archive *a, const struct ovl_wds_opts *o, uint64_t g0,
 	}
 	if (!res->failed)
 		finish_group(&r, &g);
-	res->bytes = (uint64_t)archive_filter_bytes(a, 0);
+	res->bytes = (uint64_t)ovl_arc.filter_bytes(a, 0);
 	ovl_buf_free(&key);
 	ovl_buf_free(&r.img);
 	free(r.images);

@@ -138,7 +138,7 @@ emit_json_doc(struct mixer *m, const struct ovl_doc *d, uint32_t sid)
 	    "\"%s\",\"nimages\":%" PRIu32 ",\"ntokens\":%" PRIu32
 	    ",\"tokens\":", sid, m->pos, m->tokens, d->epoch, d->chunk,
 	    d->record, ovl_cursor_format(&c, cb), d->nimages, d->ntokens);
-	ovl_json_u32s(stdout, d->tokens, d->ntokens);
+	ovl_json_ids(stdout, d->tokens, d->width, d->ntokens);
 	if (d->flags & OVL_DOC_TEXT) {
 		fputs(",\"text\":", stdout);
 		ovl_json_string(stdout, d->text, d->text_len);
@@ -244,7 +244,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	left = ntok;
 	while (left > 0) {
 		/* an image's placeholders stay in one piece (step.h) */
-		plen = ovl_stepcut_next_bounds(&c2, left, d->tokens + off,
+		plen = ovl_stepcut_next_bounds(&c2, left,
+		    ovl_tok_from(d->tokens, d->width, off), d->width,
 		    s->run_id, off, runs, in->hn, &opened);
 		if (opened && stop != 0 && c2.step >= stop && !stopped) {
 			if (off == 0)
@@ -279,21 +280,31 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 		struct ovl_doc d2 = *d;
 
 		d2.ntokens = ntok;
+		uint32_t last = ovl_tok_at(d->tokens, d->width,
+		    d->ntokens - 1);
+
 		if (m->o->json) {
 			uint32_t *t = ovl_u32vec_reserve(&m->trunc, ntok);
-			memcpy(t, d->tokens, (size_t)ntok * 4);
-			t[ntok - 1] = d->tokens[d->ntokens - 1];
+			(void)ovl_tok_copy(t, 4, d->tokens, d->width, ntok);
+			t[ntok - 1] = last;
 			d2.tokens = t;
+			d2.width = 4;
 			emit_json_doc(m, &d2, (uint32_t)k);
 		} else {
+			/* in the width it came in */
 			uint8_t *p = ovl_writer_begin(m->w,
-			    ovl_doc_payload_len(ntok, d->text_len));
+			    ovl_doc_payload_len(ntok, d->text_len, d->width));
 
 			ovl_doc_encode(p, &d2);
-			ovl_put32(p + OVL_DOC_FIXED + (ntok - 1) * 4,
-			    d->tokens[d->ntokens - 1]);
+			if (d->width == 2)
+				memcpy(p + OVL_DOC_FIXED + (ntok - 1) * 2,
+				    &(uint16_t){ (uint16_t)last }, 2);
+			else
+				ovl_put32(p + OVL_DOC_FIXED + (ntok - 1) * 4,
+				    last);
 			ovl_doc_set_mixed(p, (uint32_t)k, m->pos, m->tokens);
-			ovl_writer_finish(m->w, OVL_DOC, 0);
+			ovl_writer_finish(m->w, OVL_DOC,
+			    ovl_width_flags(d->width));
 		}
 	} else if (m->o->json)
 		emit_json_doc(m, d, (uint32_t)k);

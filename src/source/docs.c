@@ -119,10 +119,52 @@ widen(uint32_t *t, const unsigned char *p, size_t n)
 		t[i] = p[i];
 }
 
+/* The bytes tokenizer's ids of p[0..n) as u16 (a 16-bit DOC). */
+static inline void
+widen16(uint16_t *t, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+#ifdef __SSE2__
+	const __m128i z = _mm_setzero_si128();
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+
+		_mm_storeu_si128((__m128i *)(void *)(t + i),
+		    _mm_unpacklo_epi8(v, z));
+		_mm_storeu_si128((__m128i *)(void *)(t + i + 8),
+		    _mm_unpackhi_epi8(v, z));
+	}
+#endif
+	for (; i < n; i++)
+		t[i] = p[i];
+}
+
+/* The ids of n bytes of text, of width bytes each, at t. */
+static void
+put_bytes(void *t, uint32_t width, const unsigned char *p, size_t n)
+{
+	if (width == 2)
+		widen16(t, p, n);
+	else
+		widen(t, p, n);
+}
+
+/* Id v at index i of an array of width-byte ids. */
+static void
+put_id(void *t, uint32_t width, size_t i, uint32_t v)
+{
+	if (width == 2)
+		((uint16_t *)t)[i] = (uint16_t)v;
+	else
+		((uint32_t *)t)[i] = v;
+}
+
 static int
 re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 {
-	int rc = pcre2_match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
+	int rc = ovl_pcre.match(re, (PCRE2_SPTR)text, len, 0, PCRE2_NO_UTF_CHECK,
 	    s->md, s->mctx);
 
 	if (rc >= 0)
@@ -131,7 +173,7 @@ re_hit(struct src *s, pcre2_code *re, const char *text, size_t len)
 		return 0;
 	{
 		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(rc, msg, sizeof(msg));
+		ovl_pcre.get_error_message(rc, msg, sizeof(msg));
 		ovl_errx(OVL_EXIT_DATA, "'%s': regular expression match failed: %s",
 		    s->cx.name, (const char *)msg);
 	}
@@ -244,9 +286,11 @@ place_images(struct src *s, const struct rec *r, const char *text,
 /*
  * A long document's DOC frame goes out in pieces (ovl_writer_frame_gen):
  * the writer never holds it whole, only the text (or the tokens) it comes
- * from (bounded memory, issue 18).
+ * from (bounded memory, issue 18). From 128 KiB: a frame written whole
+ * beside the 256 KiB the writer may hold grew its 512 KiB buffer to 1 or
+ * 2 MiB, which it keeps (it shrinks from 4 times its size), touched.
  */
-#define DOC_PIECES	(1u << 20)	/* payloads longer than this */
+#define DOC_PIECES	(128u << 10)	/* payloads longer than this */
 
 struct docgen {
 	uint8_t		 hdr[OVL_DOC_FIXED];
@@ -254,6 +298,7 @@ struct docgen {
 	const unsigned char *text;
 	uint32_t	 ntok;		/* without the end-of-document token */
 	uint32_t	 eod;
+	uint32_t	 width;		/* bytes per id in the frame */
 };
 
 /* Payload bytes [off, off + n) of the frame: header, ids, eod. */
@@ -261,7 +306,8 @@ static void
 doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 {
 	const struct docgen *g = arg;
-	uint32_t end = off + n, tend = OVL_DOC_FIXED + g->ntok * 4, b;
+	uint32_t w = g->width;
+	uint32_t end = off + n, tend = OVL_DOC_FIXED + g->ntok * w, b;
 
 	if (off < OVL_DOC_FIXED) {
 		b = end < OVL_DOC_FIXED ? end : OVL_DOC_FIXED;
@@ -270,19 +316,23 @@ doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 		off = b;
 	}
 	if (off < end && off < tend) {
-		size_t i = (off - OVL_DOC_FIXED) / 4;
+		/* pieces are multiples of 4 bytes: whole ids of either width */
+		size_t i = (off - OVL_DOC_FIXED) / w;
 
 		b = end < tend ? end : tend;
 		if (g->toks != NULL)
-			memcpy(dst, g->toks + i, b - off);
+			(void)ovl_tok_copy(dst, w, g->toks + i, 4, (b - off) / w);
 		else
-			widen((uint32_t *)(void *)dst, g->text + i,
-			    (b - off) / 4);
+			put_bytes(dst, w, g->text + i, (b - off) / w);
 		dst += b - off;
 		off = b;
 	}
-	if (off < end)
-		memcpy(dst, &g->eod, 4);
+	if (off < end) {
+		/* the end token, then the padding of a 16-bit array */
+		memset(dst, 0, end - off);
+		if (off == tend)
+			put_id(dst, w, 0, g->eod);
+	}
 }
 
 /* Do IMAGE frames follow r's DOC (its images placed, and sent)? */
@@ -369,7 +419,9 @@ write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
 	g.text = (const unsigned char *)text;
 	g.ntok = ntok;
 	g.eod = s->eod;
-	ovl_writer_frame_gen(s->w, OVL_DOC, 0, plen, doc_piece, &g);
+	g.width = s->width;
+	ovl_writer_frame_gen(s->w, OVL_DOC, ovl_width_flags(s->width), plen,
+	    doc_piece, &g);
 }
 
 /*
@@ -432,7 +484,8 @@ counted:
 		return;
 	}
 	if (ntok + 1 > UINT32_MAX ||
-	    ovl_doc_payload_len((uint32_t)ntok + 1, o->text ? (uint32_t)len : 0) == 0) {
+	    ovl_doc_payload_len((uint32_t)ntok + 1, o->text ? (uint32_t)len : 0,
+	    s->width) == 0) {
 		bad(s, R_TOOLONG, r, "document too large for one frame");
 		return;
 	}
@@ -456,27 +509,29 @@ counted:
 	} else {
 		struct ovl_doc d;
 		uint32_t tl = o->text ? (uint32_t)len : 0;
-		uint32_t plen = ovl_doc_payload_len((uint32_t)ntok + 1, tl);
-		uint8_t *p;
-		uint32_t *t;
+		uint32_t plen = ovl_doc_payload_len((uint32_t)ntok + 1, tl,
+		    s->width);
+		uint8_t *p, *t;
 
 		if (plen > DOC_PIECES && tl == 0) {
 			write_pieces(s, r, toks, text, (uint32_t)ntok, plen);
 			goto written;
 		}
 		p = ovl_writer_begin(s->w, plen);
-		t = (uint32_t *)(void *)(p + OVL_DOC_FIXED);
+		t = p + OVL_DOC_FIXED;
 		doc_head(s, r, &d);
 		d.ntokens = (uint32_t)ntok + 1;
 		d.text_len = tl;
 		d.text = text;
+		d.width = s->width;
 		ovl_doc_encode(p, &d);
+		/* ids below the vocabulary: 16 bits hold them when width is 2 */
 		if (toks != NULL)
-			memcpy(t, toks, ntok * 4);
+			(void)ovl_tok_copy(t, s->width, toks, 4, ntok);
 		else
-			widen(t, (const unsigned char *)text, len);
-		t[ntok] = s->eod;
-		ovl_writer_finish(s->w, OVL_DOC, 0);
+			put_bytes(t, s->width, (const unsigned char *)text, len);
+		put_id(t, s->width, ntok, s->eod);
+		ovl_writer_finish(s->w, OVL_DOC, ovl_width_flags(s->width));
 	}
 written:
 	if (ships_images(s, r))
@@ -587,9 +642,12 @@ out:
 	json_decref(root);
 }
 
-/* A JSON line: extract the field, then record it. */
+/*
+ * A JSON line: extract the field, then record it. The field is unescaped
+ * over the line's own bytes: a long document is held once, not twice.
+ */
 void
-json_record(struct src *s, struct rec *r, const char *line, size_t len)
+json_record(struct src *s, struct rec *r, char *line, size_t len)
 {
 	struct ovl_jsonl_result jr;
 	int rc;
@@ -630,7 +688,7 @@ json_record(struct src *s, struct rec *r, const char *line, size_t len)
 		json_decref(root);
 		return;
 	}
-	rc = ovl_jsonl_extract(&s->path, line, len, &s->scratch, &jr);
+	rc = ovl_jsonl_extract_inplace(&s->path, line, len, &jr);
 	switch (rc) {
 	case OVL_JSONL_OK:
 		r->utf8_ok = 1;

@@ -22,6 +22,8 @@ static const struct ovl_cli cli = {
 	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
 	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
+	"  --token-bits N        ids in DOC frames: 16 or 32 (default: 16 when\n"
+	"                        the vocabulary has at most 65,536 ids)\n"
 	"  --image-cost SPEC     place each image of a WebDataset sample as a run\n"
 	"                        of placeholder tokens: fixed:N, patch:P or\n"
 	"                        dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS\n"
@@ -72,7 +74,7 @@ enum {
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
-	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_IMAGES
+	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS, O_IMAGES
 };
 
 static const struct option longopts[] = {
@@ -108,6 +110,7 @@ static const struct option longopts[] = {
 	{ "retries", required_argument, NULL, O_RETRIES },
 	{ "retry-wait", required_argument, NULL, O_RETRY_WAIT },
 	{ "s3-endpoint", required_argument, NULL, O_S3_ENDPOINT },
+	{ "token-bits", required_argument, NULL, O_TOKEN_BITS },
 	{ "image-cost", required_argument, NULL, O_IMAGE_COST },
 	{ "image-token", required_argument, NULL, O_IMAGE_TOKEN },
 	{ "images", required_argument, NULL, O_IMAGES },
@@ -342,6 +345,11 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 				    "ref or none)", optarg);
 			images_set = 1;
 			break;
+		case O_TOKEN_BITS:
+			if (strcmp(optarg, "16") != 0 && strcmp(optarg, "32") != 0)
+				ovl_cli_usagex(&cli, "--token-bits must be 16 or 32");
+			o->token_bits = (unsigned)atoi(optarg);
+			break;
 		case O_S3_ENDPOINT:
 			if (strncmp(optarg, "http://", 7) != 0 &&
 			    strncmp(optarg, "https://", 8) != 0)
@@ -487,16 +495,20 @@ compile_re(const char *opt, const char *pat)
 {
 	int ec;
 	PCRE2_SIZE eo;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-	    PCRE2_UTF, &ec, &eo, NULL);
+	char why[600];
+	pcre2_code *re;
 
+	if (ovl_pcre_load(why, sizeof(why)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "--%s: %s", opt, why);
+	re = ovl_pcre.compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+	    PCRE2_UTF, &ec, &eo, NULL);
 	if (re == NULL) {
 		PCRE2_UCHAR msg[256];
-		pcre2_get_error_message(ec, msg, sizeof(msg));
+		ovl_pcre.get_error_message(ec, msg, sizeof(msg));
 		ovl_cli_usagex(&cli, "bad --%s pattern at offset %zu: %s", opt,
 		    (size_t)eo, (const char *)msg);
 	}
-	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	(void)ovl_pcre.jit_compile(re, PCRE2_JIT_COMPLETE);
 	return re;
 }
 
@@ -528,6 +540,14 @@ setup(struct src *s, struct src_opts *o)
 		    "end-of-document token: name one with --eod-token",
 		    ovl_tok_name(s->tok), o->tokenizer);
 	s->bos = ovl_tok_bos(s->tok);
+	/* every id is checked below the vocabulary: 16 bits hold them all */
+	s->width = ovl_tok_vocab(s->tok) <= 65536 ? 2 : 4;
+	if (o->token_bits == 32)
+		s->width = 4;
+	else if (o->token_bits == 16 && s->width != 2)
+		ovl_errx(OVL_EXIT_USAGE, "--token-bits 16: tokenizer %s has %"
+		    PRIu32 " ids, more than 16 bits hold", ovl_tok_name(s->tok),
+		    ovl_tok_vocab(s->tok));
 	if (o->image_token != NULL && ovl_tok_lookup(s->tok, "image",
 	    o->image_token, &s->image_id, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "--image-token: %s", err);
@@ -546,10 +566,10 @@ setup(struct src *s, struct src_opts *o)
 	if (o->drop != NULL)
 		s->re_drop = compile_re("drop", o->drop);
 	if (s->re_match != NULL || s->re_drop != NULL) {
-		s->md = pcre2_match_data_create(1, NULL);
-		s->mctx = pcre2_match_context_create(NULL);
-		s->jst = pcre2_jit_stack_create(32 << 10, 8 << 20, NULL);
-		pcre2_jit_stack_assign(s->mctx, NULL, s->jst);
+		s->md = ovl_pcre.match_data_create(1, NULL);
+		s->mctx = ovl_pcre.match_context_create(NULL);
+		s->jst = ovl_pcre.jit_stack_create(32 << 10, 8 << 20, NULL);
+		ovl_pcre.jit_stack_assign(s->mctx, NULL, s->jst);
 	}
 	if (o->format == FMT_AUTO) {
 		/* Guess from the first path (a glob's text is enough here). */
@@ -666,11 +686,13 @@ teardown(struct src *s)
 	ovl_writer_free(s->w);
 	ovl_tok_free(s->tok);
 	ovl_jsonl_path_free(&s->path);
-	pcre2_code_free(s->re_match);
-	pcre2_code_free(s->re_drop);
-	pcre2_match_data_free(s->md);
-	pcre2_match_context_free(s->mctx);
-	pcre2_jit_stack_free(s->jst);
+	if (ovl_pcre.code_free != NULL) {	/* loaded for --match/--drop */
+		ovl_pcre.code_free(s->re_match);
+		ovl_pcre.code_free(s->re_drop);
+		ovl_pcre.match_data_free(s->md);
+		ovl_pcre.match_context_free(s->mctx);
+		ovl_pcre.jit_stack_free(s->jst);
+	}
 	ovl_input_ctx_free(&s->inx);
 	ovl_lines_free(&s->lr);
 	free(s->perm);

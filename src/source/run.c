@@ -179,7 +179,7 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 			continue;
 		}
 		if (jsonl)
-			json_record(s, &rc, (const char *)r->buf + ls, le - ls);
+			json_record(s, &rc, (char *)r->buf + ls, le - ls);
 		else
 			record(s, &rc, (const char *)r->buf + ls, le - ls);
 	}

@@ -38,6 +38,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "cli.h"
+#include "pcre.h"
 #include "err.h"
 #include "frame.h"
 #include "frameio.h"
@@ -63,7 +64,6 @@ enum per { PER_LINE, PER_BLANK, PER_FILE, PER_EOD, PER_OFFSETS };
 enum { PARSER_FAST, PARSER_JANSSON };
 
 #define MAX_EXT		16
-#define BLOCK		OVL_INPUT_BLOCK
 #define MAX_DOC_LIMIT	(128ull << 20)
 
 struct src_opts {
@@ -106,6 +106,7 @@ struct src_opts {
 	const char	*standby;	/* control FIFO of a warm standby */
 	struct ovl_remote_conf remote;	/* retries, endpoint (lib/remote.h) */
 	const char	*image_token;	/* --image-token (with --image-cost) */
+	unsigned	 token_bits;	/* --token-bits: 16, 32 or 0 (by vocab) */
 	struct ovl_image_cost image_cost;	/* kind 0: images not placed */
 	int		 images;	/* IMG_*: how placed images travel */
 };
@@ -153,6 +154,7 @@ struct src {
 	struct ovl_tok	*tok;
 	int		 tok_bytes;
 	uint32_t	 eod;
+	uint32_t	 width;		/* bytes per id in DOC frames: 2 or 4 */
 	uint32_t	 bos;		/* OVL_TOK_NONE: none */
 	int		 pre;		/* the record's ids are in toks already */
 	pcre2_code	*re_match, *re_drop;
@@ -198,7 +200,8 @@ void	wds_json_record(struct src *s, struct rec *r, const char *json,
 	    size_t len);
 /* Every image of r costs at most OVL_PACK_CAP_MAX tokens; else reported, 0. */
 int	images_fit(struct src *s, const struct rec *r);
-void	json_record(struct src *s, struct rec *r, const char *line,
+/* line is changed: its field unescaped in place (jsonl.h) */
+void	json_record(struct src *s, struct rec *r, char *line,
 	    size_t len);
 
 /* ---- tokfile.c: Megatron .bin/.idx and .npy token files ---- */

@@ -121,12 +121,23 @@ encode(struct ovl_tok *t, const struct opts *o, char **files, int n)
 	return rc;
 }
 
-/* Write the text of ids (without the end and beginning, unless kept). */
+/*
+ * Write the text of n ids of width bytes (ovl-frame(5)), without the end
+ * and beginning, unless kept.
+ */
 static int
-put_text(struct ovl_tok *t, const struct opts *o, const uint32_t *ids,
-    size_t n, struct ovl_buf *out)
+put_text(struct ovl_tok *t, const struct opts *o, const void *wids,
+    uint32_t width, size_t n, struct ovl_buf *out)
 {
+	static struct ovl_u32vec wide;	/* 16-bit ids widened */
 	uint32_t eod = ovl_tok_eod(t), bos = ovl_tok_bos(t);
+	const uint32_t *ids = wids;
+
+	if (width == 2) {
+		wide.len = 0;
+		(void)ovl_tok_copy(ovl_u32vec_reserve(&wide, n), 4, wids, 2, n);
+		ids = wide.p;
+	}
 
 	if (!o->keep) {
 		if (n > 0 && ids[0] == bos)
@@ -158,13 +169,15 @@ decode_frames(struct ovl_tok *t, const struct opts *o, int fd, const char *name,
 		if (f.kind == OVL_DOC) {
 			if (ovl_doc_decode(&f, &d) != 0)
 				goto bad;
-			if (put_text(t, o, d.tokens, d.ntokens, out) != 0)
+			if (put_text(t, o, d.tokens, d.width, d.ntokens,
+			    out) != 0)
 				goto bad_id;
 		} else if (f.kind == OVL_SEQ) {
 			if (ovl_seq_decode(&f, &s) != 0)
 				goto bad;
 			for (i = 0; i < s.npieces; i++)
-				if (put_text(t, o, s.tokens + s.cu_seqlens[i],
+				if (put_text(t, o, ovl_tok_from(s.tokens,
+				    s.width, s.cu_seqlens[i]), s.width,
 				    s.cu_seqlens[i + 1] - s.cu_seqlens[i], out) != 0)
 					goto bad_id;
 		}
@@ -231,7 +244,7 @@ decode(struct ovl_tok *t, const struct opts *o, char **files, int n)
 					    lineno);
 				ovl_u32vec_push(&v, (uint32_t)x);
 			}
-			if (put_text(t, o, v.p, v.len, &out) != 0)
+			if (put_text(t, o, v.p, 4, v.len, &out) != 0)
 				ovl_errx(OVL_EXIT_DATA, "'%s': line %" PRIu64 ": an "
 				    "id is not a token of %s", name, lineno,
 				    ovl_tok_name(t));

@@ -60,6 +60,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	uint16_t minor;
 	struct ovl_step sp;
 	size_t off = OVL_STREAM_HDR_LEN;
+	static uint32_t *pos;
+	static volatile uint32_t sink;
 
 	/* the header check must hold up too; frames are parsed either way */
 	(void)ovl_stream_hdr_check(data, n, &minor);
@@ -73,16 +75,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 			(void)ovl_meta_decode(&f, &text, &tl);
 			break;
 		case OVL_DOC:
-			if (ovl_doc_decode(&f, &d) == OVL_F_OK)
+			if (ovl_doc_decode(&f, &d) == OVL_F_OK) {
 				ovl_doc_cursor(&d, &c);
+				/* every id read, in either width */
+				sink ^= ovl_tok_max(d.tokens, d.width, d.ntokens);
+			}
 			break;
 		case OVL_CHUNK_END:
 			(void)ovl_chunk_end_decode(&f, &ce);
 			break;
 		case OVL_SEQ:
-			if (ovl_seq_decode(&f, &s) == OVL_F_OK)
+			if (ovl_seq_decode(&f, &s) == OVL_F_OK) {
 				for (i = 0; i < s.npieces; i++)
 					ovl_seq_piece(&s, i, &p);
+				sink ^= ovl_tok_max(s.tokens, s.width, s.ntokens);
+				/* positions sent (either width) or derived */
+				pos = realloc(pos, ((size_t)s.ntokens + 1) * 4);
+				if (pos == NULL)
+					abort();
+				ovl_seq_position_ids(&s, pos);
+				for (i = 0; i < s.ntokens; i++)
+					sink ^= pos[i];
+			}
 			break;
 		case OVL_BARRIER:
 			(void)ovl_barrier_decode(&f, &b);

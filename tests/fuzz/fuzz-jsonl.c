@@ -62,6 +62,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 			    "jansson %d\n", paths[pi], got, want);
 			abort();
 		}
+		{
+			/* in place (issue 18): the same answer over a copy */
+			char *cp2 = malloc(n + 1);
+			struct ovl_jsonl_result ri;
+			int goti;
+
+			memcpy(cp2, line, n);
+			goti = ovl_jsonl_extract_inplace(&cp[pi], cp2, n, &ri);
+			if (goti != got || (got == OVL_JSONL_OK &&
+			    (ri.len != r.len || memcmp(ri.val, r.val, r.len) != 0))) {
+				fprintf(stderr, "fuzz-jsonl: path %s: in place "
+				    "%d, extractor %d\n", paths[pi], goti, got);
+				abort();
+			}
+			free(cp2);
+		}
 		json_decref(root);
 	}
 	return 0;

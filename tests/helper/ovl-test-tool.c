@@ -26,7 +26,8 @@
  *	set the little-endian u32 at PAYLOAD-OFFSET of frame INDEX (0 is the
  *	first frame after the stream header) and seal the frame again, so its
  *	CRC holds: a frame that passes its CRC but makes no sense; with
- *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead
+ *	"kind" for PAYLOAD-OFFSET, set the frame's kind to U32 instead; with
+ *	"flags", its header's flags byte
  *   ovl-test-tool minor FILE N
  *	set the stream header's minor version to N (header CRC resealed)
  *   ovl-test-tool net-cat IN OUT
@@ -184,7 +185,7 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		if (ovl_doc_decode(f, &d) != OVL_F_OK)
 			break;
 		for (k = 0; k < d.ntokens; k++)
-			sum += d.tokens[k];
+			sum += ovl_tok_at(d.tokens, d.width, k);
 		printf("DOC src=%" PRIu32 " flags=%" PRIu32 " pos=%" PRIu32 ":%"
 		    PRIu32 ":%" PRIu64 " nchunks=%" PRIu32 " nimages=%" PRIu32
 		    " cursor=%" PRIu32 ":%" PRIu32 ":%" PRIu64 ":%" PRIu64
@@ -192,7 +193,8 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		    d.source, d.flags, d.epoch, d.chunk, d.record, d.nchunks,
 		    d.nimages, d.epoch, d.chunk, d.next_off, d.next_rec,
 		    d.start_off, d.ntokens, d.ntokens > 0 ?
-		    (int64_t)d.tokens[d.ntokens - 1] : (int64_t)-1);
+		    (int64_t)ovl_tok_at(d.tokens, d.width, d.ntokens - 1) :
+		    (int64_t)-1);
 		put_quoted(d.text, d.text_len);
 		printf(" sum=%" PRIu64 " mix=%" PRIu64 ":%" PRIu64 " hash=%016"
 		    PRIx64 "\n", sum, d.mix_pos, d.mix_tokens,
@@ -210,7 +212,7 @@ dump_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 		if (ovl_seq_decode(f, &q) != OVL_F_OK)
 			break;
 		for (k = 0; k < q.ntokens; k++)
-			sum += q.tokens[k];
+			sum += ovl_tok_at(q.tokens, q.width, k);
 		printf("SEQ step=%" PRIu64 " rank=%" PRIu32 " mb=%" PRIu32
 		    " ntok=%" PRIu32 " npieces=%" PRIu32 " seq_len=%" PRIu32
 		    " flags=%" PRIu32 " real=%" PRIu32 " sum=%" PRIu64 " hash=%016"
@@ -286,6 +288,11 @@ poke_frame(uint8_t *p, size_t off, uint64_t i, const struct ovl_frame *f,
 	(void)off;
 	if (i != k->index)
 		return 0;
+	if (k->kind == 2) {	/* the header's flags */
+		ovl_frame_seal(p, f->kind, (uint8_t)k->val, f->len);
+		k->done = 1;
+		return 1;
+	}
 	if (k->kind) {
 		ovl_frame_seal(p, (uint8_t)k->val, f->flags, f->len);
 		k->done = 1;
@@ -422,6 +429,10 @@ main(int argc, char **argv)
 		k.kind = 1;
 		argv[4] = (char *)"0";
 	}
+	if (argc == 6 && strcmp(argv[4], "flags") == 0) {
+		k.kind = 2;
+		argv[4] = (char *)"0";
+	}
 	if (argc == 3 && (strcmp(argv[1], "frames") == 0 ||
 	    strcmp(argv[1], "dump") == 0)) {
 		int rc;
@@ -448,7 +459,7 @@ main(int argc, char **argv)
 	    (k.kind && k.val > 255)) {
 		fprintf(stderr, "usage: ovl-test-tool frames FILE\n"
 		    "       ovl-test-tool dump FILE|-\n"
-		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind U32\n"
+		    "       ovl-test-tool poke FILE INDEX PAYLOAD-OFFSET|kind|flags U32\n"
 		    "       ovl-test-tool minor FILE N\n"
 		    "       ovl-test-tool net-cat IN OUT\n"
 		    "       ovl-test-tool parquet FILE COLUMN\n");

@@ -80,11 +80,12 @@ emit_seq(struct ovl_writer *w, uint64_t seed, uint64_t step, uint32_t rank,
 	s.ntokens = ntok;
 	s.npieces = np;
 	s.seq_len = 64;
-	p = ovl_writer_begin(w, ovl_seq_payload_len(ntok, np));
+	s.width = s.pos_width = 4;
+	p = ovl_writer_begin(w, ovl_seq_payload_len(ntok, np, 4, 4));
 	ovl_seq_encode(p, &s);
 	tok = ovl_seq_tokens(p);
-	pos = ovl_seq_positions(p, ntok);
-	cu = ovl_seq_cu(p, ntok);
+	pos = ovl_seq_positions(p, ntok, 4);
+	cu = ovl_seq_cu(p, ntok, 4, 4);
 	for (i = 0; i <= np; i++)
 		cu[i] = cut[i];
 	for (i = 0; i < np; i++) {
@@ -98,7 +99,7 @@ emit_seq(struct ovl_writer *w, uint64_t seed, uint64_t step, uint32_t rank,
 		pc.record = step * 10 + i;
 		pc.mix_pos = step * 100 + rank * 10 + i;
 		pc.length = cut[i + 1] - cut[i];
-		ovl_seq_put_piece(p, ntok, np, i, &pc);
+		ovl_seq_put_piece(p, &s, i, &pc);
 	}
 	ovl_writer_finish(w, OVL_SEQ, 0);
 }

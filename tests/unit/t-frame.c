@@ -28,13 +28,21 @@ add(uint8_t kind, uint32_t len)
 }
 
 static void
-seal(uint8_t *f, uint8_t kind, uint32_t len)
+seal_flags(uint8_t *f, uint8_t kind, uint8_t flags, uint32_t len)
 {
-	ovl_frame_seal(f, kind, 0, len);
+	ovl_frame_seal(f, kind, flags, len);
 	stream.len += OVL_FRAME_HDR_LEN + len;
 }
 
+static void
+seal(uint8_t *f, uint8_t kind, uint32_t len)
+{
+	seal_flags(f, kind, 0, len);
+}
+
 static const uint32_t toks[] = { 72, 105, 256 };
+static const uint16_t toks16[] = { 72, 105, 256 };
+static const uint16_t pos16[] = { 5, 6, 7 };
 
 static void
 build(void)
@@ -62,7 +70,8 @@ build(void)
 	d.source = 1; d.epoch = 0; d.chunk = 2; d.nchunks = 5; d.record = 9;
 	d.next_off = 123; d.next_rec = 10; d.ntokens = 3; d.tokens = toks;
 	d.text = "Hi"; d.text_len = 2; d.start_off = 100;
-	len = ovl_doc_payload_len(d.ntokens, d.text_len);
+	d.width = 4;
+	len = ovl_doc_payload_len(d.ntokens, d.text_len, 4);
 	f = add(OVL_DOC, len);
 	ovl_doc_encode(f + OVL_FRAME_HDR_LEN, &d);
 	seal(f, OVL_DOC, len), frames++;
@@ -82,11 +91,30 @@ build(void)
 
 	sq.step = 4; sq.rank = 1; sq.mb = 0; sq.ntokens = 3; sq.npieces = 1;
 	sq.seq_len = 8; sq.tokens = toks; sq.positions = pos; sq.cu_seqlens = cu;
-	len = ovl_seq_payload_len(3, 1);
+	sq.width = sq.pos_width = 4;
+	len = ovl_seq_payload_len(3, 1, 4, 4);
 	f = add(OVL_SEQ, len);
 	ovl_seq_encode(f + OVL_FRAME_HDR_LEN, &sq);
-	ovl_seq_put_piece(f + OVL_FRAME_HDR_LEN, 3, 1, 0, &pc);
+	ovl_seq_put_piece(f + OVL_FRAME_HDR_LEN, &sq, 0, &pc);
 	seal(f, OVL_SEQ, len), frames++;
+
+	/* the same DOC with 16-bit ids (an odd count: padded) */
+	d.width = 2;
+	d.tokens = toks16;
+	len = ovl_doc_payload_len(d.ntokens, d.text_len, 2);
+	f = add(OVL_DOC, len);
+	ovl_doc_encode(f + OVL_FRAME_HDR_LEN, &d);
+	seal_flags(f, OVL_DOC, ovl_width_flags(2), len), frames++;
+
+	/* a SEQ of 16-bit tokens and 16-bit positions */
+	sq.width = sq.pos_width = 2;
+	sq.tokens = toks16;
+	sq.positions = pos16;
+	len = ovl_seq_payload_len(3, 1, 2, 2);
+	f = add(OVL_SEQ, len);
+	ovl_seq_encode(f + OVL_FRAME_HDR_LEN, &sq);
+	ovl_seq_put_piece(f + OVL_FRAME_HDR_LEN, &sq, 0, &pc);
+	seal_flags(f, OVL_SEQ, ovl_seq_flags(&sq), len), frames++;
 
 	f = add(OVL_END, OVL_END_LEN);
 	ovl_end_encode(f + OVL_FRAME_HDR_LEN, frames);
@@ -157,14 +185,43 @@ test_roundtrip(void)
 	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
 	CHECK(ovl_seq_decode(&f, &sq) == OVL_F_OK && sq.step == 4 && sq.rank == 1 &&
 	    sq.ntokens == 3 && sq.npieces == 1 && sq.cu_seqlens[1] == 3 &&
-	    sq.positions[2] == 2 && sq.tokens[2] == 256);
+	    sq.width == 4 && sq.pos_width == 4 &&
+	    ovl_tok_at(sq.positions, 4, 2) == 2 &&
+	    ovl_tok_at(sq.tokens, 4, 2) == 256);
 	ovl_seq_piece(&sq, 0, &pc);
 	CHECK(pc.source == 1 && pc.chunk == 2 && pc.offset == 5 &&
 	    pc.record == 9 && pc.mix_pos == 99 && pc.length == 3);
 	p += f.size, n -= f.size;
 
+	/* 16-bit DOC: 80 + 6 bytes of ids + 2 of text, no padding */
 	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
-	CHECK(ovl_end_decode(&f, &nf) == OVL_F_OK && nf == 6);
+	CHECK(f.flags == OVL_FL_U16 && f.len == 88);
+	CHECK(ovl_doc_decode(&f, &d) == OVL_F_OK && d.width == 2);
+	CHECK(d.ntokens == 3 && memcmp(d.tokens, toks16, 6) == 0);
+	CHECK(ovl_tok_at(d.tokens, d.width, 2) == 256);
+	CHECK(d.text_len == 2 && memcmp(d.text, "Hi", 2) == 0);
+	CHECK(((uintptr_t)d.tokens & 3) == 0);
+	p += f.size, n -= f.size;
+
+	/* 16-bit SEQ: each array padded to 4 bytes, cu_seqlens aligned */
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(f.flags == (OVL_FL_U16 | OVL_FL_POS16));
+	CHECK(f.len == OVL_SEQ_FIXED + 8 + 8 + 8 + OVL_PIECE_LEN);
+	CHECK(ovl_seq_decode(&f, &sq) == OVL_F_OK && sq.width == 2 &&
+	    sq.pos_width == 2 && sq.ntokens == 3 && sq.cu_seqlens[1] == 3 &&
+	    ((uintptr_t)sq.cu_seqlens & 3) == 0);
+	CHECK(ovl_tok_at(sq.tokens, 2, 2) == 256 &&
+	    ovl_tok_at(sq.positions, 2, 0) == 5 &&
+	    ovl_tok_at(sq.positions, 2, 2) == 7);
+	/* the padding after each array is zero */
+	CHECK(((const uint16_t *)sq.tokens)[3] == 0 &&
+	    ((const uint16_t *)sq.positions)[3] == 0);
+	ovl_seq_piece(&sq, 0, &pc);
+	CHECK(pc.source == 1 && pc.mix_pos == 99 && pc.length == 3);
+	p += f.size, n -= f.size;
+
+	CHECK(ovl_frame_parse(p, n, OVL_FRAME_MAX_DEFAULT, &f) == OVL_F_OK);
+	CHECK(ovl_end_decode(&f, &nf) == OVL_F_OK && nf == 8);
 	p += f.size, n -= f.size;
 	CHECK(n == 0);
 }
@@ -184,8 +241,91 @@ test_limits(void)
 	    f.size == 20);
 	ovl_put32(hdr, 0xfffffffcu);
 	CHECK(ovl_frame_parse(hdr, sizeof(hdr), UINT32_MAX, &f) == OVL_F_ETOOBIG);
-	CHECK(ovl_doc_payload_len(UINT32_MAX, 0) == 0);
-	CHECK(ovl_seq_payload_len(UINT32_MAX / 4, 2) == 0);
+	CHECK(ovl_doc_payload_len(UINT32_MAX, 0, 4) == 0);
+	CHECK(ovl_doc_payload_len(UINT32_MAX, 0, 2) == 0);
+	CHECK(ovl_doc_payload_len(1u << 28, 0, 2) == OVL_DOC_FIXED + (1u << 29));
+	CHECK(ovl_seq_payload_len(UINT32_MAX / 4, 2, 4, 4) == 0);
+	CHECK(ovl_seq_payload_len(UINT32_MAX / 4, 2, 2, 2) == 0);
+	CHECK(ovl_seq_payload_len(1, 0, 2, 2) == OVL_SEQ_FIXED + 4 + 4 + 4);
+	CHECK(ovl_seq_payload_len(1, 0, 2, 4) == OVL_SEQ_FIXED + 4 + 4 + 4);
+	CHECK(ovl_seq_payload_len(2, 0, 4, 2) == OVL_SEQ_FIXED + 8 + 4 + 4);
+}
+
+/* 16- and 32-bit id arrays: copies both ways, what does not fit is said. */
+static void
+test_widths(void)
+{
+	uint32_t w32[37], back[37];
+	uint16_t w16[37];
+	struct ovl_frame f;
+	struct ovl_doc d;
+	struct ovl_seq sq;
+	size_t i;
+
+	for (i = 0; i < 37; i++)
+		w32[i] = (uint32_t)(i * 1771 % 65536);
+	CHECK(ovl_tok_copy(w16, 2, w32, 4, 37) <= 0xffff);
+	for (i = 0; i < 37; i++)
+		CHECK(w16[i] == w32[i] && ovl_tok_at(w16, 2, i) == w32[i]);
+	CHECK(ovl_tok_copy(back, 4, w16, 2, 37) == 0);
+	CHECK(memcmp(back, w32, sizeof(w32)) == 0);
+	CHECK(ovl_tok_copy(back, 4, w32, 4, 37) == 0 &&
+	    memcmp(back, w32, sizeof(w32)) == 0);
+	CHECK(ovl_tok_max(w32, 4, 37) == ovl_tok_max(w16, 2, 37));
+	CHECK(ovl_tok_max(w32, 4, 0) == 0);
+	/* 65,536 does not fit 16 bits: the largest id comes back */
+	w32[20] = 65536;
+	w32[30] = 100000;
+	CHECK(ovl_tok_copy(w16, 2, w32, 4, 37) == 100000);
+	w32[30] = 0;
+	CHECK(ovl_tok_copy(w16, 2, w32, 4, 37) == 65536);
+	CHECK(ovl_tok_bytes(3, 2) == 8 && ovl_tok_bytes(4, 2) == 8 &&
+	    ovl_tok_bytes(3, 4) == 12);
+	CHECK(ovl_width_flags(2) == OVL_FL_U16 && ovl_width_flags(4) == 0);
+	CHECK(ovl_tok_from(w16, 2, 3) == (const void *)(w16 + 3));
+
+	/* a SEQ without positions: derived from cu_seqlens, 0 in padding */
+	{
+		static const uint32_t cu2[] = { 0, 2, 5 };
+		uint8_t pl[128];
+		uint32_t got[6];
+		struct ovl_frame g;
+
+		memset(&sq, 0, sizeof(sq));
+		sq.ntokens = 6;
+		sq.npieces = 2;
+		sq.width = 2;
+		sq.pos_width = 0;
+		sq.cu_seqlens = cu2;
+		g.len = ovl_seq_payload_len(6, 2, 2, 0);
+		CHECK(g.len == OVL_SEQ_FIXED + 12 + 12 + 2 * OVL_PIECE_LEN);
+		CHECK(ovl_seq_flags(&sq) == (OVL_FL_U16 | OVL_FL_NOPOS));
+		memset(pl, 0, sizeof(pl));
+		sq.tokens = NULL;
+		ovl_seq_encode(pl, &sq);
+		g.kind = OVL_SEQ;
+		g.flags = ovl_seq_flags(&sq);
+		g.payload = pl;
+		CHECK(ovl_seq_decode(&g, &sq) == OVL_F_OK && sq.positions == NULL &&
+		    sq.pos_width == 0 && sq.cu_seqlens[2] == 5);
+		ovl_seq_position_ids(&sq, got);
+		CHECK(got[0] == 0 && got[1] == 1 && got[2] == 0 && got[3] == 1 &&
+		    got[4] == 2 && got[5] == 0);
+		/* POS16 and NOPOS together say two things: refused */
+		g.flags |= OVL_FL_POS16;
+		CHECK(ovl_seq_decode(&g, &sq) == OVL_F_EPAYLOAD);
+	}
+
+	/* a flag this reader does not know: a payload it cannot view */
+	build();
+	f.kind = OVL_DOC;
+	f.flags = 0x04;
+	f.len = 88;
+	f.payload = stream.p + 16;
+	CHECK(ovl_doc_decode(&f, &d) == OVL_F_EPAYLOAD);
+	f.kind = OVL_SEQ;
+	f.flags = 0x08;
+	CHECK(ovl_seq_decode(&f, &sq) == OVL_F_EPAYLOAD);
 }
 
 /* Read a whole byte string through the reader; returns the final code. */
@@ -217,7 +357,7 @@ test_reader_whole(void)
 	build();
 	rc = read_all(stream.p, stream.len, &nf);
 	CHECK(rc == OVL_RD_EOF);
-	CHECK(nf == 7);
+	CHECK(nf == 9);
 }
 
 static void
@@ -370,6 +510,7 @@ main(void)
 	RUN(test_crc32c);
 	RUN(test_roundtrip);
 	RUN(test_limits);
+	RUN(test_widths);
 	RUN(test_reader_whole);
 	RUN(test_truncation_every_byte);
 	RUN(test_bitflip_every_bit);

@@ -81,6 +81,18 @@ agree(const char *line, size_t n)
 		int got = ovl_jsonl_extract(&cpaths[pi], line, n, &scratch, &r);
 		int want = oracle(line, n, pi, &ov, &olen, &keep);
 
+		/* in place (issue 18): the same answer, over a copy */
+		char *cp = malloc(n + 1);
+		struct ovl_jsonl_result ri;
+		int goti;
+
+		memcpy(cp, line, n);
+		goti = ovl_jsonl_extract_inplace(&cpaths[pi], cp, n, &ri);
+		if (goti != got || (got == OVL_JSONL_OK && (ri.len != r.len ||
+		    memcmp(ri.val, r.val, r.len) != 0 || ri.val < cp ||
+		    ri.val + ri.len > cp + n)))
+			got = -1;
+		free(cp);
 		if (got != want || (got == OVL_JSONL_OK && (r.len != olen ||
 		    memcmp(r.val, ov, olen) != 0))) {
 			if (mismatches++ < 10) {

@@ -157,14 +157,29 @@ test_runs(void)
 	for (i = 0; i < 20; i++)
 		doc[i] = i >= 6 && i < 14 ? 7 : 1;
 	ovl_stepcut_init(&s, &cfg);
-	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 6);
-	CHECK(ovl_stepcut_next_runs(&s, 14, doc + 6, 7, &opened) == 10);
-	CHECK(ovl_stepcut_next_runs(&s, 4, doc + 16, 7, &opened) == 4);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 4, 7, &opened) == 6);
+	CHECK(ovl_stepcut_next_runs(&s, 14, doc + 6, 4, 7, &opened) == 10);
+	CHECK(ovl_stepcut_next_runs(&s, 4, doc + 16, 4, 7, &opened) == 4);
 	/* a run of 12 > seq-len 10 after 3 tokens: cut at 10, as ever */
 	for (i = 0; i < 20; i++)
 		doc[i] = i >= 3 && i < 15 ? 7 : 1;
 	ovl_stepcut_init(&s, &cfg);
-	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 10);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 4, 7, &opened) == 10);
+	/* the same ids in 16 bits cut the same (ovl-frame(5) minor 2) */
+	{
+		uint16_t d16[20];
+
+		for (i = 0; i < 20; i++)
+			d16[i] = (uint16_t)doc[i];
+		ovl_stepcut_init(&s, &cfg);
+		CHECK(ovl_stepcut_next_runs(&s, 20, d16, 2, 7, &opened) == 10);
+		for (i = 0; i < 20; i++)
+			d16[i] = i >= 6 && i < 14 ? 7 : 1;
+		ovl_stepcut_init(&s, &cfg);
+		CHECK(ovl_stepcut_next_runs(&s, 20, d16, 2, 7, &opened) == 6);
+		CHECK(ovl_stepcut_next_runs(&s, 14, d16 + 6, 2, 7, &opened) ==
+		    10);
+	}
 	/* random documents: no cut inside a run that fits, no change without
 	   a run token, every token placed once */
 	ovl_rng_seed(&rng, 5);
@@ -176,7 +191,7 @@ test_runs(void)
 		for (i = 0; i < n; i++)
 			doc[i] = ovl_rng_below(&rng, 3) == 0 ? 7 : 1;
 		for (left = (uint64_t)n, off = 0; left > 0; left -= p, off += p) {
-			p = ovl_stepcut_next_runs(&s, left, doc + off, 7, &opened);
+			p = ovl_stepcut_next_runs(&s, left, doc + off, 4, 7, &opened);
 			if (p == 0 || p > left || p > 10)
 				cut_inside++;
 			if (p < left && doc[off + p - 1] == 7 &&
@@ -192,7 +207,7 @@ test_runs(void)
 			}
 		}
 		for (left = (uint64_t)n, off = 0; left > 0; left -= q, off += q) {
-			q = ovl_stepcut_next_runs(&t, left, doc + off,
+			q = ovl_stepcut_next_runs(&t, left, doc + off, 4,
 			    OVL_STEP_NORUN, &o2);
 			if (q != (left < 10 ? left : 10))
 				cut_inside++;
@@ -221,16 +236,16 @@ test_bounds(void)
 	runs[0] = 2; runs[1] = 6; runs[2] = 8; runs[3] = 6;
 	/* tokens alone: one block of 12 > 10, cut at 10 inside the second */
 	ovl_stepcut_init(&s, &cfg);
-	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 7, &opened) == 10);
+	CHECK(ovl_stepcut_next_runs(&s, 20, doc, 4, 7, &opened) == 10);
 	/* with the bounds: the cut moves to 8, where the second run begins */
 	ovl_stepcut_init(&s, &cfg);
-	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 7, 0, runs, 2, &opened) == 8);
-	CHECK(ovl_stepcut_next_bounds(&s, 12, doc + 8, 7, 8, runs, 2,
+	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 4, 7, 0, runs, 2, &opened) == 8);
+	CHECK(ovl_stepcut_next_bounds(&s, 12, doc + 8, 4, 7, 8, runs, 2,
 	    &opened) == 10);
 	/* a run longer than a piece is cut as any tokens are */
 	runs[0] = 1; runs[1] = 12;
 	ovl_stepcut_init(&s, &cfg);
-	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 7, 0, runs, 1, &opened) == 10);
+	CHECK(ovl_stepcut_next_bounds(&s, 20, doc, 4, 7, 0, runs, 1, &opened) == 10);
 	/* random documents of touching runs: no cut inside a run that fits */
 	ovl_rng_seed(&rng, 9);
 	ovl_stepcut_init(&s, &cfg);
@@ -251,7 +266,7 @@ test_bounds(void)
 			}
 		}
 		for (left = n, off = 0; left > 0; left -= p, off += p) {
-			p = ovl_stepcut_next_bounds(&s, left, doc + off, 7, off,
+			p = ovl_stepcut_next_bounds(&s, left, doc + off, 4, 7, off,
 			    runs, nr, &opened);
 			if (p == 0 || p > left || p > 10)
 				bad++;
