@@ -234,8 +234,22 @@ void	write_state_json(const struct ovl_state *st);
 void	flush_window(struct construct *c);
 void	close_step(struct construct *c, const struct wstep *prev,
 	    uint32_t next_sl);
+
+/* ---- uniform.c ---- */
+enum { PLAN_BALANCED, PLAN_MID, PLAN_CUT, PLAN_NONE };
+/* The emission keys of a step's pieces (do_step sorts them). */
+extern struct emitkey *ekeys;
+void	ekeys_grow(size_t n);
 /* Free the emit order kept between steps. */
 void	ekeys_free(void);
+/* The largest of v[0..n). */
+double	max_of(const double *v, uint32_t n);
+/*
+ * Fixed shapes: the plan of a step's pieces w->idx[0..n) whose costliest
+ * rank costs least; its emission keys in ekeys (returns their number).
+ */
+size_t	uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
+	    double *none_max, size_t *none_nf, int *plan);
 
 /* ---- images.c ---- */
 /* A DOC frame: placed now, or held until its IMAGE frames are in. */

@@ -41,6 +41,15 @@ static struct ovl_dl arc_lib = { OVL_SONAME_ARCHIVE,
     "tar and WebDataset shards, bzip2 and xz files", "libarchive13",
     arc_syms, 0, "" };
 
+int
+ovl_arc_load(void)
+{
+	if (ovl_dl_load(&arc_lib) == 0)
+		return 0;
+	fprintf(stderr, "%s\n", arc_lib.err);
+	return -1;
+}
+
 /* A new libarchive reader: 0, or -1 with in->err (no libarchive). */
 static int
 arc_new(struct ovl_input *in)

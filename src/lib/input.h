@@ -57,6 +57,8 @@ struct ovl_arc {
 	__typeof__(archive_set_error) *set_error;
 };
 extern struct ovl_arc ovl_arc;
+/* Load libarchive into ovl_arc now: 0, or -1 (the reason on stderr). */
+int	ovl_arc_load(void);
 
 /*
  * Bytes asked of a decoder at once, and the read-ahead thread's block:

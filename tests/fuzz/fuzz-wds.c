@@ -12,6 +12,7 @@
 #include <archive.h>
 
 #include "buf.h"
+#include "input.h"
 #include "wds.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
@@ -64,7 +65,12 @@ one(const uint8_t *data, size_t n, int wds, uint64_t g0, struct seen *s)
 	struct ovl_wds_opts o = { wds, ext, wds ? 2 : 0, 4096, wds };
 	struct ovl_wds_cb cb = { on_doc, on_bad, s };
 	struct ovl_wds_result res;
-	struct archive *a = archive_read_new();
+	struct archive *a;
+
+	/* the library reads through ovl_arc, loaded at first use (dl.h) */
+	if (ovl_arc.read_new == NULL && ovl_arc_load() != 0)
+		abort();
+	a = archive_read_new();
 
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
