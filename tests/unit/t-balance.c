@@ -243,6 +243,25 @@ covers(const uint32_t *l, size_t n, const uint32_t *item, const uint32_t *off,
 	return 1;
 }
 
+/* Fragments (item, off, len) by item, then offset (insertion sort). */
+static void
+sort_item_off(uint32_t *it, uint32_t *of, uint32_t *fl, size_t nf)
+{
+	size_t i;
+
+	for (i = 1; i < nf; i++) {
+		size_t q = i;
+		while (q > 0 && (it[q - 1] > it[q] || (it[q - 1] == it[q] &&
+		    of[q - 1] > of[q]))) {
+			uint32_t t;
+			t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
+			t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
+			t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
+			q--;
+		}
+	}
+}
+
 static void
 test_fill(void)
 {
@@ -277,17 +296,7 @@ test_fill(void)
 				cuts++;
 		}
 		/* fragments of a piece in order: sort by (item, off) */
-		for (i = 1; i < nf; i++) {
-			size_t q = i;
-			while (q > 0 && (it[q - 1] > it[q] || (it[q - 1] == it[q] &&
-			    of[q - 1] > of[q]))) {
-				uint32_t t;
-				t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
-				t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
-				t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
-				q--;
-			}
-		}
+		sort_item_off(it, of, fl, nf);
 		CHECK(covers(len, n, it, of, fl, nf));
 		for (i = 0; i < 16; i++)
 			if (load[i] != 4096)
@@ -358,17 +367,7 @@ test_fill_ends(void)
 			of[i] = f->off;
 			fl[i] = f->len;
 		}
-		for (i = 1; i < nf; i++) {
-			size_t q = i;
-			while (q > 0 && (it[q - 1] > it[q] || (it[q - 1] == it[q] &&
-			    of[q - 1] > of[q]))) {
-				uint32_t t;
-				t = it[q]; it[q] = it[q - 1]; it[q - 1] = t;
-				t = of[q]; of[q] = of[q - 1]; of[q - 1] = t;
-				t = fl[q]; fl[q] = fl[q - 1]; fl[q - 1] = t;
-				q--;
-			}
-		}
+		sort_item_off(it, of, fl, nf);
 		CHECK(covers(len, n, it, of, fl, nf));
 		for (i = 0; i < bins; i++)
 			if (load[i] != 4096)
