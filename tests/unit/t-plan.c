@@ -243,8 +243,8 @@ test_errors(void)
 	CHECK(fails("source a path=x\ncheckpoint dir=x\n",
 	    "t.plan:2: checkpoint: every=K is required"));
 	CHECK(fails("source a path=x\noutput path=x\n",
-	    "t.plan:2: output: format= is required (megatron, npy, jsonl or "
-	    "frames)"));
+	    "t.plan:2: output: format= is required (megatron, npy, jsonl, "
+	    "frames or wds)"));
 	CHECK(fails("source a path=x\nweights a=1 ramp=linear\n",
 	    "t.plan:2: ramp=linear needs a previous weights point"));
 	CHECK(fails("source a \\\n path=x\nseed\n",
