@@ -208,6 +208,22 @@ write_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 	out_put(o, t, (size_t)s->ntokens * 4);
 }
 
+/* A frame as it came, to the frame output and to its rank's stream. */
+static void
+pass_frame(struct ckpt_run *R, const struct ovl_frame *f, uint32_t rank)
+{
+	if (R->frames != NULL) {
+		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		R->frames->nframes++;
+	}
+	if (R->o->per_rank != NULL) {
+		struct out *o = rank_out(R, rank);
+
+		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
+		o->nframes++;
+	}
+}
+
 static void
 on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 {
@@ -252,16 +268,7 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 			R->std->nframes++;
 		}
 	}
-	if (R->frames != NULL) {
-		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		R->frames->nframes++;
-	}
-	if (R->o->per_rank != NULL) {
-		struct out *o = rank_out(R, s.rank);
-
-		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		o->nframes++;
-	}
+	pass_frame(R, f, s.rank);
 	if (R->bin != NULL) {
 		int32_t n = (int32_t)s.ntokens;
 
@@ -340,16 +347,7 @@ on_image(struct ckpt_run *R, const struct ovl_frame *f)
 			R->std->nframes++;
 		}
 	}
-	if (R->frames != NULL) {
-		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		R->frames->nframes++;
-	}
-	if (R->o->per_rank != NULL) {
-		struct out *o = rank_out(R, im.rank);
-
-		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		o->nframes++;
-	}
+	pass_frame(R, f, im.rank);
 	if (R->wds != NULL)
 		wds_image(R, &im);
 }

@@ -62,15 +62,19 @@ ovl_step_run_token(const char *meta, size_t len, const char *name)
 	return (uint32_t)v;
 }
 
-uint32_t
-ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
-    const void *toks, uint32_t width, uint32_t run_id, int *opened)
+/*
+ * The next piece's longest length: seq-len or what is left, opening the
+ * next step first when this one is full (*opened); in exact mode cut at
+ * the step's budget (*cut set).
+ */
+static uint64_t
+piece_open(struct ovl_stepcut *s, uint64_t left, int *opened, int *cut)
 {
-#define TOK(i)	ovl_tok_at(toks, width, (i))
 	uint64_t plen = left < s->seq_len ? left : s->seq_len;
 	int full;
 
 	*opened = 0;
+	*cut = 0;
 	if (s->cfg->exact)
 		full = s->used >= s->budget;
 	else
@@ -84,9 +88,22 @@ ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 		plen = left < s->seq_len ? left : s->seq_len;
 		*opened = 1;
 	}
-	if (s->cfg->exact && s->used + plen > s->budget)
+	if (s->cfg->exact && s->used + plen > s->budget) {
 		plen = s->budget - s->used;
-	else if (toks != NULL && run_id != OVL_STEP_NORUN && plen < left &&
+		*cut = 1;
+	}
+	return plen;
+}
+
+uint32_t
+ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
+    const void *toks, uint32_t width, uint32_t run_id, int *opened)
+{
+#define TOK(i)	ovl_tok_at(toks, width, (i))
+	int cut;
+	uint64_t plen = piece_open(s, left, opened, &cut);
+
+	if (!cut && toks != NULL && run_id != OVL_STEP_NORUN && plen < left &&
 	    TOK(plen - 1) == run_id && TOK(plen) == run_id) {
 		uint64_t r = plen - 1, e = plen + 1;
 
@@ -110,29 +127,13 @@ ovl_stepcut_next_bounds(struct ovl_stepcut *s, uint64_t left,
 {
 	uint64_t plen, x, a, n;
 	size_t i;
-	int full;
+	int cut;
 
 	if (runs == NULL)
 		return ovl_stepcut_next_runs(s, left, toks, width, run_id,
 		    opened);
-	plen = left < s->seq_len ? left : s->seq_len;
-	*opened = 0;
-	if (s->cfg->exact)
-		full = s->used >= s->budget;
-	else
-		full = s->used > 0 && s->used + plen > s->budget;
-	if (full) {
-		s->start += s->used;
-		s->step++;
-		s->used = 0;
-		s->seq_len = ovl_stepcfg_seq_len(s->cfg, s->start);
-		s->budget = ovl_stepcfg_budget(s->cfg, s->start);
-		plen = left < s->seq_len ? left : s->seq_len;
-		*opened = 1;
-	}
-	if (s->cfg->exact && s->used + plen > s->budget)
-		plen = s->budget - s->used;
-	else if (plen < left) {
+	plen = piece_open(s, left, opened, &cut);
+	if (!cut && plen < left) {
 		/* the run the cut falls inside, if any */
 		x = off + plen;
 		for (i = 0; i < nruns; i++) {
