@@ -49,11 +49,25 @@ def _load():
             at = ctypes.PyDLL(path)["ovl_crc32c"]
             at.restype = ctypes.c_uint32
             at.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
-            return fn, at
-    return None, None
+            pos = {}
+            for bits in (32, 64):
+                try:
+                    p = ctypes.PyDLL(path)["ovl_py_positions%d" % bits]
+                except AttributeError:      # an older libovlcrc.so
+                    continue
+                p.restype = None
+                p.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                              ctypes.c_uint32)
+                pos[bits] = p
+            return fn, at, pos
+    return None, None, {}
 
 
-_C, crc32c_at = _load()
+_C, crc32c_at, positions_at = _load()
+
+#: positions_at[32 or 64](cu address, npieces, out address, ntok): a SEQ's
+#: position ids from its cu_seqlens into uint32 or int64 (ovl-frame(5)
+#: NOPOS), in C; empty without the C library.
 
 #: crc32c_at(crc, address, n): the C function over n bytes at an address
 #: (a numpy array's .ctypes.data), or None without the C library.

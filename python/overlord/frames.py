@@ -84,16 +84,24 @@ def _seq_layout(ntok, npieces, fflags):
             cu, cu + 4 * (npieces + 1))
 
 
-def _positions(cu, ntok):
+def _positions(cu, ntok, dtype=np.uint32):
     """The position ids of a SEQ that sent none (NOPOS): 0, 1, ... from
-    every piece's start (cu_seqlens), 0 in the padding; uint32."""
+    every piece's start (cu_seqlens), 0 in the padding; uint32 or int64.
+    In C (libovlcrc.so) when it is there: one pass."""
+    bits = 64 if dtype == np.int64 else 32
+    fn = _crc.positions_at.get(bits)
+    if fn is not None:
+        pos = np.empty(ntok, np.int64 if bits == 64 else np.uint32)
+        cu = np.ascontiguousarray(cu, np.uint32)
+        fn(cu.ctypes.data, len(cu) - 1 if len(cu) else 0, pos.ctypes.data, ntok)
+        return pos
     pos = np.zeros(ntok, np.uint32)
-    real = int(cu[-1]) if len(cu) else 0
+    real = min(int(cu[-1]), ntok) if len(cu) else 0
     if real:
         starts = cu[:-1].astype(np.int64)
         pos[:real] = np.arange(real, dtype=np.uint32) - np.repeat(
             starts, np.diff(cu).astype(np.int64)).astype(np.uint32)
-    return pos
+    return pos.astype(dtype) if bits == 64 else pos
 
 
 class Seq:
@@ -109,7 +117,7 @@ class Seq:
     header's flags."""
 
     __slots__ = ("step", "rank", "mb", "seq_len", "flags", "tokens",
-                 "positions", "cu_seqlens", "npieces", "buffer", "offset",
+                 "_pos", "cu_seqlens", "npieces", "buffer", "offset",
                  "images", "_pieces")
 
     def __init__(self, payload, offset=0, fflags=0):
@@ -122,7 +130,7 @@ class Seq:
             a = np.frombuffer(payload, "<u4", 2 * ntok + self.npieces + 1,
                               offset + 32)
             self.tokens = a[:ntok]
-            self.positions = a[ntok:2 * ntok]
+            self._pos = a[ntok:2 * ntok]
             self.cu_seqlens = a[2 * ntok:]
             self._pieces = offset + 32 + 8 * ntok + 4 * (self.npieces + 1)
             return
@@ -132,9 +140,24 @@ class Seq:
         self.cu_seqlens = np.frombuffer(payload, "<u4", self.npieces + 1,
                                         offset + cu)
         if fflags & FL_NOPOS:
-            self.positions = _positions(self.cu_seqlens, ntok)
+            self._pos = None          # made when asked (positions)
         else:
-            self.positions = np.frombuffer(payload, pdt, ntok, offset + pos)
+            self._pos = np.frombuffer(payload, pdt, ntok, offset + pos)
+
+    @property
+    def positions(self):
+        """The position ids: a view of the bytes read, or (NOPOS) computed
+        from cu_seqlens at first use (uint32)."""
+        if self._pos is None:
+            self._pos = _positions(self.cu_seqlens, len(self.tokens))
+        return self._pos
+
+    def positions_as(self, dtype):
+        """The position ids as dtype (np.int64: what a model takes), in one
+        pass when the SEQ sent none."""
+        if self._pos is None and dtype == np.int64:
+            return _positions(self.cu_seqlens, len(self.tokens), np.int64)
+        return self.positions.astype(dtype)
 
     def images_due(self):
         """The IMAGE frames that follow this SEQ (its pieces' counts)."""

@@ -77,7 +77,7 @@ def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
         mb = _tensors(tok, _int32(tok), _int32(seq.positions),
                       seq.cu_seqlens, ignore_index)
     else:
-        mb = _tensors(tok, tok.astype(np.int64), seq.positions.astype(np.int64),
+        mb = _tensors(tok, tok.astype(np.int64), seq.positions_as(np.int64),
                       seq.cu_seqlens, ignore_index)
     if seq.images:
         ims = seq.images

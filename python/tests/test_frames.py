@@ -180,3 +180,35 @@ def test_offline_npy_and_megatron_in_the_loaders_order(pipeline, tools, tmp_path
     assert [m.tokens.tolist() for m in meg] == [o["tokens"] for o in want]
     steps = [k for k, _ in offline.by_step(got)]
     assert steps == sorted(set(steps))
+
+
+def test_positions_of_a_seq_sent_without_them():
+    """NOPOS: the position ids made from cu_seqlens, in C (libovlcrc.so)
+    and in numpy, equal a plain loop's, padding 0; bad cu_seqlens never
+    write outside the array."""
+    import numpy as np
+    from overlord import _crc, frames
+    rng = np.random.default_rng(7)
+    fns = dict(_crc.positions_at)
+    assert fns, "libovlcrc.so has no ovl_py_positions (OVL_CRC_LIB)"
+    for _ in range(500):
+        ntok = int(rng.integers(1, 300))
+        cu = np.concatenate([[0], np.cumsum(rng.integers(1, 60, int(rng.integers(0, 12))))])
+        cu = cu[cu <= ntok].astype(np.uint32)
+        want = np.zeros(ntok, np.int64)
+        for a, b in zip(cu[:-1], cu[1:]):
+            want[a:b] = np.arange(b - a)
+        for c in (True, False):
+            _crc.positions_at.clear()
+            if c:
+                _crc.positions_at.update(fns)
+            try:
+                p32 = frames._positions(cu, ntok)
+                p64 = frames._positions(cu, ntok, np.int64)
+            finally:
+                _crc.positions_at.clear()
+                _crc.positions_at.update(fns)
+            assert p32.dtype == np.uint32 and p64.dtype == np.int64
+            assert (p32 == want).all() and (p64 == want).all()
+    bad = np.array([0, 50, 20, 400], np.uint32)
+    assert len(frames._positions(bad, 100, np.int64)) == 100
