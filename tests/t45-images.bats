@@ -77,7 +77,7 @@ pipe() {
 # killed_and_resumed PLAN: run PLAN (-c ck), killed three times at random
 # checkpoints (throttled sources), then resumed to its end
 killed_and_resumed() {
-	local k last want pid
+	local k want pid
 	sed 's/^source \(cap\|doc\) .*/& throttle=25docs/' "$1" > slow.plan
 	for k in 1 2 3; do
 		if [ "$k" -eq 1 ]; then
@@ -87,12 +87,7 @@ killed_and_resumed() {
 		fi
 		pid=$!
 		want=$(( k * 2 + RANDOM % 3 ))
-		for _ in $(seq 1200); do
-			last=$("$OVL_CKPT" show --print0 ck 2> /dev/null | tr '\0' '\n' | sed -n '/^last$/{n;p}')
-			[ -n "$last" ] && [ "$last" -ge "$want" ] && break
-			! kill -0 "$pid" 2> /dev/null && break
-			sleep 0.05
-		done
+		wait_ckpt ck "$want" "$pid" || true
 		sleep "0.$((RANDOM % 5))"
 		kill -KILL "$pid" 2> /dev/null || true
 		wait "$pid" || true

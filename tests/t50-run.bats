@@ -228,17 +228,6 @@ wait_gone() {
 	return 1
 }
 
-# wait_ckpt N: until checkpoint N or later is committed in ckpt (at most 60 s)
-wait_ckpt() {
-	local _ n
-	for _ in $(seq 1200); do
-		n=$("$OVL_CKPT" show --print0 ckpt 2>/dev/null | tr '\0' '\n' | sed -n 4p)
-		[ -n "$n" ] && [ "$n" -ge "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 @test "ovl-ckpt show --print0: checkpoints 0 for a fresh directory, then last, step, tokens, ended" {
 	"$OVL_CKPT" show --print0 nothing-here | tr '\0' ' ' > words
 	[ "$(cat words)" = "checkpoints 0 " ]
@@ -258,7 +247,7 @@ wait_ckpt() {
 	reference p.plan ref
 	"$OVL_RUN" -q -d run p.plan 3>&- 2> err &
 	pid=$!
-	wait_ckpt 2
+	wait_ckpt ckpt 2
 	kill -KILL "$pid"
 	wait "$pid" || true
 	# no stage outlives its supervisor (OVL_SUPERVISOR, PR_SET_PDEATHSIG)
@@ -277,7 +266,7 @@ wait_ckpt() {
 	mkdir tmp
 	TMPDIR=$BATS_TEST_TMPDIR/tmp "$OVL_RUN" -q p.plan 3>&- 2> err &
 	pid=$!
-	wait_ckpt 1
+	wait_ckpt ckpt 1
 	d=$(ls -d tmp/ovl-run.*)
 	# a second supervisor on the same run directory is refused
 	run -1 "$OVL_RUN" -q -c ck2 -o out2/x -d "$d" p.plan

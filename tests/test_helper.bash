@@ -159,6 +159,20 @@ kill_stage_once() {
 	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
 }
 
+# wait_ckpt DIR N [PID]: until checkpoint N or later is committed in the
+# checkpoint directory DIR (ovl-ckpt show), polling for at most 60 s;
+# status 1 on the deadline, or once the run PID has ended without it
+wait_ckpt() {
+	local dir=$1 want=$2 pid=${3:-} _ last
+	for _ in $(seq 1200); do
+		last=$("$OVL_CKPT" show --print0 "$dir" 2>/dev/null | tr '\0' '\n' | sed -n '/^last$/{n;p}')
+		[ -n "$last" ] && [ "$last" -ge "$want" ] && return 0
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # ids_jsonl OUT TEXT-JSONL...: the same documents pre-tokenized, as jsonl
 # lines {"ids": [...]} by the sample tokenizer.json (ovl-tok encode), for
 # --field-type ids
