@@ -75,10 +75,13 @@ pipe() {
 }
 
 # killed_and_resumed PLAN: run PLAN (-c ck), killed three times at random
-# checkpoints (throttled sources), then resumed to its end
+# checkpoints, then resumed to its end. Every source is throttled: with
+# only the image sources slowed, the text source ran the last 14 of 23
+# checkpoints in 0.1 s once they were done, and a kill after checkpoint
+# 8 and a pause could come after the end (CI saw it).
 killed_and_resumed() {
 	local k want pid
-	sed 's/^source \(cap\|doc\) .*/& throttle=25docs/' "$1" > slow.plan
+	sed 's/^source .*/& throttle=25docs/' "$1" > slow.plan
 	for k in 1 2 3; do
 		if [ "$k" -eq 1 ]; then
 			"$OVL_RUN" -q -c ck slow.plan 2> run.err 3>&- &
