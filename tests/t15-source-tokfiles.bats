@@ -84,3 +84,32 @@ EOF2
 	run -2 "$OVL_SOURCE" --doc-per blank-line t "$D/eod16.npy"
 	[[ "$output" == *"npy: --doc-per eod, offsets or file"* ]]
 }
+
+@test "npy: every integer dtype, ends on and off 64-id blocks, a last document without its end, negative ids refused" {
+	local py dt
+	py=$(ovl_python_numpy)
+	# documents of lengths 1..200 (ends at every place of a block), then
+	# a tail without the end-of-document token; want: ntokens per document
+	"$py" - "$D" <<-'PY'
+	import numpy as np, sys
+	d = sys.argv[1]
+	rng = np.random.default_rng(15)
+	ids, want = [], []
+	for n in list(range(1, 131)) + list(rng.integers(1, 300, 70)):
+	    ids += list(rng.integers(0, 256, n)) + [256]
+	    want.append(n + 1)
+	ids += [7, 8, 9]
+	want.append(4)		# its end appended
+	for dt in ("i2", "u2", "i4", "u4", "i8", "u8"):
+	    np.save("%s/all-%s.npy" % (d, dt), np.array(ids, dtype="<" + dt))
+	open(d + "/all.want", "w").write("".join("%d\n" % w for w in want))
+	neg = np.array([1, 2, 256, 3, -5, 4, 256], dtype="<i2")
+	np.save(d + "/neg.npy", neg)
+	PY
+	for dt in i2 u2 i4 u4 i8 u8; do
+		"$OVL_SOURCE" --json t "$D/all-$dt.npy" |
+		    sed 's/.*"ntokens":\([0-9]*\).*/\1/' | cmp - "$D/all.want"
+	done
+	run -1 "$OVL_SOURCE" t "$D/neg.npy"
+	[[ "$output" == *"neg.npy': document 1: token 1 is -5: not an id of bytes (vocabulary 257)"* ]]
+}

@@ -87,6 +87,81 @@ id_at(const uint8_t *p, int dt, uint64_t i)
 	}
 }
 
+/*
+ * ids [a, b) as uint32 into out, in one loop per dtype that the compiler
+ * vectorizes (no branch per id: the ids out of range are or-ed into one
+ * flag); returns b, or the index of the first id outside [0, vocab).
+ */
+#define IDS_COPY(T) do {						\
+	uint64_t over = 0;						\
+	for (i = a; i < b; i++) {					\
+		T x;							\
+		memcpy(&x, p + sizeof(T) * i, sizeof(T));		\
+		over |= (uint64_t)(int64_t)x >= vocab;			\
+		out[i - a] = (uint32_t)x;				\
+	}								\
+	if (!over)							\
+		return b;						\
+} while (0)
+
+static uint64_t
+ids_copy(const uint8_t *p, int dt, uint64_t a, uint64_t b, uint32_t *out,
+    uint32_t vocab)
+{
+	uint64_t i;
+
+	switch (dt) {
+	case DT_U8: IDS_COPY(uint8_t); break;
+	case DT_I8: IDS_COPY(int8_t); break;
+	case DT_I16: IDS_COPY(int16_t); break;
+	case DT_U16: IDS_COPY(uint16_t); break;
+	case DT_I32: IDS_COPY(int32_t); break;
+	case DT_U32: IDS_COPY(uint32_t); break;
+	default: break;
+	}
+	for (i = a; i < b; i++) {
+		int64_t id = id_at(p, dt, i);
+
+		if (id < 0 || id >= vocab)
+			return i;
+		out[i - a] = (uint32_t)id;
+	}
+	return b;
+}
+
+/*
+ * The index of the first id equal to eod in [i, n), or n: blocks of 64
+ * ids are compared whole (vectorized), then the block holding one is
+ * searched.
+ */
+#define EOD_SCAN(T) do {						\
+	const T e = (T)eod;						\
+	for (; i + 64 <= n; i += 64) {					\
+		unsigned hit = 0, j;					\
+		for (j = 0; j < 64; j++) {				\
+			T x;						\
+			memcpy(&x, p + sizeof(T) * (i + j), sizeof(T));	\
+			hit |= x == e;					\
+		}							\
+		if (hit)						\
+			break;						\
+	}								\
+} while (0)
+
+static uint64_t
+next_eod(const uint8_t *p, int dt, uint64_t i, uint64_t n, int64_t eod)
+{
+	switch (dt) {
+	case DT_U16: if (eod >= 0 && eod <= UINT16_MAX) EOD_SCAN(uint16_t); break;
+	case DT_I32: if (eod >= 0 && eod <= INT32_MAX) EOD_SCAN(int32_t); break;
+	case DT_U32: if (eod >= 0 && eod <= UINT32_MAX) EOD_SCAN(uint32_t); break;
+	default: break;
+	}
+	while (i < n && id_at(p, dt, i) != eod)
+		i++;
+	return i;
+}
+
 /* Document doc: ids [a, b) of the token array; checked, then recorded. */
 static void
 tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
@@ -94,7 +169,7 @@ tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
 {
 	uint32_t vocab = ovl_tok_vocab(s->tok);
 	struct rec rc;
-	uint64_t i;
+	uint64_t at;
 
 	memset(&rc, 0, sizeof(rc));
 	rc.row = 2;
@@ -107,17 +182,14 @@ tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
 	if (s->bos != OVL_TOK_NONE)
 		ovl_u32vec_push(&s->toks, s->bos);
 	ovl_u32vec_reserve(&s->toks, (size_t)(b - a));
-	for (i = a; i < b; i++) {
-		int64_t id = id_at(p, dt, i);
-
-		if (id < 0 || id >= vocab) {
-			bad(s, R_TOK, &rc, "token %" PRIu64 " is %" PRId64 ": not "
-			    "an id of %s (vocabulary %" PRIu32 ")", i - a, id,
-			    ovl_tok_name(s->tok), vocab);
-			return;
-		}
-		s->toks.p[s->toks.len++] = (uint32_t)id;
+	at = ids_copy(p, dt, a, b, s->toks.p + s->toks.len, vocab);
+	if (at < b) {
+		bad(s, R_TOK, &rc, "token %" PRIu64 " is %" PRId64 ": not "
+		    "an id of %s (vocabulary %" PRIu32 ")", at - a,
+		    id_at(p, dt, at), ovl_tok_name(s->tok), vocab);
+		return;
 	}
+	s->toks.len += (size_t)(b - a);
 	s->pre = 1;
 	record(s, &rc, "", 0);
 }
@@ -347,8 +419,9 @@ run_npy(struct src *s, uint64_t doc0)
 	}
 	/* documents end at the end-of-document token */
 	for (i = 0; i < n; i++) {
-		if (id_at(p, dt, i) != (int64_t)s->eod && i + 1 < n)
-			continue;
+		i = next_eod(p, dt, i, n, (int64_t)s->eod);
+		if (i == n)
+			i = n - 1;	/* the last document, without its end */
 		if (doc >= doc0)
 			tok_doc(s, p, dt, a, i + 1, doc);
 		doc++;
