@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
-from . import frames
+from . import _crc, frames
 
 IGNORE = -100
 
@@ -251,9 +251,7 @@ class RankDataset(IterableDataset):
             r = next(spans, None)
             if r is None:
                 return
-            ign, dtype = self.ignore_index, self.dtype
-            for step, seqs in frames._steps(frames._items(r, r._scan(spans))):
-                mbs = micro_batches(seqs, ign, dtype, self.images)
+            for step, mbs in _steps_of(self, r, spans):
                 if step < self.next_step:
                     raise frames.FrameError(
                         "the stream gave step %d, the trainer needs step %d: "
@@ -266,6 +264,69 @@ class RankDataset(IterableDataset):
             # (a live stream that stalls leaves a daemon thread behind)
             stop.set()
             t.join(1.0)
+
+
+def _steps_of(ds, r, spans):
+    """(step, micro-batches) of the frames of spans (reader r): runs of SEQ
+    and STEP frames walked and made into tensors in C (a step's
+    micro-batches at once, see _run), the other frames (a SEQ with images,
+    say) one by one as frames._items gives them."""
+    ign, dtype, images = ds.ignore_index, ds.dtype, ds.images
+    fill = _crc.walk_at.get("fill")
+    pending = []        # (step, rank, micro-batch) of the step under way
+    seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
+    for item in frames._items(r, r._scan(spans, walk=fill is not None), runs=True):
+        kind = type(item)
+        if kind is run:
+            rows = item.rows.tolist()
+            i0 = 0      # the first row of the SEQs not made yet
+            for i, row in enumerate(rows):
+                if row[2] == STEP:
+                    if i > i0:
+                        pending += _run(fill, item, rows, i0, i, ign, dtype)
+                    i0 = i + 1
+                    yield row[0], frames._take_step(pending, row[0], row[4], row[5])
+            if i0 < len(rows):
+                pending += _run(fill, item, rows, i0, len(rows), ign, dtype)
+        elif kind is seq:
+            pending.append((item.step, item.rank, micro_batch(item, ign, dtype, images)))
+        elif kind is step_end:
+            yield item.step, frames._take_step(pending, item.step, item.rank, item.seqs)
+    frames._no_pending(pending)
+
+
+_NP = {torch.int64: (np.int64, 64), torch.int32: (np.int32, 32)}
+
+
+def _run(fill, run, rows, i, j, ign, dtype):
+    """(step, rank, micro-batch) of the SEQ rows i..j-1 of a walked run:
+    four arrays for all of them (input_ids and position_ids in dtype,
+    labels int64, cu_seqlens int32) filled in one C call, each
+    micro-batch's tensors views of them (numpy's and torch.from_numpy's
+    views cost less than torch's own slices or split: measured)."""
+    npdt, bits = _NP[dtype]
+    if j == i + 1:
+        r = rows[i]
+        n, ncu = r[6], r[7] + 1
+    else:
+        n = sum(r[6] for r in rows[i:j])
+        ncu = sum(r[7] + 1 for r in rows[i:j])
+    ids, pos = np.empty(n, npdt), np.empty(n, npdt)
+    lab, cu = np.empty(n, np.int64), np.empty(ncu, np.int32)
+    fn = torch.from_numpy
+    t = [fn(ids), fn(pos), fn(cu), fn(lab)]
+    fill(run.addr, run.raddr + i * (8 * frames.ROW_WORDS), j - i, bits, t[0].data_ptr(),
+         t[1].data_ptr(), t[3].data_ptr(), t[2].data_ptr(), ign)
+    if j == i + 1:
+        return [(r[0], r[4], {"input_ids": t[0], "position_ids": t[1],
+                              "cu_seqlens": t[2], "labels": t[3]})]
+    out, a, c = [], 0, 0
+    for r in rows[i:j]:
+        b, d = a + r[6], c + r[7] + 1
+        out.append((r[0], r[4], {"input_ids": fn(ids[a:b]), "position_ids": fn(pos[a:b]),
+                                 "cu_seqlens": fn(cu[c:d]), "labels": fn(lab[a:b])}))
+        a, c = b, d
+    return out
 
 
 def agree_step(step, group=None):
