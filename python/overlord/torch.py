@@ -279,15 +279,28 @@ def _steps_of(ds, r, spans):
         kind = type(item)
         if kind is run:
             rows = item.rows.tolist()
-            i0 = 0      # the first row of the SEQs not made yet
-            for i, row in enumerate(rows):
-                if row[2] == STEP:
-                    if i > i0:
-                        pending += _run(fill, item, rows, i0, i, ign, dtype)
-                    i0 = i + 1
-                    yield row[0], frames._take_step(pending, row[0], row[4], row[5])
-            if i0 < len(rows):
-                pending += _run(fill, item, rows, i0, len(rows), ign, dtype)
+            i = 0       # the first row of the SEQs not made yet
+            for j, row in enumerate(rows):
+                if row[2] != STEP:
+                    continue
+                st, rk = row[0], row[4]
+                if not pending and j - i == row[5]:
+                    # the step's SEQs, all of them in this run (the rule)
+                    for q in rows[i:j]:
+                        if q[0] != st or q[4] != rk:
+                            break
+                    else:
+                        yield st, _run(fill, item, rows, i, j, ign, dtype)
+                        i = j + 1
+                        continue
+                if j > i:
+                    pending += [(q[0], q[4], mb) for q, mb in
+                                zip(rows[i:j], _run(fill, item, rows, i, j, ign, dtype))]
+                i = j + 1
+                yield st, frames._take_step(pending, st, rk, row[5])
+            if i < len(rows):
+                pending += [(q[0], q[4], mb) for q, mb in
+                            zip(rows[i:], _run(fill, item, rows, i, len(rows), ign, dtype))]
         elif kind is seq:
             pending.append((item.step, item.rank, micro_batch(item, ign, dtype, images)))
         elif kind is step_end:
@@ -296,14 +309,15 @@ def _steps_of(ds, r, spans):
 
 
 _NP = {torch.int64: (np.int64, 64), torch.int32: (np.int32, 32)}
+_ROW = 8 * frames.ROW_WORDS
 
 
 def _run(fill, run, rows, i, j, ign, dtype):
-    """(step, rank, micro-batch) of the SEQ rows i..j-1 of a walked run:
-    four arrays for all of them (input_ids and position_ids in dtype,
-    labels int64, cu_seqlens int32) filled in one C call, each
-    micro-batch's tensors views of them (numpy's and torch.from_numpy's
-    views cost less than torch's own slices or split: measured)."""
+    """The micro-batches of the SEQ rows i..j-1 of a walked run: four
+    arrays for all of them (input_ids and position_ids in dtype, labels
+    int64, cu_seqlens int32) filled in one C call, each micro-batch's
+    tensors views of them (numpy's and torch.from_numpy's views cost less
+    than torch's own slices or split: measured)."""
     npdt, bits = _NP[dtype]
     if j == i + 1:
         r = rows[i]
@@ -311,20 +325,19 @@ def _run(fill, run, rows, i, j, ign, dtype):
     else:
         n = sum(r[6] for r in rows[i:j])
         ncu = sum(r[7] + 1 for r in rows[i:j])
+    fn = torch.from_numpy
     ids, pos = np.empty(n, npdt), np.empty(n, npdt)
     lab, cu = np.empty(n, np.int64), np.empty(ncu, np.int32)
-    fn = torch.from_numpy
-    t = [fn(ids), fn(pos), fn(cu), fn(lab)]
-    fill(run.addr, run.raddr + i * (8 * frames.ROW_WORDS), j - i, bits, t[0].data_ptr(),
-         t[1].data_ptr(), t[3].data_ptr(), t[2].data_ptr(), ign)
+    t0, t1, t2, t3 = fn(ids), fn(pos), fn(cu), fn(lab)
+    fill(run.addr, run.raddr + i * _ROW, j - i, bits, t0.data_ptr(), t1.data_ptr(),
+         t3.data_ptr(), t2.data_ptr(), ign)
     if j == i + 1:
-        return [(r[0], r[4], {"input_ids": t[0], "position_ids": t[1],
-                              "cu_seqlens": t[2], "labels": t[3]})]
+        return [{"input_ids": t0, "position_ids": t1, "cu_seqlens": t2, "labels": t3}]
     out, a, c = [], 0, 0
     for r in rows[i:j]:
         b, d = a + r[6], c + r[7] + 1
-        out.append((r[0], r[4], {"input_ids": fn(ids[a:b]), "position_ids": fn(pos[a:b]),
-                                 "cu_seqlens": fn(cu[c:d]), "labels": fn(lab[a:b])}))
+        out.append({"input_ids": fn(ids[a:b]), "position_ids": fn(pos[a:b]),
+                    "cu_seqlens": fn(cu[c:d]), "labels": fn(lab[a:b])})
         a, c = b, d
     return out
 
