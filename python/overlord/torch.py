@@ -11,11 +11,17 @@ positions, restarting at 0 per document piece), ``cu_seqlens`` (int32, the
 piece boundaries, for varlen attention) and ``labels`` (int64: the next
 token, and -100 where the next token belongs to another document, at the
 end and on padding, so no loss crosses a document boundary). With
-``dtype=torch.int32``, input_ids and position_ids are int32 views of the
-bytes read, no copy (embeddings take int32 indices; labels stay int64, as
-cross_entropy needs); cu_seqlens is such a view always. The tensors of a
-step stay valid as long as they are held (a view holds its block of the
-stream, 4 MiB at most, until it goes).
+``dtype=torch.int32``, input_ids and position_ids are int32 (embeddings
+take int32 indices; labels stay int64, as cross_entropy needs). The
+tensors are the micro-batch's own memory (the frames are walked in C,
+python/overlord/_fast.c in libovlcrc.so: the CRC, then ids, positions,
+labels and cu_seqlens written in one pass each; a step's micro-batches are
+views of four arrays made for that step), so they hold nothing of the
+stream. Without the C library (or for a sequence with images) they are
+made in numpy: input_ids and position_ids with dtype torch.int32 and
+cu_seqlens are then views of the bytes read (a view holds its block of the
+stream until it goes). Either way they stay valid as long as they are
+held.
 
 A sequence with images (a vision-language stream: IMAGE frames, see
 ovl-frame(5)) has two more entries: ``images``, its images in order (bytes
@@ -67,7 +73,8 @@ IMAGE_MODES = ("bytes", "pil", "frames")
 
 
 def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
-    """The tensors of one overlord.Seq (see the module's docstring): three
+    """The tensors of one overlord.Seq (see the module's docstring; what
+    RankDataset makes without its C walk): three
     numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
     a view of the bytes read (int32, no copy), then wrapped without copies
     (torch.from_numpy). With dtype torch.int32, input_ids and
