@@ -294,6 +294,10 @@ def _steps_of(ds, r, spans):
                 if row[2] != STEP:
                     continue
                 st, rk = row[0], row[4]
+                if not pending and j == i and not row[5]:
+                    yield st, []        # an empty step
+                    i = j + 1
+                    continue
                 if not pending and j - i == row[5]:
                     # the step's SEQs, all of them in this run (the rule)
                     for q in rows[i:j]:

@@ -285,3 +285,23 @@ def test_without_the_c_library_at_all(pipeline, tools, tmp_path):
         assert items(path) == a
         assert batches(path) == b
     assert a[-1][0] != "error" and b[-1][0] != "error"
+
+
+def test_an_empty_step_both_ways(tools, tmp_path):
+    """A rank with nothing in a step gets the step, with no micro-batch,
+    from the C walk as frame by frame."""
+    import os
+    gen = subprocess.run([os.path.join(os.environ["OVL_BUILDDIR"], "scripts", "ovl-gendocs"),
+                          "--docs", "3", "--median", "100", "--seed", "1"],
+                         capture_output=True, check=True).stdout
+    out = subprocess.run([tools("ovl-construct"), "--ranks", "4", "--seq-len", "256"],
+                         input=gen, capture_output=True, check=True).stdout
+    subprocess.run([tools("ovl-ckpt"), "--dir", str(tmp_path / "ck"), "-p",
+                    str(tmp_path / "r%d")], input=out, capture_output=True, check=True)
+    got = []
+    for r in range(4):
+        a, b = both(lambda: batches(str(tmp_path / ("r%d" % r))))
+        assert a == b and a[-1][0] != "error"
+        got.append(a)
+    assert [("step", 0)] in got         # a rank whose step 0 is empty
+    assert any(len(a) > 1 for a in got)
