@@ -14,7 +14,9 @@
  *   to 32 or 64 bits, position ids, labels, cu_seqlens) in one pass each.
  *
  * A block's frames are whole and their headers bounded (Reader._spans);
- * the walk still checks every length against the block's end.
+ * the walk still checks every header against the block's end (and its
+ * length a multiple of 4, its reserved bytes 0), so any bytes are safe
+ * to walk (tests/fuzz/fuzz-pywalk.c).
  */
 #include <stdint.h>
 #include <string.h>
@@ -164,7 +166,8 @@ ovl_py_walk(const uint8_t *buf, uint64_t s, uint64_t stop, int crc,
 		}
 		h = buf + s;
 		p = h + 12;
-		if (stop - s < 12 || (ln = le32(h)) > stop - s - 12) {
+		if (stop - s < 12 || (ln = le32(h)) > stop - s - 12 ||
+		    ln % 4 != 0 || h[6] != 0 || h[7] != 0) {
 			why = W_OTHER;
 			break;
 		}
