@@ -82,10 +82,8 @@ _C, crc32c_at, positions_at, walk_at = _load()
 #: walk_at["fill"](buf, rows, nrows, bits, ids, pos, labels, cu, ignore)
 #: (addresses): a block's SEQ and STEP frames checked and described, and
 #: the micro-batch arrays of its SEQs, in C (python/overlord/_fast.c);
-#: empty without the C library (or with OVL_PY_WALK=0: the reader's
-#: frame-by-frame path, which the tests and the benchmark compare).
-if os.environ.get("OVL_PY_WALK") == "0":
-    walk_at = {}
+#: empty without the C library (the reader then goes frame by frame, as
+#: python/tests/test_walk.py and bench-python make it by emptying this).
 
 #: positions_at[32 or 64](cu address, npieces, out address, ntok): a SEQ's
 #: position ids from its cu_seqlens into uint32 or int64 (ovl-frame(5)

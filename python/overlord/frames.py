@@ -337,7 +337,7 @@ class Reader:
         self.count = 0
         self.skipped = 0
         self._due = 0            # IMAGE frames due (_items): no walk then
-        self._rows = self._res = None
+        self._rows = self._res = self._raddr = None     # the walk's (_scan)
 
     def close(self):
         self._close()
@@ -471,11 +471,11 @@ class Reader:
         wfn = _crc.walk_at.get("walk") if walk else None
         if wfn is not None and self._rows is None:
             self._rows = np.empty((1024, ROW_WORDS), np.uint64)
-            self._res = np.zeros(8, np.uint64)
+            self._res = np.zeros(3, np.uint64)
             self._raddr = self._rows.ctypes.data
         if wfn is not None:
-            rows, res = self._rows, self._res
-            raddr, resaddr, cap = rows.ctypes.data, res.ctypes.data, rows.shape[0]
+            res, raddr, cap = self._res, self._raddr, self._rows.shape[0]
+            resaddr = res.ctypes.data
         for buf, s, stop, base in spans:
             base -= s
             addr = buf.ctypes.data if (check and crc_at is not None) or \
@@ -483,7 +483,7 @@ class Reader:
             while s < stop:
                 if wfn is not None and seen_meta and not self._due:
                     wfn(addr, s, stop, check, raddr, cap, resaddr)
-                    s2, why, n = res[:3].tolist()
+                    s2, why, n = res.tolist()
                     if n:
                         self.count += n
                         yield RUN, n, buf, addr, 0, base + s
