@@ -59,11 +59,31 @@ def _load():
                 p.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                               ctypes.c_uint32)
                 pos[bits] = p
-            return fn, at, pos
-    return None, None, {}
+            walk = {}
+            try:
+                w = ctypes.PyDLL(path)["ovl_py_walk"]
+                f = ctypes.PyDLL(path)["ovl_py_fill"]
+            except AttributeError:          # an older libovlcrc.so
+                w = f = None
+            if w is not None:
+                vp, u64 = ctypes.c_void_p, ctypes.c_uint64
+                w.restype = f.restype = None
+                w.argtypes = (vp, u64, u64, ctypes.c_int, vp, ctypes.c_uint32, vp)
+                f.argtypes = (vp, vp, ctypes.c_uint32, ctypes.c_int, vp, vp, vp,
+                              vp, ctypes.c_int64)
+                walk = {"walk": w, "fill": f}
+            return fn, at, pos, walk
+    return None, None, {}, {}
 
 
-_C, crc32c_at, positions_at = _load()
+_C, crc32c_at, positions_at, walk_at = _load()
+
+#: walk_at["walk"](buf, start, stop, check_crc, rows, maxrows, res) and
+#: walk_at["fill"](buf, rows, nrows, bits, ids, pos, labels, cu, ignore)
+#: (addresses): a block's SEQ and STEP frames checked and described, and
+#: the micro-batch arrays of its SEQs, in C (python/overlord/_fast.c);
+#: empty without the C library (the reader then goes frame by frame, as
+#: python/tests/test_walk.py and bench-python make it by emptying this).
 
 #: positions_at[32 or 64](cu address, npieces, out address, ntok): a SEQ's
 #: position ids from its cu_seqlens into uint32 or int64 (ovl-frame(5)

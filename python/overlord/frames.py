@@ -51,6 +51,10 @@ _STEP = struct.Struct("<QII")           # step rank seqs
 # name_len offset length path_len data_len
 _IMAGE = struct.Struct("<IIIIIIIIQIIIIQQII")
 IMAGE_INLINE, IMAGE_REF = 1, 2
+RUN = 0         # not a frame kind: a run of SEQ and STEP frames walked in C
+ROW_WORDS = 8   # a walked frame's row (_fast.c): step, payload offset, kind,
+#                 frame flags, rank, micro-batch (STEP: seqs), ntokens, npieces
+_W_OTHER = 1    # the walk stopped before a frame it leaves to Python
 IMAGE_FORMATS = {1: "png", 2: "jpeg", 3: "webp"}
 
 
@@ -102,6 +106,28 @@ def _positions(cu, ntok, dtype=np.uint32):
         pos[:real] = np.arange(real, dtype=np.uint32) - np.repeat(
             starts, np.diff(cu).astype(np.int64)).astype(np.uint32)
     return pos.astype(dtype) if bits == 64 else pos
+
+
+def _cu_ok(buf, p, ntok, npieces, fflags):
+    """True when a SEQ's cu_seqlens (payload at p of buf) go from 0, never
+    down, to at most its ntok tokens, as the C reader asks
+    (ovl_seq_decode): positions and labels are made from them."""
+    cu = np.frombuffer(buf, "<u4", npieces + 1,
+                       p + _seq_layout(ntok, npieces, fflags)[3]).tolist()
+    # sorted() of a sorted list is one pass (and less than numpy's three)
+    return cu[0] == 0 and cu[-1] <= ntok and sorted(cu) == cu
+
+
+class Run:
+    """SEQ and STEP frames the C walk took (``RankDataset``'s fast path):
+    the block they are in (buf, and its address) and their rows (a view
+    of the reader's row array, ROW_WORDS uint64 words each, at raddr:
+    valid until the reader goes on)."""
+
+    __slots__ = ("buf", "addr", "rows", "raddr")
+
+    def __init__(self, buf, addr, rows, raddr):
+        self.buf, self.addr, self.rows, self.raddr = buf, addr, rows, raddr
 
 
 class Seq:
@@ -287,12 +313,13 @@ class Reader:
     that reads ahead hands over what it made then).
 
     The bytes are read in blocks of ``chunk`` bytes (more for a larger
-    frame) into fresh numpy buffers, and frames are handed out as views of
-    them: a block lives as long as a view of it does.
+    frame) into numpy buffers, and frames are handed out as views of them:
+    a block lives as long as a view of it does, and is read into again
+    (one of the last ``spare`` blocks) once none does.
     """
 
     def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
-                 chunk=4 << 20, next_step=None, before_read=None):
+                 chunk=4 << 20, next_step=None, before_read=None, spare=8):
         self._read, self.name, self._close = _source(src, next_step)
         self._before_read = before_read
         self.check_crc = check_crc
@@ -300,6 +327,7 @@ class Reader:
         self._chunk_size = chunk
         self._buf = np.empty(0, np.uint8)   # the block read last
         self._spare = []         # earlier blocks, reused once unreferenced
+        self._nspare = spare     # how many of them are kept
         self._pos = 0            # first unread byte in _buf
         self._end = 0            # bytes read into _buf
         self._base = 0           # stream offset of _buf[0]
@@ -308,6 +336,8 @@ class Reader:
         self.minor = None
         self.count = 0
         self.skipped = 0
+        self._due = 0            # IMAGE frames due (_items): no walk then
+        self._rows = self._res = self._raddr = None     # the walk's (_scan)
 
     def close(self):
         self._close()
@@ -359,11 +389,14 @@ class Reader:
                 break
         else:
             old = np.empty(size, np.uint8)
-        # eight: RankDataset's thread reads ahead of the blocks in use (with
-        # four, 46 of 51 blocks were new pages there; with eight, 13)
+        # eight by default: RankDataset's thread reads ahead of the blocks
+        # in use (with four, 46 of 51 blocks were new pages there; with
+        # eight, 13); it keeps twice its read-ahead and eight more (its
+        # consumer takes what was read ahead at once while the thread reads
+        # on: with its read-ahead and eight more, 115 of 210 were new)
         if self._buf.shape[0]:
             self._spare.append(self._buf)
-            if len(self._spare) > 8:
+            if len(self._spare) > self._nspare:
                 del self._spare[0]
         return old
 
@@ -421,19 +454,42 @@ class Reader:
                     self._error("truncated stream (inside a frame header)", off)
                 self._error("truncated stream (end of file without END)", off)
 
-    def _scan(self, spans=None):
+    def _scan(self, spans=None, walk=False):
         """(kind, flags, buffer, payload offset, payload length, stream
         offset) of every frame of spans (by default this reader's _spans),
-        checked, up to END included. The hot loop of every reader."""
+        checked, up to END included. The hot loop of every reader. With
+        walk (and the C library), runs of SEQ frames without images and
+        STEP frames are checked and described in C: (RUN, rows, buffer,
+        buffer address, 0, stream offset), the rows in self._rows[:rows]
+        (_fast.c's ovl_py_walk); any other frame (and one the walk finds
+        at fault: the messages are this loop's) comes frame by frame."""
         if spans is None:
             spans = self._spans()
         check, crc_at, unpack = self.check_crc, _crc.crc32c_at, _HDR.unpack_from
         known = KIND_NAMES
         seen_meta = self.meta is not None
+        wfn = _crc.walk_at.get("walk") if walk else None
+        if wfn is not None and self._rows is None:
+            self._rows = np.empty((1024, ROW_WORDS), np.uint64)
+            self._res = np.zeros(3, np.uint64)
+            self._raddr = self._rows.ctypes.data
+        if wfn is not None:
+            res, raddr, cap = self._res, self._raddr, self._rows.shape[0]
+            resaddr = res.ctypes.data
         for buf, s, stop, base in spans:
             base -= s
-            addr = buf.ctypes.data if check and crc_at is not None else 0
+            addr = buf.ctypes.data if (check and crc_at is not None) or \
+                wfn is not None else 0
             while s < stop:
+                if wfn is not None and seen_meta and not self._due:
+                    wfn(addr, s, stop, check, raddr, cap, resaddr)
+                    s2, why, n = res.tolist()
+                    if n:
+                        self.count += n
+                        yield RUN, n, buf, addr, 0, base + s
+                    s = s2
+                    if why != _W_OTHER:
+                        continue
                 ln, kind, flags, reserved, crc = unpack(buf, s)
                 if check:
                     if crc_at is not None:
@@ -494,15 +550,29 @@ def read(src, **kw):
     StepEnd for every STEP frame and Barrier for every BARRIER.
     Other frames (META, STATE, END) are checked and passed over."""
     with Reader(src, **kw) as r:
-        yield from _items(r, r._scan())
+        yield from _items(r, r._scan(walk=True))
 
 
-def _items(r, frames):
+def _items(r, frames, runs=False):
     """read's items of frames (Reader._scan's) of the reader r. A SEQ whose
-    pieces announce images comes once they are read, in its ``images``."""
+    pieces announce images comes once they are read, in its ``images``.
+    The C walk's runs come as Run items (runs true), or as the Seq and
+    StepEnd items of their frames."""
     seq_size = _SEQ.size
     held, due = None, 0
     for kind, flags, buf, p, ln, off in frames:
+        if kind == RUN:
+            rows = r._rows[:flags]
+            if runs:
+                yield Run(buf, p, rows, r._raddr)
+                continue
+            for row in rows.tolist():
+                if row[2] == SEQ:
+                    yield Seq(buf, row[1], row[3])
+                else:
+                    q = row[1]
+                    yield StepEnd(buf[q:q + 16].tobytes())
+            continue
         if due:
             if kind != IMAGE:
                 r._error("%s frame where %d more IMAGE frames of the SEQ "
@@ -519,6 +589,7 @@ def _items(r, frames):
                              held.mb), off)
             held.images.append(im)
             due -= 1
+            r._due = due
             if not due:
                 yield held
                 held = None
@@ -532,10 +603,14 @@ def _items(r, frames):
                 r._error("malformed SEQ frame (unknown flags 0x%x)" % flags, off)
             if _seq_layout(ntok, npieces, flags)[4] + 40 * npieces > ln:
                 r._error("malformed SEQ frame (its arrays pass its end)", off)
+            if not _cu_ok(buf, p, ntok, npieces, flags):
+                r._error("malformed SEQ frame (cu_seqlens not from 0 up to at "
+                         "most its %d tokens)" % ntok, off)
             s = Seq(buf, p, flags)
             due = s.images_due()
             if due:
                 held = s
+                r._due = due
                 continue
             yield s
         elif kind == IMAGE:
@@ -557,17 +632,29 @@ def _steps(items):
     pending = []
     for item in items:
         if isinstance(item, Seq):
-            pending.append(item)
+            pending.append((item.step, item.rank, item))
         elif isinstance(item, StepEnd):
-            st, rk = item.step, item.rank
-            if all(s.step == st and s.rank == rk for s in pending):
-                got, pending = pending, []      # a rank's own stream
-            else:
-                got = [s for s in pending if s.step == st and s.rank == rk]
-                pending = [s for s in pending if not (s.step == st and s.rank == rk)]
-            if len(got) != item.seqs:
-                raise FrameError("step %d of rank %d: %d sequences, its STEP says %d"
-                                 % (st, rk, len(got), item.seqs))
-            yield st, got
+            yield item.step, _take_step(pending, item.step, item.rank, item.seqs)
+    _no_pending(pending)
+
+
+def _take_step(pending, st, rk, seqs):
+    """The sequences of step st of rank rk, taken out of pending, a list of
+    (step, rank, sequence) in stream order; its STEP frame says seqs."""
+    for e in pending:
+        if e[0] != st or e[1] != rk:
+            got = [e[2] for e in pending if e[0] == st and e[1] == rk]
+            pending[:] = [e for e in pending if not (e[0] == st and e[1] == rk)]
+            break
+    else:
+        got = [e[2] for e in pending]       # a rank's own stream
+        pending.clear()
+    if len(got) != seqs:
+        raise FrameError("step %d of rank %d: %d sequences, its STEP says %d"
+                         % (st, rk, len(got), seqs))
+    return got
+
+
+def _no_pending(pending):
     if pending:
-        raise FrameError("the stream ended inside step %d" % pending[0].step)
+        raise FrameError("the stream ended inside step %d" % pending[0][0])
