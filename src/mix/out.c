@@ -261,7 +261,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 			}
 			m->bars[nb].n = c2.step / m->every;
 			m->bars[nb].step = c2.step;
-			m->bars[nb].tokens = m->tokens + off;
+			/* the cutter's count: padding that keeps runs whole too */
+			m->bars[nb].tokens = c2.start;
 			m->bars[nb].offset = (uint32_t)off;
 			nb++;
 		}
