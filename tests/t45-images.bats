@@ -117,6 +117,45 @@ killed_and_resumed() {
 	[ "$log" -lt $((img / 4)) ]
 }
 
+@test "images, fixed shapes (uniform yes): no run a sequence can hold is cut, with none, lpt and kk at 1 and 2 micro-batches; every step holds its budget" {
+	local mb bal x args
+	# interleaved documents alone (text between images, runs of at most
+	# 1024 tokens): image-runs.py finds every run whole by its tokens
+	printf 'source doc path=i.tar format=wds member-ext=.json field=texts image-cost=patch:64 image-token=0\nseq-len 1024\nranks 2\nuniform yes\n' > d.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args doc d.plan)
+	"$OVL_SOURCE" "${args[@]}" > doc.fr
+	"$OVL_SOURCE" --json "${args[@]}" > doc.jsonl
+	"$OVL_MIX" d.plan doc=doc.fr > dm.fr
+	printf 'uniform yes\n' >> p.plan
+	for mb in 1 2; do
+		for bal in none lpt kk; do
+			printf 'micro-batches %s\nbalance %s\n' "$mb" "$bal" > b.plan
+			cat d.plan b.plan > db.plan
+			"$OVL_CONSTRUCT" --json db.plan < dm.fr > con.jsonl
+			run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-runs.py" doc.jsonl con.jsonl 1024 2 "$mb"
+			echo "# $bal, $mb micro-batches: $output" >&3
+			# the whole mix (captions' touching images, runs longer than
+			# a sequence, text): every image's run whole in its piece
+			sed "s/^micro-batches .*/micro-batches $mb/" p.plan > pb.plan
+			printf 'balance %s\n' "$bal" >> pb.plan
+			pipe pb.plan
+			run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar r0.fr r1.fr
+			rm -rf ck
+		done
+	done
+}
+
+@test "images, fixed shapes: killed at random points and resumed, the streams are the same bytes" {
+	printf 'uniform yes\nbalance kk\noutput format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
+	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
+	killed_and_resumed p.plan
+	cmp ref/all.fr out/all.fr
+	cmp ref-r/r0.fr out/r0.fr
+	cmp ref-r/r1.fr out/r1.fr
+	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
+}
+
 @test "images: the grammar counts IMAGE frames (announced by their DOC, nothing between), exit 3 with the offset" {
 	local x args n at
 	printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0\nseq-len 1024\n' > p.plan
