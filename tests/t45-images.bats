@@ -156,6 +156,38 @@ killed_and_resumed() {
 	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
 }
 
+@test "images: a run longer than seq-len follows long-docs: truncate cuts before a run and counts the images left out, split counts and says so, error names the image" {
+	local args
+	printf 'source doc path=i.tar format=wds member-ext=.json field=texts image-cost=patch:32 image-token=0 long-docs=truncate\nseq-len 1024\nranks 2\nmicro-batches 2\nuniform yes\n' > t.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args doc t.plan)
+	"$OVL_SOURCE" "${args[@]}" > doc.fr
+	"$OVL_MIX" --stats st.txt --stats-format kv t.plan doc=doc.fr | "$OVL_CONSTRUCT" t.plan > c.fr
+	# every placeholder kept is in the run of an image sent with it
+	run -0 /usr/bin/python3 - c.fr <<-'PY'
+	import sys, overlord
+	ph = runs = n = 0
+	for it in overlord.read(sys.argv[1]):
+	    if isinstance(it, overlord.Seq):
+	        ph += int((it.tokens[:it.cu_seqlens[-1]] == 0).sum())
+	        runs += sum(im.ntokens for im in it.images); n += len(it.images)
+	assert ph == runs and n > 0, (ph, runs, n)
+	print("images", n, "placeholders", ph)
+	PY
+	grep -qx 'source.doc.long_truncated [1-9][0-9]*' st.txt
+	grep -qx 'source.doc.long_images_left_out [1-9][0-9]*' st.txt
+	# split: counted, and said once
+	sed -i 's/long-docs=truncate/long-docs=split/' t.plan
+	run -0 --separate-stderr "$OVL_MIX" --stats st.txt --stats-format kv t.plan doc=doc.fr
+	[[ "$stderr" == *"source 'doc': record "*" is a run of "*" tokens, longer than seq-len 1024: split across sequences"* ]]
+	grep -qx 'source.doc.long_images_split [1-9][0-9]*' st.txt
+	# error: the first long document holds a long image (captions)
+	printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0 long-docs=error\nseq-len 1024\n' > e.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args cap e.plan)
+	"$OVL_SOURCE" "${args[@]}" > cap.fr
+	run -1 --separate-stderr "$OVL_MIX" e.plan cap=cap.fr
+	[[ "$stderr" == *"source 'cap': record "*"its image 0 is a run of "*" tokens, longer than seq-len 1024 (long-docs=error)"* ]]
+}
+
 @test "images: the grammar counts IMAGE frames (announced by their DOC, nothing between), exit 3 with the offset" {
 	local x args n at
 	printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0\nseq-len 1024\n' > p.plan
