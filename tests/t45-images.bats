@@ -100,15 +100,21 @@ killed_and_resumed() {
 	run -0 "$OVL_RUN" -q --resume -c ck slow.plan
 }
 
-@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
-	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
-	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
+# resumed_same PLAN: PLAN (frames to out/all.fr, per rank out/r%d.fr) run
+# whole, then killed and resumed: the same bytes, every image whole
+resumed_same() {
+	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr "$1"
 	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
-	killed_and_resumed p.plan
+	killed_and_resumed "$1"
 	cmp ref/all.fr out/all.fr
 	cmp ref-r/r0.fr out/r0.fr
 	cmp ref-r/r1.fr out/r1.fr
 	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
+}
+
+@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
+	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	resumed_same p.plan
 	# the images are in the outputs, not in the checkpoint log
 	local img log
 	img=$(tar -tvf s.tar | awk '$6 ~ /\.(png|jpg|webp)$/ {n += $3} END {print n}')
@@ -147,13 +153,7 @@ killed_and_resumed() {
 
 @test "images, fixed shapes: killed at random points and resumed, the streams are the same bytes" {
 	printf 'uniform yes\nbalance kk\noutput format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
-	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
-	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
-	killed_and_resumed p.plan
-	cmp ref/all.fr out/all.fr
-	cmp ref-r/r0.fr out/r0.fr
-	cmp ref-r/r1.fr out/r1.fr
-	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
+	resumed_same p.plan
 }
 
 @test "images: a run longer than seq-len follows long-docs: truncate cuts before a run and counts the images left out, split counts and says so, error names the image" {

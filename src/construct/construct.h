@@ -230,7 +230,13 @@ struct construct {
 };
 
 /* ---- step.c ---- */
-/* Does piece q continue piece p in their document (one SEQ segment)? */
+/*
+ * Does token off_q of piece q follow token end_p of piece p in their
+ * document (one SEQ segment when they meet in a sequence)?
+ */
+int	pieces_meet(const struct piece *p, uint32_t end_p,
+	    const struct piece *q, uint32_t off_q);
+/* Does piece q continue piece p: pieces_meet(p, p->length, q, 0)? */
 int	piece_follows(const struct piece *p, const struct piece *q);
 void	json_text(FILE *fp, const char *key, const char *s, size_t n);
 void	out_frame_copy(struct construct *c, uint8_t kind,

@@ -70,12 +70,20 @@ put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
 	}
 }
 
+/* Does token off_q of piece q follow token end_p of piece p in their document? */
+int
+pieces_meet(const struct piece *p, uint32_t end_p, const struct piece *q,
+    uint32_t off_q)
+{
+	return p->mix_pos == q->mix_pos && p->source == q->source &&
+	    (uint64_t)p->offset + end_p == (uint64_t)q->offset + off_q;
+}
+
 /* Does piece q continue piece p in their document? */
 int
 piece_follows(const struct piece *p, const struct piece *q)
 {
-	return p->mix_pos == q->mix_pos && p->source == q->source &&
-	    (uint64_t)p->offset + p->length == q->offset;
+	return pieces_meet(p, p->length, q, 0);
 }
 
 /*

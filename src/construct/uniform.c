@@ -71,11 +71,8 @@ static int
 continues(const struct construct *c, uint32_t item_a, uint32_t end_a,
     uint32_t item_b, uint32_t off_b)
 {
-	const struct piece *p = &c->pieces[c->sw.idx[item_a]];
-	const struct piece *q = &c->pieces[c->sw.idx[item_b]];
-
-	return p->mix_pos == q->mix_pos && p->source == q->source &&
-	    (uint64_t)p->offset + end_a == (uint64_t)q->offset + off_b;
+	return pieces_meet(&c->pieces[c->sw.idx[item_a]], end_a,
+	    &c->pieces[c->sw.idx[item_b]], off_b);
 }
 
 /* Do tokens [.., end) of step piece item end with the end token? */

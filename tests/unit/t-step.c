@@ -217,6 +217,36 @@ test_runs(void)
 }
 
 /* runs known by their bounds (IMAGE frames): touching runs stay apart */
+/*
+ * A random document of text (token 1) and image runs (token 7) of 1 to
+ * maxrun tokens into doc[0..40), runs touching unless apart (text between
+ * any two); their bounds (first token, length) into runs[0..2 * *nr).
+ * Returns its length.
+ */
+static uint32_t
+random_doc(struct ovl_rng *rng, uint32_t maxrun, int apart, uint32_t *doc,
+    uint32_t *runs, size_t *nr)
+{
+	uint32_t n = 0, i;
+
+	*nr = 0;
+	while (n < 30 && *nr < 8) {
+		uint32_t len = 1 + (uint32_t)ovl_rng_below(rng, maxrun);
+		int img = ovl_rng_below(rng, 2) == 0;
+
+		if (img && apart && n > 0 && doc[n - 1] == 7)
+			doc[n++] = 1;
+		for (i = 0; i < len && n < 40; i++)
+			doc[n++] = img ? 7 : 1;
+		if (img) {
+			runs[2 * *nr] = n - i;
+			runs[2 * *nr + 1] = i;
+			(*nr)++;
+		}
+	}
+	return n;
+}
+
 static void
 test_bounds(void)
 {
@@ -250,21 +280,8 @@ test_bounds(void)
 	ovl_rng_seed(&rng, 9);
 	ovl_stepcut_init(&s, &cfg);
 	for (k = 0; k < 3000; k++) {
-		uint32_t n = 0;
+		uint32_t n = random_doc(&rng, 12, 0, doc, runs, &nr);
 
-		nr = 0;
-		while (n < 30 && nr < 8) {
-			uint32_t len = 1 + (uint32_t)ovl_rng_below(&rng, 12);
-			int img = ovl_rng_below(&rng, 2) == 0;
-
-			for (i = 0; i < (int)len && n < 40; i++)
-				doc[n++] = img ? 7 : 1;
-			if (img) {
-				runs[2 * nr] = n - (uint32_t)i;
-				runs[2 * nr + 1] = (uint32_t)i;
-				nr++;
-			}
-		}
 		for (left = n, off = 0; left > 0; left -= p, off += p) {
 			p = ovl_stepcut_next_bounds(&s, left, doc + off, 4, 7, off,
 			    runs, nr, &opened);
@@ -298,30 +315,15 @@ exact_runs(uint64_t budget, int bounds, int *bad, uint64_t *npad)
 	uint32_t doc[40], runs[16], p, n;
 	uint64_t left, off, pos = 0, B;
 	struct ovl_rng rng;
-	int opened, i, k;
+	int opened, k;
 	size_t nr, j;
 
 	ovl_rng_seed(&rng, 11 + budget);
 	ovl_stepcut_init(&s, &cfg);
 	B = s.budget;
 	for (k = 0; k < 3000; k++) {
-		n = 0;
-		nr = 0;
-		while (n < 30 && nr < 8) {
-			uint32_t len = 1 + (uint32_t)ovl_rng_below(&rng, 9);
-			int img = ovl_rng_below(&rng, 2) == 0;
-
-			/* text between runs when the runs come from tokens */
-			if (img && !bounds && n > 0 && doc[n - 1] == 7)
-				doc[n++] = 1;
-			for (i = 0; i < (int)len && n < 40; i++)
-				doc[n++] = img ? 7 : 1;
-			if (img) {
-				runs[2 * nr] = n - (uint32_t)i;
-				runs[2 * nr + 1] = (uint32_t)i;
-				nr++;
-			}
-		}
+		/* text between runs when the runs come from tokens */
+		n = random_doc(&rng, 9, !bounds, doc, runs, &nr);
 		for (left = n, off = 0; left > 0; left -= p, off += p) {
 			p = ovl_stepcut_next_bounds(&s, left, doc + off, 4, 7, off,
 			    bounds ? runs : NULL, nr, &opened);
