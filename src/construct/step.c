@@ -70,7 +70,7 @@ put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
 	}
 }
 
-/* Does token off_q of piece q follow token end_p of piece p in their document? */
+/* Does token off_q of piece q follow token end_p of piece p? */
 int
 pieces_meet(const struct piece *p, uint32_t end_p, const struct piece *q,
     uint32_t off_q)

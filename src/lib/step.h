@@ -72,13 +72,14 @@ uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
 #define OVL_STEP_NORUN	UINT32_MAX	/* no token whose runs stay whole */
 /*
  * As ovl_stepcut_next, for a document whose next left tokens are toks[0..
- * left) (ids of width bytes, 2 or 4: ovl-frame(5)), keeping runs of the token run_id (an image's placeholders) whole:
- * a piece that would end inside such a run ends where the run begins
- * instead, so the run opens the next piece. A run longer than seq-len is
- * cut as any tokens are, and in exact mode a piece still ends at the
- * step's budget (a full step comes first); a run a sequence can hold is
- * moved past a sequence boundary or the budget by padding (see above). With run_id OVL_STEP_NORUN (or toks NULL) the
- * same as ovl_stepcut_next.
+ * left) (ids of width bytes, 2 or 4: ovl-frame(5)), keeping runs of the
+ * token run_id (an image's placeholders) whole: a piece that would end
+ * inside such a run ends where the run begins instead, so the run opens
+ * the next piece. A run longer than seq-len is cut as any tokens are, and
+ * in exact mode a piece still ends at the step's budget (a full step comes
+ * first); a run a sequence can hold is moved past a sequence boundary or
+ * the budget by padding (see above). With run_id OVL_STEP_NORUN (or toks
+ * NULL) the same as ovl_stepcut_next.
  */
 uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	    const void *toks, uint32_t width, uint32_t run_id, int *opened);
