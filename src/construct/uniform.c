@@ -554,62 +554,92 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 }
 
 /*
- * Uniform shapes, a step with image runs, none: the pieces in arrival
- * order, each after its padding (step.h), fill the ranks x per sequences
- * of S tokens one after the other (rank by rank), cut at every sequence
- * boundary: the cutter's layout, so no run a sequence holds is cut, and
- * a sequence before a run ends in padding. Rank costs into rc. Returns
- * the number of fragments; with keys, they become pieces and emission
- * keys.
+ * One walk over a step with image runs in the cutter's layout: the
+ * pieces in arrival order, each after its padding (step.h), fill nb
+ * sequences of S tokens one after the other, cut at every boundary.
+ * Without keys: each sequence's cost into w->bcost (*ok cleared as
+ * run_add says); with keys, the fragments become pieces and emission
+ * keys by w->brank, w->bmb, and the ranks' tokens w->rtok. Returns the
+ * number of fragments.
  */
 static size_t
-arrival_fill(struct construct *c, size_t n, uint32_t S, uint32_t per,
-    double *rc, int keys)
+arrival_walk(struct construct *c, size_t n, uint32_t S, size_t nb, int keys,
+    int *ok)
 {
 	struct stepwork *w = &c->sw;
-	uint32_t ranks = c->o->ranks, r, t;
-	size_t nb = (size_t)ranks * per, i, k, nk = 0;
 	struct fragrun u = { S, 0, 0, 0, 0, 0, 0 };
 	uint64_t at = 0, g;
-	int ok = 1;
+	size_t i, nk = 0;
+	uint32_t t;
 
-	bins_grow(w, nb);
-	for (k = 0; k < nb; k++)
-		w->bcost[k] = 0;
-	memset(w->rtok, 0, ranks * sizeof(*w->rtok));
-	if (keys)
-		ekeys_grow(n + nb);
 	for (i = 0; i < n; i++) {
 		uint32_t len = w->len[i], off = 0;
 
 		at += c->pieces[w->idx[i]].pad;
-		while (off < len) {
+		for (; off < len; off += t, at += t, nk++) {
 			g = at / S;
 			if (g >= nb)
-				ovl_errx(OVL_EXIT_DATA, "step of %u x %u "
-				    "sequences: its pieces and padding do not "
-				    "fit", ranks, per);
+				ovl_errx(OVL_EXIT_DATA, "a step of %zu sequences "
+				    "cannot hold its pieces and padding", nb);
 			t = S - (uint32_t)(at % S);
 			if (t > len - off)
 				t = len - off;
-			r = (uint32_t)(g / per);
-			run_add(c, &u, (uint32_t)g, (uint32_t)i, off, t, w->bcost,
-			    &ok);
-			w->rtok[r] += t;
-			if (keys) {
-				ekeys[nk].key = (uint64_t)r << 32 | (g % per);
-				ekeys[nk].sub = nk;
-				ekeys[nk].piece = piece_cut(c, w->idx[i], off, t);
+			if (!keys) {
+				run_add(c, &u, (uint32_t)g, (uint32_t)i, off, t,
+				    w->bcost, ok);
+				continue;
 			}
-			nk++;
-			off += t;
-			at += t;
+			w->rtok[w->brank[g]] += t;
+			ekeys[nk].key = (uint64_t)w->brank[g] << 32 | w->bmb[g];
+			ekeys[nk].sub = nk;
+			ekeys[nk].piece = piece_cut(c, w->idx[i], off, t);
 		}
 	}
-	run_end(c, &u, w->bcost, &ok);
-	for (r = 0; r < ranks; r++)
-		for (rc[r] = 0, k = 0; k < per; k++)
-			rc[r] += w->bcost[(size_t)r * per + k];
+	if (!keys)
+		run_end(c, &u, w->bcost, ok);
+	return nk;
+}
+
+/*
+ * Uniform shapes, a step with image runs: the cutter's layout
+ * (arrival_walk), so no run a sequence holds is cut and a sequence
+ * before a run ends in padding. none: the sequences to the ranks in
+ * order, per each; cut (bal): whole sequences balanced over the ranks
+ * (ovl_balance_bins), a rank's in the fill's order. Rank costs into rc;
+ * *ok cleared when some sequence would hide a document end. Returns the
+ * number of fragments; with keys, they become pieces and emission keys.
+ */
+static size_t
+arrival_fill(struct construct *c, size_t n, uint32_t S, uint32_t per,
+    double *rc, int keys, int bal, int *ok)
+{
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = c->o->ranks, r;
+	size_t nb = (size_t)ranks * per, k, nk;
+
+	bins_grow(w, nb);
+	for (k = 0; k < nb; k++)
+		w->bcost[k] = 0;
+	nk = arrival_walk(c, n, S, nb, 0, ok);
+	if (bal)
+		(void)ovl_balance_bins(c->bal, w->bcost, nb, ranks, per,
+		    w->brank, rc);
+	else {
+		memset(rc, 0, ranks * sizeof(*rc));
+		for (k = 0; k < nb; k++) {
+			w->brank[k] = (uint32_t)(k / per);
+			rc[k / per] += w->bcost[k];
+		}
+	}
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (k = 0; k < nb; k++)
+		w->bmb[k] = w->rfirst[w->brank[k]]++;
+	if (keys) {
+		for (r = 0; r < ranks; r++)
+			w->rtok[r] = 0;
+		ekeys_grow(nk);
+		(void)arrival_walk(c, n, S, nb, 1, ok);
+	}
 	return nk;
 }
 
@@ -631,8 +661,8 @@ max_of(const double *v, uint32_t n)
  * method's own (pieces whole where they fit), the two cut plans
  * (cut_fill, mid-cut chain first; not for none) and none's, the first
  * of them among equals. In a step with image runs, none's is the
- * cutter's layout (arrival_fill), and a plan that cuts a run a sequence
- * holds is no candidate. Its emission keys are in ekeys (returns their
+ * cutter's layout and cut its sequences balanced (arrival_fill), and a
+ * plan that cuts a run a sequence holds is no candidate. Its emission keys are in ekeys (returns their
  * number), its rank costs in w->rcost; none's maximum and fragments
  * into *none_max and *none_nf, the plan into *plan.
  */
@@ -652,12 +682,12 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	/* a step with image runs: none is the cutter's layout */
 	for (i = 0; i < n && !runs; i++)
 		runs = piece_has_runs(c, &c->pieces[w->idx[i]]);
-	*none_nf = runs ? arrival_fill(c, n, S, per, w->rcost, 0) :
+	*none_nf = runs ? arrival_fill(c, n, S, per, w->rcost, 0, 0, &ok) :
 	    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0, &ok);
 	*none_max = max_of(w->rcost, ranks);
 	if (o->balance == OVL_BAL_NONE) {
 		*plan = PLAN_NONE;
-		return runs ? arrival_fill(c, n, S, per, w->rcost, 1) :
+		return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 0, &ok) :
 		    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
 	}
 	/* a plan that would hide a document end is not a candidate */
@@ -665,7 +695,9 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	(void)cut_fill(c, n, S, per, w->rcost, 0, 1, &ok);
 	mid_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
 	ok = 1;
-	(void)cut_fill(c, n, S, per, w->rcost, 0, 0, &ok);
+	/* with image runs: none's sequences as the cutter padded them */
+	(void)(runs ? arrival_fill(c, n, S, per, w->rcost, 0, 1, &ok) :
+	    cut_fill(c, n, S, per, w->rcost, 0, 0, &ok));
 	cut_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
 	ok = 1;
 	(void)uniform_fill(c, o->balance, n, S, per, w->rcost, 0, &ok);
@@ -680,10 +712,11 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	}
 	if (cut_max <= *none_max) {
 		*plan = PLAN_CUT;
-		return cut_fill(c, n, S, per, w->rcost, 1, 0, &ok);
+		return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 1, &ok) :
+		    cut_fill(c, n, S, per, w->rcost, 1, 0, &ok);
 	}
 	*plan = PLAN_NONE;
-	return runs ? arrival_fill(c, n, S, per, w->rcost, 1) :
+	return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 0, &ok) :
 	    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
 }
 
