@@ -100,21 +100,92 @@ killed_and_resumed() {
 	run -0 "$OVL_RUN" -q --resume -c ck slow.plan
 }
 
-@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
-	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
-	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr p.plan
+# resumed_same PLAN: PLAN (frames to out/all.fr, per rank out/r%d.fr) run
+# whole, then killed and resumed: the same bytes, every image whole
+resumed_same() {
+	run -0 "$OVL_RUN" -q -c ref-ck -o ref/all.fr "$1"
 	mkdir ref-r && mv out/r0.fr out/r1.fr ref-r/
-	killed_and_resumed p.plan
+	killed_and_resumed "$1"
 	cmp ref/all.fr out/all.fr
 	cmp ref-r/r0.fr out/r0.fr
 	cmp ref-r/r1.fr out/r1.fr
 	run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar out/r0.fr out/r1.fr
+}
+
+@test "images: killed at random points and resumed, the streams are the same bytes, images included; checkpoints hold no image" {
+	printf 'output format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	resumed_same p.plan
 	# the images are in the outputs, not in the checkpoint log
 	local img log
 	img=$(tar -tvf s.tar | awk '$6 ~ /\.(png|jpg|webp)$/ {n += $3} END {print n}')
 	log=$(stat -c %s ck/ckpt.log)
 	echo "# image bytes $img, checkpoint log $log bytes" >&3
 	[ "$log" -lt $((img / 4)) ]
+}
+
+@test "images, fixed shapes (uniform yes): no run a sequence can hold is cut, with none, lpt and kk at 1 and 2 micro-batches; every step holds its budget" {
+	local mb bal x args
+	# interleaved documents alone (text between images, runs of at most
+	# 1024 tokens): image-runs.py finds every run whole by its tokens
+	printf 'source doc path=i.tar format=wds member-ext=.json field=texts image-cost=patch:64 image-token=0\nseq-len 1024\nranks 2\nuniform yes\n' > d.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args doc d.plan)
+	"$OVL_SOURCE" "${args[@]}" > doc.fr
+	"$OVL_SOURCE" --json "${args[@]}" > doc.jsonl
+	"$OVL_MIX" d.plan doc=doc.fr > dm.fr
+	printf 'uniform yes\n' >> p.plan
+	for mb in 1 2; do
+		for bal in none lpt kk; do
+			printf 'micro-batches %s\nbalance %s\n' "$mb" "$bal" > b.plan
+			cat d.plan b.plan > db.plan
+			"$OVL_CONSTRUCT" --json db.plan < dm.fr > con.jsonl
+			run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-runs.py" doc.jsonl con.jsonl 1024 2 "$mb"
+			echo "# $bal, $mb micro-batches: $output" >&3
+			# the whole mix (captions' touching images, runs longer than
+			# a sequence, text): every image's run whole in its piece
+			sed "s/^micro-batches .*/micro-batches $mb/" p.plan > pb.plan
+			printf 'balance %s\n' "$bal" >> pb.plan
+			pipe pb.plan
+			run -0 /usr/bin/python3 "$OVL_SRCDIR/tests/helper/image-payloads.py" 0 s.tar,i.tar r0.fr r1.fr
+			rm -rf ck
+		done
+	done
+}
+
+@test "images, fixed shapes: killed at random points and resumed, the streams are the same bytes" {
+	printf 'uniform yes\nbalance kk\noutput format=frames path=out/all.fr per-rank=out/r%%d.fr\n' >> p.plan
+	resumed_same p.plan
+}
+
+@test "images: a run longer than seq-len follows long-docs: truncate cuts before a run and counts the images left out, split counts and says so, error names the image" {
+	local args
+	printf 'source doc path=i.tar format=wds member-ext=.json field=texts image-cost=patch:32 image-token=0 long-docs=truncate\nseq-len 1024\nranks 2\nmicro-batches 2\nuniform yes\n' > t.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args doc t.plan)
+	"$OVL_SOURCE" "${args[@]}" > doc.fr
+	"$OVL_MIX" --stats st.txt --stats-format kv t.plan doc=doc.fr | "$OVL_CONSTRUCT" t.plan > c.fr
+	# every placeholder kept is in the run of an image sent with it
+	run -0 /usr/bin/python3 - c.fr <<-'PY'
+	import sys, overlord
+	ph = runs = n = 0
+	for it in overlord.read(sys.argv[1]):
+	    if isinstance(it, overlord.Seq):
+	        ph += int((it.tokens[:it.cu_seqlens[-1]] == 0).sum())
+	        runs += sum(im.ntokens for im in it.images); n += len(it.images)
+	assert ph == runs and n > 0, (ph, runs, n)
+	print("images", n, "placeholders", ph)
+	PY
+	grep -qx 'source.doc.long_truncated [1-9][0-9]*' st.txt
+	grep -qx 'source.doc.long_images_left_out [1-9][0-9]*' st.txt
+	# split: counted, and said once
+	sed -i 's/long-docs=truncate/long-docs=split/' t.plan
+	run -0 --separate-stderr "$OVL_MIX" --stats st.txt --stats-format kv t.plan doc=doc.fr
+	[[ "$stderr" == *"source 'doc': record "*" is a run of "*" tokens, longer than seq-len 1024: split across sequences"* ]]
+	grep -qx 'source.doc.long_images_split [1-9][0-9]*' st.txt
+	# error: the first long document holds a long image (captions)
+	printf 'source cap path=s.tar format=wds image-cost=patch:32 image-token=0 long-docs=error\nseq-len 1024\n' > e.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args cap e.plan)
+	"$OVL_SOURCE" "${args[@]}" > cap.fr
+	run -1 --separate-stderr "$OVL_MIX" e.plan cap=cap.fr
+	[[ "$stderr" == *"source 'cap': record "*"its image 0 is a run of "*" tokens, longer than seq-len 1024 (long-docs=error)"* ]]
 }
 
 @test "images: the grammar counts IMAGE frames (announced by their DOC, nothing between), exit 3 with the offset" {

@@ -28,6 +28,7 @@ struct src_sum {
 	uint64_t	 tokens, docs, tok_per_s;
 	double		 share, target;
 	uint64_t	 long_n[3], long_cut;	/* split, truncated, dropped */
+	uint64_t	 long_img[2];	/* images split, left out */
 };
 
 struct sum {
@@ -145,6 +146,10 @@ read_mix(const char *dir, struct sum *s)
 			ss->long_n[2] = strtoull(val, NULL, 10);
 		else if (strcmp(dot, "long_cut_tokens") == 0)
 			ss->long_cut = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_images_split") == 0)
+			ss->long_img[0] = strtoull(val, NULL, 10);
+		else if (strcmp(dot, "long_images_left_out") == 0)
+			ss->long_img[1] = strtoull(val, NULL, 10);
 		else if (strcmp(dot, "share_pct") == 0)
 			ss->share = strtod(val, NULL);
 		else if (strcmp(dot, "target_pct") == 0)
@@ -337,8 +342,13 @@ print_text(const char *dir, const struct sum *s)
 				continue;
 			printf("  %-16s longer than seq-len: %" PRIu64 " split, %"
 			    PRIu64 " truncated, %" PRIu64 " dropped (%" PRIu64
-			    " tokens left out)\n", x->name, x->long_n[0],
+			    " tokens left out)", x->name, x->long_n[0],
 			    x->long_n[1], x->long_n[2], x->long_cut);
+			if (x->long_img[0] + x->long_img[1] > 0)
+				printf("; images: %" PRIu64 " split across "
+				    "sequences, %" PRIu64 " left out",
+				    x->long_img[0], x->long_img[1]);
+			printf("\n");
 		}
 	}
 	if (s->have_construct) {
@@ -387,9 +397,11 @@ print_json(const char *dir, const struct sum *s)
 		    "%.1f,\"planned_pct\":%.1f,\"tok_per_s\":%" PRIu64
 		    ",\"long_split\":%" PRIu64 ",\"long_truncated\":%" PRIu64
 		    ",\"long_dropped\":%" PRIu64 ",\"long_cut_tokens\":%" PRIu64
-		    "}", s->src[i].tokens, s->src[i].docs, s->src[i].share,
+		    ",\"long_images_split\":%" PRIu64 ",\"long_images_left_out\":%"
+		    PRIu64 "}", s->src[i].tokens, s->src[i].docs, s->src[i].share,
 		    s->src[i].target, s->src[i].tok_per_s, s->src[i].long_n[0],
-		    s->src[i].long_n[1], s->src[i].long_n[2], s->src[i].long_cut);
+		    s->src[i].long_n[1], s->src[i].long_n[2], s->src[i].long_cut,
+		    s->src[i].long_img[0], s->src[i].long_img[1]);
 	}
 	printf("]");
 	if (s->have_construct)

@@ -81,6 +81,9 @@ struct piece {
 	uint32_t	 source, epoch, chunk;
 	uint32_t	 offset;	/* within the document */
 	uint32_t	 length;
+	uint32_t	 pad;		/* fixed shapes: padding before it in
+					   its step, keeping a run whole
+					   (step.h) */
 	uint32_t	 images;	/* image tokens counted with it */
 	uint32_t	 img0, nimg;	/* its IMAGE frames: c->imgs[img0..+nimg) */
 	double		 enc;		/* its images' encoder cost */
@@ -92,6 +95,8 @@ struct wstep {
 	uint64_t	 step;
 	uint64_t	 budget;
 	uint32_t	 seq_len;
+	uint64_t	 used;		/* tokens and padding (step.h): the
+					   budget unless the stream's last */
 	size_t		 first, end;	/* pieces as cut */
 };
 
@@ -225,7 +230,13 @@ struct construct {
 };
 
 /* ---- step.c ---- */
-/* Does piece q continue piece p in their document (one SEQ segment)? */
+/*
+ * Does token off_q of piece q follow token end_p of piece p in their
+ * document (one SEQ segment when they meet in a sequence)?
+ */
+int	pieces_meet(const struct piece *p, uint32_t end_p,
+	    const struct piece *q, uint32_t off_q);
+/* Does piece q continue piece p: pieces_meet(p, p->length, q, 0)? */
 int	piece_follows(const struct piece *p, const struct piece *q);
 void	json_text(FILE *fp, const char *key, const char *s, size_t n);
 void	out_frame_copy(struct construct *c, uint8_t kind,
@@ -242,6 +253,11 @@ extern struct emitkey *ekeys;
 void	ekeys_grow(size_t n);
 /* Free the emit order kept between steps. */
 void	ekeys_free(void);
+/*
+ * Does piece p hold image runs (its source places images) or padding
+ * that keeps one whole (step.h)? Fixed shapes then fill its step as cut.
+ */
+int	piece_has_runs(const struct construct *c, const struct piece *p);
 /* The largest of v[0..n). */
 double	max_of(const double *v, uint32_t n);
 /*

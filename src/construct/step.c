@@ -70,12 +70,20 @@ put_positions(void *pos, uint32_t width, uint32_t k, uint32_t p0, uint32_t n)
 	}
 }
 
+/* Does token off_q of piece q follow token end_p of piece p? */
+int
+pieces_meet(const struct piece *p, uint32_t end_p, const struct piece *q,
+    uint32_t off_q)
+{
+	return p->mix_pos == q->mix_pos && p->source == q->source &&
+	    (uint64_t)p->offset + end_p == (uint64_t)q->offset + off_q;
+}
+
 /* Does piece q continue piece p in their document? */
 int
 piece_follows(const struct piece *p, const struct piece *q)
 {
-	return p->mix_pos == q->mix_pos && p->source == q->source &&
-	    (uint64_t)p->offset + p->length == q->offset;
+	return pieces_meet(p, p->length, q, 0);
 }
 
 /*
@@ -460,11 +468,12 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			per = o->mb;
 		/*
 		 * Steps are cut exactly, so only the stream's last step holds
-		 * less than its budget: as many micro-batches as it needs.
+		 * less than its budget (tokens and the padding that keeps
+		 * image runs whole): as many micro-batches as it needs.
 		 */
-		if (tokens < s->budget && (tokens + rs - 1) / rs < per)
-			per = (tokens + rs - 1) / rs > 0 ?
-			    (tokens + rs - 1) / rs : 1;
+		if (s->used < s->budget && (s->used + rs - 1) / rs < per)
+			per = (s->used + rs - 1) / rs > 0 ?
+			    (s->used + rs - 1) / rs : 1;
 		nk = uniform_plan(c, n, s->seq_len, (uint32_t)per, &fg.none_max,
 		    &none_nf, &fg.plan);
 		fg.splits = nk - n;
@@ -592,12 +601,18 @@ flush_window(struct construct *c)
 		 * any piece without its end token, stay where the cut put
 		 * them, so such a piece is still followed by its continuation
 		 * or ends its step, and a sequence can end with it
-		 * (uniform_fill).
+		 * (uniform_fill); so do the pieces of a step with image runs,
+		 * whose padding holds only where the cut put them (step.h).
 		 */
+		int runs[MAX_WINDOW] = { 0 };
+
+		for (i = 0; c->o->uniform && i < n; i++)
+			runs[c->pieces[i].wstep] |= piece_has_runs(c,
+			    &c->pieces[i]);
 		for (i = 0; c->o->uniform && i < n; i++) {
 			const struct piece *p = &c->pieces[i];
 
-			if ((i > 0 && p[-1].mix_pos == p->mix_pos) ||
+			if (runs[p->wstep] || (i > 0 && p[-1].mix_pos == p->mix_pos) ||
 			    (i + 1 < n && p[1].mix_pos == p->mix_pos) ||
 			    ovl_tok_at(c->arena.p, c->tok_width,
 			    p->tok + p->length - 1) != c->eod)

@@ -246,6 +246,7 @@ add_piece(struct construct *c, const struct ovl_doc *d, uint64_t pos,
 	p->chunk = d->chunk;
 	p->offset = off;
 	p->length = len;
+	p->pad = (uint32_t)c->cut.pad;
 	p->images = off == 0 ? (uint32_t)((uint64_t)d->nimages *
 	    c->o->image_tokens > UINT32_MAX ? UINT32_MAX :
 	    (uint64_t)d->nimages * c->o->image_tokens) : 0;
@@ -303,6 +304,7 @@ on_doc(struct construct *c, const struct ovl_frame *f)
 		prev.step = c->cut.step;
 		prev.budget = c->cut.budget;
 		prev.seq_len = c->cut.seq_len;
+		prev.used = c->cut.budget;	/* closed by the next piece: full */
 		/* an image's placeholders stay in one piece (step.h) */
 		len = ovl_stepcut_next_bounds(&c->cut, d.ntokens - off,
 		    ovl_tok_from(d.tokens, d.width, off), d.width,
@@ -463,6 +465,7 @@ on_end(struct construct *c)
 	prev.step = c->cut.step;
 	prev.budget = c->cut.budget;
 	prev.seq_len = c->cut.seq_len;
+	prev.used = c->cut.used;
 	close_step(c, &prev, prev.seq_len);
 	flush_window(c);
 	/* a checkpoint at the very end of the stream */

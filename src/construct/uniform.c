@@ -22,6 +22,20 @@ ekeys_grow(size_t n)
 	}
 }
 
+/* Room for n bins' cost, rank and micro-batch (the fills). */
+static void
+bins_grow(struct stepwork *w, size_t n)
+{
+	if (n > w->bins_cap) {
+		w->bins_cap = n + n / 2;
+		w->bcost = ovl_xrealloc(w->bcost, w->bins_cap *
+		    sizeof(*w->bcost));
+		w->brank = ovl_xrealloc(w->brank, w->bins_cap *
+		    sizeof(*w->brank));
+		w->bmb = ovl_xrealloc(w->bmb, w->bins_cap * sizeof(*w->bmb));
+	}
+}
+
 /* A new piece: tokens [off, off + len) of piece i (images stay first). */
 static uint32_t
 piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
@@ -42,6 +56,7 @@ piece_cut(struct construct *c, uint32_t i, uint32_t off, uint32_t len)
 	if (off > 0) {
 		p->images = 0;
 		p->enc = 0;
+		p->pad = 0;
 	}
 	return (uint32_t)c->npieces++;
 }
@@ -56,11 +71,8 @@ static int
 continues(const struct construct *c, uint32_t item_a, uint32_t end_a,
     uint32_t item_b, uint32_t off_b)
 {
-	const struct piece *p = &c->pieces[c->sw.idx[item_a]];
-	const struct piece *q = &c->pieces[c->sw.idx[item_b]];
-
-	return p->mix_pos == q->mix_pos && p->source == q->source &&
-	    (uint64_t)p->offset + end_a == (uint64_t)q->offset + off_b;
+	return pieces_meet(&c->pieces[c->sw.idx[item_a]], end_a,
+	    &c->pieces[c->sw.idx[item_b]], off_b);
 }
 
 /* Do tokens [.., end) of step piece item end with the end token? */
@@ -74,12 +86,58 @@ ends_doc(const struct construct *c, uint32_t item, uint32_t end)
 }
 
 /*
+ * Does a piece of source src hold image runs (IMAGE frames, or an image
+ * placeholder token from its META), or padding that keeps one whole?
+ */
+int
+piece_has_runs(const struct construct *c, const struct piece *p)
+{
+	return p->pad > 0 || p->nimg > 0 || (p->source < c->nrun &&
+	    c->run_id[p->source] != OVL_STEP_NORUN);
+}
+
+/*
+ * Does a cut at token x of step piece item fall inside an image's run
+ * that a sequence of S tokens could hold whole (step.h)? The runs of its
+ * IMAGE frames, else of its source's placeholder token.
+ */
+static int
+cuts_run(const struct construct *c, uint32_t item, uint32_t x, uint32_t S)
+{
+	const struct piece *p = &c->pieces[c->sw.idx[item]];
+	uint64_t y = (uint64_t)p->offset + x, a, e;
+	uint32_t id;
+	size_t i;
+
+	if (x == 0 || x >= p->length)
+		return 0;
+	for (i = p->img0; i < (size_t)p->img0 + p->nimg; i++) {
+		a = c->imgs[i].doc_pos;
+		if (a < y && a + c->imgs[i].ntokens > y)
+			return c->imgs[i].ntokens <= S;
+	}
+	if (p->nimg > 0 || p->source >= c->nrun ||
+	    (id = c->run_id[p->source]) == OVL_STEP_NORUN)
+		return 0;
+#define TOK(k)	ovl_tok_at(c->arena.p, c->tok_width, p->tok + (k))
+	if (TOK(x - 1) != id || TOK(x) != id)
+		return 0;
+	for (a = x - 1; a > 0 && TOK(a - 1) == id; a--)
+		;
+	for (e = x + 1; e < p->length && e - a <= S && TOK(e) == id; e++)
+		;
+#undef TOK
+	return e - a <= S;
+}
+
+/*
  * Fragments of a fill in emission order: each bin's cost with the
  * contiguous fragments of one document counted as one piece (as emitted),
  * and whether every fragment followed by another in its bin ends its
  * document or is continued by it (*ok cleared when not).
  */
 struct fragrun {
+	uint32_t	S;		/* sequence length: runs it holds stay */
 	uint32_t	bin, item, end;
 	uint64_t	len;		/* tokens of the run, image tokens too */
 	int		have, closed;
@@ -98,9 +156,12 @@ run_add(struct construct *c, struct fragrun *u, uint32_t bin, uint32_t item,
 	} else {
 		if (u->have) {
 			cost_of_bin[u->bin] += ovl_cost_of(&o->cost, u->len);
-			if (u->bin == bin && !u->closed)
+			if ((u->bin == bin && !u->closed) ||
+			    cuts_run(c, u->item, u->end, u->S))
 				*ok = 0;
 		}
+		if (cuts_run(c, item, off, u->S))
+			*ok = 0;
 		u->len = x;
 	}
 	u->have = 1;
@@ -111,10 +172,13 @@ run_add(struct construct *c, struct fragrun *u, uint32_t bin, uint32_t item,
 }
 
 static void
-run_end(struct construct *c, struct fragrun *u, double *cost_of_bin)
+run_end(struct construct *c, struct fragrun *u, double *cost_of_bin, int *ok)
 {
-	if (u->have)
+	if (u->have) {
 		cost_of_bin[u->bin] += ovl_cost_of(&c->o->cost, u->len);
+		if (cuts_run(c, u->item, u->end, u->S))
+			*ok = 0;
+	}
 	u->have = 0;
 }
 
@@ -220,15 +284,8 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 		w->clen = ovl_xrealloc(w->clen, w->parts_cap *
 		    sizeof(*w->clen));
 	}
-	if (per > w->bins_cap) {
-		w->bins_cap = per + per / 2;
-		w->bcost = ovl_xrealloc(w->bcost, w->bins_cap *
-		    sizeof(*w->bcost));
-		w->brank = ovl_xrealloc(w->brank, w->bins_cap *
-		    sizeof(*w->brank));
-		w->bmb = ovl_xrealloc(w->bmb, w->bins_cap * sizeof(*w->bmb));
-		bc = w->bcost;
-	}
+	bins_grow(w, per);
+	bc = w->bcost;
 	np = ovl_balance_exact(c->bal, method, &o->cost, w->cost, w->len,
 	    w->extra, n, ranks, (uint64_t)per * S, w->parts, rc);
 	if (np + per > w->frags_cap) {
@@ -253,7 +310,7 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 	for (r = 0; r < ranks; r++) {
 		size_t a = w->rfirst[r], z = w->rfirst[r + 1], nf, j, nc = 0;
 		uint32_t *pi = w->pidx + a;
-		struct fragrun u = { 0 };
+		struct fragrun u = { S, 0, 0, 0, 0, 0, 0 };
 		int concat, try;
 
 		/* insertion sort by (piece, offset): parts mostly in order */
@@ -332,7 +389,7 @@ uniform_fill(struct construct *c, int method, size_t n, uint32_t S,
 				nk++;
 			}
 		}
-		run_end(c, &u, bc);
+		run_end(c, &u, bc, ok);
 		for (k = 0; k < per; k++)
 			rc[r] += bc[k];
 	}
@@ -424,14 +481,7 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 	size_t nb = (size_t)ranks * per, nf, k, nk = 0, nu, m;
 	int pass;
 
-	if (nb > w->bins_cap) {
-		w->bins_cap = nb + nb / 2;
-		w->bcost = ovl_xrealloc(w->bcost, w->bins_cap *
-		    sizeof(*w->bcost));
-		w->brank = ovl_xrealloc(w->brank, w->bins_cap *
-		    sizeof(*w->brank));
-		w->bmb = ovl_xrealloc(w->bmb, w->bins_cap * sizeof(*w->bmb));
-	}
+	bins_grow(w, nb);
 	if (n + nb > w->frags_cap) {
 		w->frags_cap = n + nb + (n + nb) / 2;
 		w->frags = ovl_xrealloc(w->frags, w->frags_cap *
@@ -468,7 +518,7 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 	for (k = 0; k < nb; k++)
 		w->bcost[k] = 0;
 	{
-		struct fragrun u = { 0 };
+		struct fragrun u = { S, 0, 0, 0, 0, 0, 0 };
 
 		for (k = 0; k < nf; k++) {
 			struct ovl_frag *f = &w->frags[k];
@@ -477,7 +527,7 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 			run_add(c, &u, f->bin, f->item, f->off, f->len,
 			    w->bcost, ok);
 		}
-		run_end(c, &u, w->bcost);
+		run_end(c, &u, w->bcost, ok);
 	}
 	(void)ovl_balance_bins(c->bal, w->bcost, nb, ranks, per, w->brank, rc);
 	/* a rank's sequences keep the fill's order */
@@ -503,6 +553,96 @@ cut_fill(struct construct *c, size_t n, uint32_t S, uint32_t per, double *rc,
 	return nk;
 }
 
+/*
+ * One walk over a step with image runs in the cutter's layout: the
+ * pieces in arrival order, each after its padding (step.h), fill nb
+ * sequences of S tokens one after the other, cut at every boundary.
+ * Without keys: each sequence's cost into w->bcost (*ok cleared as
+ * run_add says); with keys, the fragments become pieces and emission
+ * keys by w->brank, w->bmb, and the ranks' tokens w->rtok. Returns the
+ * number of fragments.
+ */
+static size_t
+arrival_walk(struct construct *c, size_t n, uint32_t S, size_t nb, int keys,
+    int *ok)
+{
+	struct stepwork *w = &c->sw;
+	struct fragrun u = { S, 0, 0, 0, 0, 0, 0 };
+	uint64_t at = 0, g;
+	size_t i, nk = 0;
+	uint32_t t;
+
+	for (i = 0; i < n; i++) {
+		uint32_t len = w->len[i], off = 0;
+
+		at += c->pieces[w->idx[i]].pad;
+		for (; off < len; off += t, at += t, nk++) {
+			g = at / S;
+			if (g >= nb)
+				ovl_errx(OVL_EXIT_DATA, "a step of %zu sequences "
+				    "cannot hold its pieces and padding", nb);
+			t = S - (uint32_t)(at % S);
+			if (t > len - off)
+				t = len - off;
+			if (!keys) {
+				run_add(c, &u, (uint32_t)g, (uint32_t)i, off, t,
+				    w->bcost, ok);
+				continue;
+			}
+			w->rtok[w->brank[g]] += t;
+			ekeys[nk].key = (uint64_t)w->brank[g] << 32 | w->bmb[g];
+			ekeys[nk].sub = nk;
+			ekeys[nk].piece = piece_cut(c, w->idx[i], off, t);
+		}
+	}
+	if (!keys)
+		run_end(c, &u, w->bcost, ok);
+	return nk;
+}
+
+/*
+ * Uniform shapes, a step with image runs: the cutter's layout
+ * (arrival_walk), so no run a sequence holds is cut and a sequence
+ * before a run ends in padding. none: the sequences to the ranks in
+ * order, per each; cut (bal): whole sequences balanced over the ranks
+ * (ovl_balance_bins), a rank's in the fill's order. Rank costs into rc;
+ * *ok cleared when some sequence would hide a document end. Returns the
+ * number of fragments; with keys, they become pieces and emission keys.
+ */
+static size_t
+arrival_fill(struct construct *c, size_t n, uint32_t S, uint32_t per,
+    double *rc, int keys, int bal, int *ok)
+{
+	struct stepwork *w = &c->sw;
+	uint32_t ranks = c->o->ranks, r;
+	size_t nb = (size_t)ranks * per, k, nk;
+
+	bins_grow(w, nb);
+	for (k = 0; k < nb; k++)
+		w->bcost[k] = 0;
+	nk = arrival_walk(c, n, S, nb, 0, ok);
+	if (bal)
+		(void)ovl_balance_bins(c->bal, w->bcost, nb, ranks, per,
+		    w->brank, rc);
+	else {
+		memset(rc, 0, ranks * sizeof(*rc));
+		for (k = 0; k < nb; k++) {
+			w->brank[k] = (uint32_t)(k / per);
+			rc[k / per] += w->bcost[k];
+		}
+	}
+	memset(w->rfirst, 0, (ranks + 1) * sizeof(*w->rfirst));
+	for (k = 0; k < nb; k++)
+		w->bmb[k] = w->rfirst[w->brank[k]]++;
+	if (keys) {
+		for (r = 0; r < ranks; r++)
+			w->rtok[r] = 0;
+		ekeys_grow(nk);
+		(void)arrival_walk(c, n, S, nb, 1, ok);
+	}
+	return nk;
+}
+
 /* The largest of v[0..n). */
 double
 max_of(const double *v, uint32_t n)
@@ -520,7 +660,9 @@ max_of(const double *v, uint32_t n)
  * Fixed shapes: the plan with the least maximum rank cost of the
  * method's own (pieces whole where they fit), the two cut plans
  * (cut_fill, mid-cut chain first; not for none) and none's, the first
- * of them among equals. Its emission keys are in ekeys (returns their
+ * of them among equals. In a step with image runs, none's is the
+ * cutter's layout and cut its sequences balanced (arrival_fill), and a
+ * plan that cuts a run a sequence holds is no candidate. Its emission keys are in ekeys (returns their
  * number), its rank costs in w->rcost; none's maximum and fragments
  * into *none_max and *none_nf, the plan into *plan.
  */
@@ -534,19 +676,28 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	double mid_max, cut_max, maxc;
 	int ok = 1;
 
-	*none_nf = uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0, &ok);
+	size_t i;
+	int runs = 0;
+
+	/* a step with image runs: none is the cutter's layout */
+	for (i = 0; i < n && !runs; i++)
+		runs = piece_has_runs(c, &c->pieces[w->idx[i]]);
+	*none_nf = runs ? arrival_fill(c, n, S, per, w->rcost, 0, 0, &ok) :
+	    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 0, &ok);
 	*none_max = max_of(w->rcost, ranks);
 	if (o->balance == OVL_BAL_NONE) {
 		*plan = PLAN_NONE;
-		return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1,
-		    &ok);
+		return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 0, &ok) :
+		    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
 	}
 	/* a plan that would hide a document end is not a candidate */
 	ok = 1;
 	(void)cut_fill(c, n, S, per, w->rcost, 0, 1, &ok);
 	mid_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
 	ok = 1;
-	(void)cut_fill(c, n, S, per, w->rcost, 0, 0, &ok);
+	/* with image runs: none's sequences as the cutter padded them */
+	(void)(runs ? arrival_fill(c, n, S, per, w->rcost, 0, 1, &ok) :
+	    cut_fill(c, n, S, per, w->rcost, 0, 0, &ok));
 	cut_max = ok ? max_of(w->rcost, ranks) : HUGE_VAL;
 	ok = 1;
 	(void)uniform_fill(c, o->balance, n, S, per, w->rcost, 0, &ok);
@@ -561,10 +712,12 @@ uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	}
 	if (cut_max <= *none_max) {
 		*plan = PLAN_CUT;
-		return cut_fill(c, n, S, per, w->rcost, 1, 0, &ok);
+		return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 1, &ok) :
+		    cut_fill(c, n, S, per, w->rcost, 1, 0, &ok);
 	}
 	*plan = PLAN_NONE;
-	return uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
+	return runs ? arrival_fill(c, n, S, per, w->rcost, 1, 0, &ok) :
+	    uniform_fill(c, OVL_BAL_NONE, n, S, per, w->rcost, 1, &ok);
 }
 
 void

@@ -14,6 +14,16 @@
  * ranks x micro-batches sequences of seq_len tokens can be filled without
  * padding.
  *
+ * Image runs stay whole in exact mode too: where a sequence boundary (a
+ * multiple of seq_len from the step's start, as a plan that fills the
+ * sequences one after the other in arrival order has them) or the step's
+ * budget would fall inside a run that a sequence can hold, the piece ends
+ * where the run begins, and the step pads up to the boundary: the run
+ * opens the next sequence or step. The padding counts in used and start
+ * (so in both stages' STATE) and is reported on the piece after it
+ * (s->pad), unless it closed its step; a step closed by its next piece
+ * is then full, its real tokens up to seq_len - 1 per sequence fewer.
+ *
  * ovl-mix (to place barriers at step boundaries) and ovl-construct (to
  * build the steps) run this same code on the same configuration, so they
  * agree on every boundary: a boundary is "offset O of the document at mixed
@@ -41,6 +51,8 @@ struct ovl_stepcut {
 	uint64_t	 start;		/* mixed tokens before the current step */
 	uint32_t	 seq_len;	/* of the current step */
 	uint64_t	 budget;	/* of the current step */
+	uint64_t	 pad;		/* exact mode: padding in the current
+					   step just before the last piece */
 };
 
 /* Start at step 0, token 0. cfg must outlive s. */
@@ -60,12 +72,14 @@ uint32_t ovl_stepcut_next(struct ovl_stepcut *s, uint64_t left, int *opened);
 #define OVL_STEP_NORUN	UINT32_MAX	/* no token whose runs stay whole */
 /*
  * As ovl_stepcut_next, for a document whose next left tokens are toks[0..
- * left) (ids of width bytes, 2 or 4: ovl-frame(5)), keeping runs of the token run_id (an image's placeholders) whole:
- * a piece that would end inside such a run ends where the run begins
- * instead, so the run opens the next piece. A run longer than seq-len is
- * cut as any tokens are, and in exact mode a piece still ends at the
- * step's budget (a full step comes first). With run_id OVL_STEP_NORUN (or toks NULL) the
- * same as ovl_stepcut_next.
+ * left) (ids of width bytes, 2 or 4: ovl-frame(5)), keeping runs of the
+ * token run_id (an image's placeholders) whole: a piece that would end
+ * inside such a run ends where the run begins instead, so the run opens
+ * the next piece. A run longer than seq-len is cut as any tokens are, and
+ * in exact mode a piece still ends at the step's budget (a full step comes
+ * first); a run a sequence can hold is moved past a sequence boundary or
+ * the budget by padding (see above). With run_id OVL_STEP_NORUN (or toks
+ * NULL) the same as ovl_stepcut_next.
  */
 uint32_t ovl_stepcut_next_runs(struct ovl_stepcut *s, uint64_t left,
 	    const void *toks, uint32_t width, uint32_t run_id, int *opened);

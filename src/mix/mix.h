@@ -108,6 +108,9 @@ struct source {
 	enum ovl_long_docs long_policy;	/* documents longer than seq-len */
 	uint64_t	  long_n[3];	/* split, truncated, dropped */
 	uint64_t	  long_cut;	/* tokens truncated or dropped */
+	uint64_t	  long_img[2];	/* images split (a run longer than
+					   seq-len), left out (truncated off
+					   or dropped with their document) */
 	struct ovl_buf	  meta;		/* META lines of partition 0 passed on */
 	uint32_t	  run_id;	/* its image placeholder, or OVL_STEP_NORUN */
 };

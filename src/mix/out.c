@@ -77,7 +77,12 @@ state_text(struct mixer *m, uint64_t n, struct ovl_buf *b)
 		PUT("source.%s.docs %" PRIu64 "\n", nm, s->docs);
 		PUT("source.%s.nchunks %u\n", nm, s->nchunks);
 		PUT("source.%s.state %s\n", nm, names[s->state]);
-		if (s->long_n[0] + s->long_n[1] + s->long_n[2] > 0)
+		if (s->long_img[0] + s->long_img[1] > 0)
+			PUT("source.%s.long %" PRIu64 " %" PRIu64 " %" PRIu64
+			    " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nm,
+			    s->long_n[0], s->long_n[1], s->long_n[2],
+			    s->long_cut, s->long_img[0], s->long_img[1]);
+		else if (s->long_n[0] + s->long_n[1] + s->long_n[2] > 0)
 			PUT("source.%s.long %" PRIu64 " %" PRIu64 " %" PRIu64
 			    " %" PRIu64 "\n", nm, s->long_n[0], s->long_n[1],
 			    s->long_n[2], s->long_cut);
@@ -189,6 +194,71 @@ pass_images(struct mixer *m, struct input *in)
 }
 
 /*
+ * The first image of the document held on in whose run is longer than
+ * seq_len (no sequence holds it whole), or UINT32_MAX; how many are
+ * into *n.
+ */
+static uint32_t
+long_image(const struct input *in, uint32_t seq_len, uint32_t *n)
+{
+	uint32_t k, first = UINT32_MAX;
+
+	*n = 0;
+	for (k = 0; k < in->hn; k++)
+		if (in->hruns.p[2 * k + 1] > seq_len) {
+			if (first == UINT32_MAX)
+				first = k;
+			(*n)++;
+		}
+	return first;
+}
+
+/*
+ * long-docs=truncate: the tokens of document d kept (its first ntok - 1
+ * and its end token), seq_len at most; never inside an image's run: a
+ * run the cut would fall in goes whole. The images left out (their runs
+ * not whole in what is kept; ovl-construct drops their IMAGE frames)
+ * into *lost.
+ */
+static uint32_t
+truncate_at(const struct source *s, const struct input *in,
+    const struct ovl_doc *d, uint32_t seq_len, uint32_t *lost)
+{
+	uint32_t ntok = seq_len, k, a, e;
+
+	*lost = 0;
+	if (in->hn > 0) {
+		for (k = 0; k < in->hn; k++) {
+			a = in->hruns.p[2 * k];
+			e = a + in->hruns.p[2 * k + 1];
+			if (a < ntok - 1 && e > ntok - 1)
+				ntok = a + 1;
+		}
+		for (k = 0; k < in->hn; k++)
+			if (in->hruns.p[2 * k] + in->hruns.p[2 * k + 1] >
+			    ntok - 1)
+				(*lost)++;
+		return ntok;
+	}
+	if (s->run_id == OVL_STEP_NORUN)
+		return ntok;
+	/* placeholders without IMAGE frames: the runs by their tokens */
+#define TOK(i)	ovl_tok_at(d->tokens, d->width, (i))
+	if (ntok >= 2 && TOK(ntok - 2) == s->run_id &&
+	    TOK(ntok - 1) == s->run_id) {
+		for (a = ntok - 2; a > 0 && TOK(a - 1) == s->run_id; a--)
+			;
+		ntok = a + 1;
+	}
+	for (k = ntok - 1; k < d->ntokens; k++)
+		if (TOK(k) == s->run_id && (k == ntok - 1 ||
+		    TOK(k - 1) != s->run_id))
+			(*lost)++;
+#undef TOK
+	return ntok;
+}
+
+/*
  * Emit the document pending on in (source k) at the next mixed position,
  * preceded by the checkpoints the step cutter opens inside it. Returns 0
  * when the plan's stop steps= falls before it (nothing emitted), 2 when
@@ -201,7 +271,7 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	struct source *s = &m->src[k];
 	struct ovl_stepcut c2 = m->cut;
 	uint64_t left, off = 0, stop = m->plan->stop_steps;
-	uint32_t plen, ntok = d->ntokens;
+	uint32_t plen, ntok = d->ntokens, nbig = 0, nlost = 0;
 	size_t nb = 0, i;
 	int opened, stopped = 0, longk = -1;
 	/* the runs of its images, when its IMAGE frames came with it */
@@ -213,9 +283,20 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 		char cb[OVL_CURSOR_STRLEN];
 		struct ovl_cursor cur;
 
+		uint32_t big = long_image(in, c2.seq_len, &nbig);
+
 		switch (s->long_policy) {
 		case OVL_LONG_ERROR:
 			ovl_doc_cursor(d, &cur);
+			if (big != UINT32_MAX)
+				ovl_errx(OVL_EXIT_DATA, "source '%s': record %"
+				    PRIu64 " of chunk %u, epoch %u (just before "
+				    "cursor %s): its image %u is a run of %u "
+				    "tokens, longer than seq-len %u "
+				    "(long-docs=error)", s->ps->name, d->record,
+				    d->chunk, d->epoch, ovl_cursor_format(&cur,
+				    cb), big, in->hruns.p[2 * big + 1],
+				    c2.seq_len);
 			ovl_errx(OVL_EXIT_DATA, "source '%s': record %" PRIu64
 			    " of chunk %u, epoch %u (just before cursor %s) has "
 			    "%u tokens, longer than seq-len %u (long-docs=error)",
@@ -227,16 +308,26 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 				return 0;
 			s->long_n[2]++;
 			s->long_cut += d->ntokens;
+			s->long_img[1] += in->hn;
 			in->has_pend = 0;
 			in->hn = 0;	/* its images go with it */
 			ovl_doc_cursor(d, &s->cur);
 			return 1;
 		case OVL_LONG_TRUNCATE:
 			longk = 1;
-			ntok = c2.seq_len;
+			ntok = truncate_at(s, in, d, c2.seq_len, &nlost);
 			break;
 		default:
 			longk = 0;
+			if (nbig > 0 && s->long_img[0] == 0)
+				ovl_warnx("source '%s': record %" PRIu64 " of "
+				    "chunk %u, epoch %u: image %u is a run of %u "
+				    "tokens, longer than seq-len %u: split "
+				    "across sequences, its IMAGE frame with the "
+				    "first (long-docs=split; counted; 'drop' or "
+				    "'error' refuses such images)", s->ps->name,
+				    d->record, d->chunk, d->epoch, big,
+				    in->hruns.p[2 * big + 1], c2.seq_len);
 			break;
 		}
 	}
@@ -261,7 +352,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 			}
 			m->bars[nb].n = c2.step / m->every;
 			m->bars[nb].step = c2.step;
-			m->bars[nb].tokens = m->tokens + off;
+			/* the cutter's count: padding that keeps runs whole too */
+			m->bars[nb].tokens = c2.start;
 			m->bars[nb].offset = (uint32_t)off;
 			nb++;
 		}
@@ -274,6 +366,8 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 	if (longk >= 0) {
 		s->long_n[longk]++;
 		s->long_cut += d->ntokens - ntok;
+		s->long_img[0] += longk == 0 ? nbig : 0;
+		s->long_img[1] += nlost;
 	}
 	if (ntok < d->ntokens) {
 		/* truncated: its first ntok - 1 tokens and its end token */
@@ -380,6 +474,9 @@ stats_kv(struct mixer *m, FILE *fp, int final, double T)
 		    "long_truncated %" PRIu64 "\nsource.%s.long_dropped %" PRIu64
 		    "\nsource.%s.long_cut_tokens %" PRIu64 "\n", n, s->long_n[0],
 		    n, s->long_n[1], n, s->long_n[2], n, s->long_cut);
+		fprintf(fp, "source.%s.long_images_split %" PRIu64 "\n"
+		    "source.%s.long_images_left_out %" PRIu64 "\n", n,
+		    s->long_img[0], n, s->long_img[1]);
 		for (j = 0; j < s->nparts; j++) {
 			const struct input *in = s->in[j];
 
@@ -594,9 +691,13 @@ resume_from(struct mixer *m, const char *path)
 					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
 					    "state '%s'", path, lineno, val);
 			} else if (strcmp(field, "long") == 0) {
-				if (sscanf(val, "%" SCNu64 " %" SCNu64 " %" SCNu64
-				    " %" SCNu64, &s->long_n[0], &s->long_n[1],
-				    &s->long_n[2], &s->long_cut) != 4)
+				int nf = sscanf(val, "%" SCNu64 " %" SCNu64 " %"
+				    SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
+				    &s->long_n[0], &s->long_n[1], &s->long_n[2],
+				    &s->long_cut, &s->long_img[0],
+				    &s->long_img[1]);
+
+				if (nf != 4 && nf != 6)
 					ovl_errx(OVL_EXIT_USAGE, "%s:%zu: bad "
 					    "long '%s'", path, lineno, val);
 			} else if (strcmp(field, "base") == 0) {

@@ -217,6 +217,36 @@ test_runs(void)
 }
 
 /* runs known by their bounds (IMAGE frames): touching runs stay apart */
+/*
+ * A random document of text (token 1) and image runs (token 7) of 1 to
+ * maxrun tokens into doc[0..40), runs touching unless apart (text between
+ * any two); their bounds (first token, length) into runs[0..2 * *nr).
+ * Returns its length.
+ */
+static uint32_t
+random_doc(struct ovl_rng *rng, uint32_t maxrun, int apart, uint32_t *doc,
+    uint32_t *runs, size_t *nr)
+{
+	uint32_t n = 0, i;
+
+	*nr = 0;
+	while (n < 30 && *nr < 8) {
+		uint32_t len = 1 + (uint32_t)ovl_rng_below(rng, maxrun);
+		int img = ovl_rng_below(rng, 2) == 0;
+
+		if (img && apart && n > 0 && doc[n - 1] == 7)
+			doc[n++] = 1;
+		for (i = 0; i < len && n < 40; i++)
+			doc[n++] = img ? 7 : 1;
+		if (img) {
+			runs[2 * *nr] = n - i;
+			runs[2 * *nr + 1] = i;
+			(*nr)++;
+		}
+	}
+	return n;
+}
+
 static void
 test_bounds(void)
 {
@@ -250,21 +280,8 @@ test_bounds(void)
 	ovl_rng_seed(&rng, 9);
 	ovl_stepcut_init(&s, &cfg);
 	for (k = 0; k < 3000; k++) {
-		uint32_t n = 0;
+		uint32_t n = random_doc(&rng, 12, 0, doc, runs, &nr);
 
-		nr = 0;
-		while (n < 30 && nr < 8) {
-			uint32_t len = 1 + (uint32_t)ovl_rng_below(&rng, 12);
-			int img = ovl_rng_below(&rng, 2) == 0;
-
-			for (i = 0; i < (int)len && n < 40; i++)
-				doc[n++] = img ? 7 : 1;
-			if (img) {
-				runs[2 * nr] = n - (uint32_t)i;
-				runs[2 * nr + 1] = (uint32_t)i;
-				nr++;
-			}
-		}
 		for (left = n, off = 0; left > 0; left -= p, off += p) {
 			p = ovl_stepcut_next_bounds(&s, left, doc + off, 4, 7, off,
 			    runs, nr, &opened);
@@ -280,6 +297,78 @@ test_bounds(void)
 	CHECK(bad == 0);
 }
 
+/*
+ * Exact mode keeps runs whole by padding: no run that a sequence can hold
+ * crosses a sequence boundary (a multiple of seq-len from its step's
+ * start) or the step's budget; the padding comes only before a piece that
+ * begins with a run, is less than seq-len, and every step holds its
+ * budget (tokens and padding). Runs given by their bounds (touching
+ * ones too) and by their tokens, budgets a multiple of seq-len and not.
+ */
+static void
+exact_runs(uint64_t budget, int bounds, int *bad, uint64_t *npad)
+{
+	static const uint64_t at[] = { 0 };
+	static const uint32_t sl[] = { 10 };
+	struct ovl_stepcfg cfg = { 3, budget, 1, at, sl, 1 };
+	struct ovl_stepcut s;
+	uint32_t doc[40], runs[16], p, n;
+	uint64_t left, off, pos = 0, B;
+	struct ovl_rng rng;
+	int opened, k;
+	size_t nr, j;
+
+	ovl_rng_seed(&rng, 11 + budget);
+	ovl_stepcut_init(&s, &cfg);
+	B = s.budget;
+	for (k = 0; k < 3000; k++) {
+		/* text between runs when the runs come from tokens */
+		n = random_doc(&rng, 9, !bounds, doc, runs, &nr);
+		for (left = n, off = 0; left > 0; left -= p, off += p) {
+			p = ovl_stepcut_next_bounds(&s, left, doc + off, 4, 7, off,
+			    bounds ? runs : NULL, nr, &opened);
+			if (opened) {
+				/* a step short of its budget: padding before a run */
+				if (pos > B || (pos < B && doc[off] != 7))
+					(*bad)++;
+				pos = 0;
+				B = s.budget;
+			}
+			if (s.pad >= 10 || (s.pad > 0 && doc[off] != 7))
+				(*bad)++;
+			*npad += s.pad;
+			pos += s.pad;
+			if (p == 0 || p > left || p > 10 || pos + p > B)
+				(*bad)++;
+			for (j = 0; j < nr; j++) {
+				uint64_t a = runs[2 * j], e = a + runs[2 * j + 1];
+
+				if (a < off || a >= off + p)
+					continue;
+				/* whole in the piece, in one sequence */
+				if (e > off + p || (pos + a - off) / 10 !=
+				    (pos + e - off - 1) / 10)
+					(*bad)++;
+			}
+			pos += p;
+		}
+	}
+}
+
+static void
+test_exact_runs(void)
+{
+	int bad = 0;
+	uint64_t npad = 0;
+
+	exact_runs(0, 1, &bad, &npad);
+	exact_runs(0, 0, &bad, &npad);
+	exact_runs(25, 1, &bad, &npad);
+	exact_runs(25, 0, &bad, &npad);
+	CHECK(bad == 0);
+	CHECK(npad > 1000);	/* the check met runs to move */
+}
+
 int
 main(void)
 {
@@ -289,5 +378,6 @@ main(void)
 	RUN(test_random_invariants);
 	RUN(test_restore);
 	RUN(test_exact);
+	RUN(test_exact_runs);
 	UNIT_DONE();
 }
