@@ -14,6 +14,7 @@
 #include "err.h"
 #include "io.h"
 #include "num.h"
+#include "ring.h"
 
 #define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
 #define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
@@ -61,6 +62,11 @@ struct ovl_reader {
 	uint64_t	 img_step;
 	uint32_t	 img_rank, img_mb;
 	uint64_t	 skipped;
+
+	/* a ring (ring.h): buf is in its data area, or big for an outlier */
+	struct ovl_ring	*ring;
+	uint8_t		*big;		/* a frame larger than the ring */
+	int		 inbig;
 };
 
 static uint32_t
@@ -100,7 +106,7 @@ ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
 	if (chunk > RD_CHUNK)
 		chunk = RD_CHUNK;
 	r->chunk = chunk;
-	if (r->end == r->start && r->cap > chunk) {
+	if (r->ring == NULL && r->end == r->start && r->cap > chunk) {
 		/* nothing buffered: a buffer of the new size */
 		r->base += r->start;
 		r->start = r->end = 0;
@@ -128,7 +134,11 @@ ovl_reader_free(struct ovl_reader *r)
 {
 	if (r == NULL)
 		return;
-	free(r->buf);
+	if (r->ring != NULL) {
+		free(r->big);
+		ovl_ring_close(r->ring);
+	} else
+		free(r->buf);
 	free(r->name);
 	free(r->meta_keys);
 	ovl_buf_free(&r->meta);
@@ -377,7 +387,7 @@ settle(struct ovl_reader *r)
 	size_t have = r->end - r->start, ncap = r->chunk;
 	uint8_t *nb;
 
-	if (r->cap <= 4 * r->chunk)
+	if (r->ring != NULL || r->cap <= 4 * r->chunk)
 		return;
 	while (ncap < have + r->chunk / 4)
 		ncap *= 2;
@@ -404,12 +414,16 @@ ovl_reader_done(struct ovl_reader *r)
  * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
  * non-blocking fd has nothing more, -1 on a read error (errmsg set).
  */
+static int ring_fill(struct ovl_reader *, size_t);
+
 static int
 fill(struct ovl_reader *r, size_t need)
 {
 	size_t c = r->chunk, want;
 	ssize_t n;
 
+	if (r->ring != NULL)
+		return ring_fill(r, need);
 	while (r->end - r->start < need) {
 		if (r->eof)
 			return 0;
@@ -461,6 +475,171 @@ fill(struct ovl_reader *r, size_t need)
 	return 1;
 }
 
+/* ---- the ring transport (ring.h) ---- */
+
+/*
+ * Everything before buf[start] is consumed: the window begins there, and
+ * the writer may reuse what lies before it. A frame read into big (an
+ * outlier) is over: back to the ring.
+ */
+static void
+ring_rebase(struct ovl_reader *r)
+{
+	size_t size = ovl_ring_size(r->ring);
+
+	r->base += r->start;
+	r->end -= r->start;
+	r->start = 0;
+	if (r->inbig) {
+		/* big held exactly the one frame, consumed now */
+		free(r->big);
+		r->big = NULL;
+		r->inbig = 0;
+		r->end = 0;
+	}
+	r->buf = ovl_ring_data(r->ring) + r->base % size;
+	r->cap = size;
+	ovl_ring_release(r->ring, r->base);
+}
+
+/*
+ * Nothing more is published: wait for the writer. Returns 1 to look
+ * again, 0 when the writer is gone (the caller looks once more),
+ * OVL_RD_AGAIN on a non-blocking pipe, -1 on a read error.
+ */
+static int
+ring_wait(struct ovl_reader *r, uint64_t have)
+{
+	char junk[64];
+	ssize_t n;
+
+	if (r->eof)
+		return 0;
+	if (r->idle != NULL)
+		r->idle(r->idle_arg);
+	if (ovl_ring_sleep(r->ring, have))
+		return 1;
+	for (;;) {
+		n = read(r->fd, junk, sizeof(junk));
+		if (n > 0)
+			return 1;
+		if (n == 0) {
+			r->eof = 1;
+			return 1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return OVL_RD_AGAIN;
+		snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
+		    r->name, strerror(errno));
+		r->state = OVL_F_ETRUNC;
+		return -1;
+	}
+}
+
+/*
+ * fill() over a ring: the bytes are viewed where the writer put them.
+ * A frame larger than the ring is copied out to big as it comes.
+ */
+static int
+ring_fill(struct ovl_reader *r, size_t need)
+{
+	size_t size = ovl_ring_size(r->ring), k;
+	uint64_t head, at;
+	int rc;
+
+	while (r->end - r->start < need) {
+		if (r->inbig && r->start > 0)
+			ring_rebase(r);	/* the outlier was returned */
+		if (!r->inbig && r->start > 0 && (r->start + need > size ||
+		    r->start >= size / 4))
+			ring_rebase(r);
+		if (!r->inbig && need > size) {
+			/* an outlier: into a buffer of its own */
+			r->big = ovl_xmalloc(need);
+			memcpy(r->big, r->buf + r->start, r->end - r->start);
+			r->base += r->start;
+			r->end -= r->start;
+			r->start = 0;
+			r->buf = r->big;
+			r->cap = need;
+			r->inbig = 1;
+			ovl_ring_release(r->ring, r->base + r->end);
+		}
+		head = ovl_ring_head(r->ring);
+		at = r->base + r->end;
+		if (head > at && r->inbig) {
+			k = need - (r->end - r->start);
+			if (k > head - at)
+				k = (size_t)(head - at);
+			memcpy(r->big + r->end, ovl_ring_data(r->ring) + at % size,
+			    k);
+			r->end += k;
+			ovl_ring_release(r->ring, r->base + r->end);
+			continue;
+		}
+		if (head > at) {
+			r->end = head - r->base < size ? (size_t)(head - r->base) :
+			    size;
+			continue;
+		}
+		if (r->eof)
+			return 0;
+		if (!r->inbig)
+			ring_rebase(r);
+		rc = ring_wait(r, r->base + r->end);
+		if (rc != 1)
+			return rc == 0 ? 0 : rc;
+	}
+	return 1;
+}
+
+/*
+ * The stream begins with a ring's hello (ring.h): take it, map the ring
+ * and read the stream from there. Returns 1, OVL_RD_AGAIN, or an error.
+ */
+static int
+ring_attach(struct ovl_reader *r)
+{
+	struct ovl_ring *g;
+	char msg[256];
+	long len;
+	int got;
+
+	got = fill(r, 12);
+	if (got == 1) {
+		len = ovl_ring_hello_len(r->buf + r->start, r->end - r->start);
+		if (len < 0)
+			return fail(r, OVL_F_EMAGIC, r->base + r->start,
+			    "malformed ring hello");
+		got = fill(r, len > 0 ? (size_t)len : 12);
+	}
+	if (got == OVL_RD_AGAIN)
+		return OVL_RD_AGAIN;
+	if (got < 0)
+		return r->state;
+	if (got == 0)
+		return fail(r, OVL_F_ETRUNC, r->base + r->end,
+		    "inside a ring hello");
+	g = ovl_ring_attach(r->fd, r->buf + r->start, r->end - r->start,
+	    msg, sizeof(msg));
+	if (g == NULL) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "'%.100s': %s", r->name,
+		    msg);
+		r->state = OVL_F_ETRUNC;
+		return r->state;
+	}
+	/* the stream's offsets count from the ring's first byte */
+	free(r->buf);
+	r->ring = g;
+	r->base = 0;
+	r->start = r->end = 0;
+	r->buf = ovl_ring_data(g);
+	r->cap = ovl_ring_size(g);
+	return 1;
+}
+
 static int
 next_frame(struct ovl_reader *r, struct ovl_frame *f)
 {
@@ -478,6 +657,18 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 			return OVL_RD_AGAIN;
 		if (got < 0)
 			return r->state;
+		if (r->ring == NULL && r->end - r->start >= OVL_RING_MAGIC_LEN &&
+		    memcmp(r->buf + r->start, OVL_RING_MAGIC,
+		    OVL_RING_MAGIC_LEN) == 0) {
+			got = ring_attach(r);
+			if (got != 1)
+				return got;
+			got = fill(r, OVL_STREAM_HDR_LEN);
+			if (got == OVL_RD_AGAIN)
+				return OVL_RD_AGAIN;
+			if (got < 0)
+				return r->state;
+		}
 		rc = ovl_stream_hdr_check(r->buf + r->start, r->end - r->start,
 		    &minor);
 		if (rc == OVL_F_NEED)
@@ -623,6 +814,9 @@ struct ovl_writer {
 	uint64_t	 count;
 	unsigned	 calm;		/* small frames in a row (CALM) */
 	int		 started;
+	uint64_t	 sealed;	/* stream offset after the last whole frame */
+	int		 ring_asked;	/* ovl_ring_wanted was asked */
+	struct ovl_ring	*ring;		/* the ring transport, or NULL */
 };
 
 struct ovl_writer *
@@ -644,6 +838,7 @@ ovl_writer_free(struct ovl_writer *w)
 {
 	if (w == NULL)
 		return;
+	ovl_ring_close(w->ring);
 	free(w->buf);
 	free(w->name);
 	free(w);
@@ -653,6 +848,19 @@ ovl_writer_free(struct ovl_writer *w)
 static void
 put(struct ovl_writer *w, const void *p, size_t n)
 {
+	if (!w->ring_asked) {
+		/* at the first bytes, as a pipe's reader would see them */
+		w->ring_asked = 1;
+		if (ovl_ring_wanted(w->fd))
+			w->ring = ovl_ring_create(w->fd, w->name);
+	}
+	if (w->ring != NULL) {
+		/* published at whole frames only (ring.h) */
+		ovl_ring_seal(w->ring, w->sealed);
+		ovl_ring_put(w->ring, p, n);
+		ovl_ring_publish(w->ring);
+		return;
+	}
 	if (ovl_io_write_full(w->fd, p, n) != 0) {
 		/*
 		 * A socket's reader leaving is said, naming the peer, before
@@ -717,6 +925,7 @@ start(struct ovl_writer *w)
 	ovl_stream_hdr_encode(w->buf + w->len);
 	w->len += OVL_STREAM_HDR_LEN;
 	w->started = 1;
+	w->sealed = w->written + w->len;
 }
 
 uint8_t *
@@ -738,6 +947,7 @@ ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
 	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
 	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
 	w->open = SIZE_MAX;
+	w->sealed = w->written + w->len;
 	w->calm = w->open_len <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (kind != OVL_END)
 		w->count++;
@@ -796,6 +1006,7 @@ ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 		gen(arg, w->buf + w->len, off, n);
 		w->len += n;
 	}
+	w->sealed = w->written + w->len;
 	w->count++;
 	w->calm++;
 }
@@ -810,6 +1021,7 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 		 * is buffered: no second copy of an outlier in memory.
 		 */
 		write_out(w, w->len);
+		w->sealed = w->written + f->size;
 		put(w, f->payload - OVL_FRAME_HDR_LEN, f->size);
 		w->written += f->size;
 		if (f->kind != OVL_END)
@@ -819,6 +1031,7 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 	ensure(w, f->size);
 	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	w->len += f->size;
+	w->sealed = w->written + w->len;
 	w->calm++;
 	if (f->kind != OVL_END)
 		w->count++;
