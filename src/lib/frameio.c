@@ -726,6 +726,8 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off,
 			    "END frame count does not match the frames read");
 		r->state = 2;
+		if (r->ring != NULL)
+			ovl_ring_ended(r->ring);
 		return OVL_RD_FRAME;
 	}
 	r->count++;

@@ -37,6 +37,7 @@ struct ring_hdr {
 	_Atomic uint32_t rsleep;	/* the reader waits on the pipe */
 	_Atomic uint32_t wsleep;	/* the writer waits on this futex */
 	_Atomic uint32_t attached;	/* the reader has the file (unlinked) */
+	_Atomic uint32_t ended;		/* the reader has read the END frame */
 };
 
 struct ovl_ring {
@@ -175,7 +176,8 @@ check_reader(struct ovl_ring *g)
 {
 	struct pollfd p = { g->fd, 0, 0 };
 
-	if (poll(&p, 1, 0) > 0 && (p.revents & POLLERR)) {
+	if (poll(&p, 1, 0) > 0 && (p.revents & POLLERR) &&
+	    !atomic_load(&g->hdr->ended)) {
 		if (!atomic_load(&g->hdr->attached))
 			(void)unlink(g->path);
 		ovl_io_die_epipe();
@@ -359,6 +361,12 @@ ovl_ring_release(struct ovl_ring *g, uint64_t pos)
 	if (atomic_load_explicit(&h->wsleep, memory_order_relaxed) &&
 	    atomic_exchange(&h->wsleep, 0) != 0)
 		(void)futex(&h->wsleep, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void
+ovl_ring_ended(struct ovl_ring *g)
+{
+	atomic_store(&g->hdr->ended, 1);
 }
 
 int

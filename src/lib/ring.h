@@ -23,7 +23,9 @@
  * byte (or end of file: the writer closed or died) on the pipe, so it can
  * poll(2) the pipe among other inputs as before; a writer that publishes
  * while the reader sleeps writes one byte. A writer with no room waits on
- * a futex with a timeout and polls the pipe for POLLERR (no reader left).
+ * a futex with a timeout and polls the pipe for POLLERR (no reader left);
+ * it also looks at every publication, so a writer whose reader is gone
+ * before the END frame dies by SIGPIPE, as over a pipe.
  */
 #ifndef OVL_RING_H
 #define OVL_RING_H
@@ -86,6 +88,11 @@ size_t	ovl_ring_size(const struct ovl_ring *g);
 uint64_t ovl_ring_head(const struct ovl_ring *g);
 /* Reader: bytes before pos are consumed (waking a writer that waits). */
 void	ovl_ring_release(struct ovl_ring *g, uint64_t pos);
+/*
+ * Reader: the END frame was read. A writer that finds its reader gone
+ * after that ends normally, as a pipe's writer whose last write went in.
+ */
+void	ovl_ring_ended(struct ovl_ring *g);
 /*
  * Reader about to wait on the pipe with everything before have read: set
  * the sleep flag and look again. Returns 1 when more was published
