@@ -816,7 +816,6 @@ struct ovl_writer {
 	uint64_t	 count;
 	unsigned	 calm;		/* small frames in a row (CALM) */
 	int		 started;
-	uint64_t	 sealed;	/* stream offset after the last whole frame */
 	int		 ring_asked;	/* ovl_ring_wanted was asked */
 	struct ovl_ring	*ring;		/* the ring transport, or NULL */
 };
@@ -858,7 +857,6 @@ put(struct ovl_writer *w, const void *p, size_t n)
 	}
 	if (w->ring != NULL) {
 		/* published at whole frames only (ring.h) */
-		ovl_ring_seal(w->ring, w->sealed);
 		ovl_ring_put(w->ring, p, n);
 		ovl_ring_publish(w->ring);
 		return;
@@ -927,7 +925,6 @@ start(struct ovl_writer *w)
 	ovl_stream_hdr_encode(w->buf + w->len);
 	w->len += OVL_STREAM_HDR_LEN;
 	w->started = 1;
-	w->sealed = w->written + w->len;
 }
 
 uint8_t *
@@ -949,7 +946,6 @@ ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
 	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
 	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
 	w->open = SIZE_MAX;
-	w->sealed = w->written + w->len;
 	w->calm = w->open_len <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (kind != OVL_END)
 		w->count++;
@@ -1008,7 +1004,6 @@ ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 		gen(arg, w->buf + w->len, off, n);
 		w->len += n;
 	}
-	w->sealed = w->written + w->len;
 	w->count++;
 	w->calm++;
 }
@@ -1023,7 +1018,6 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 		 * is buffered: no second copy of an outlier in memory.
 		 */
 		write_out(w, w->len);
-		w->sealed = w->written + f->size;
 		put(w, f->payload - OVL_FRAME_HDR_LEN, f->size);
 		w->written += f->size;
 		if (f->kind != OVL_END)
@@ -1033,7 +1027,6 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 	ensure(w, f->size);
 	memcpy(w->buf + w->len, f->payload - OVL_FRAME_HDR_LEN, f->size);
 	w->len += f->size;
-	w->sealed = w->written + w->len;
 	w->calm++;
 	if (f->kind != OVL_END)
 		w->count++;

@@ -50,7 +50,9 @@ struct ovl_ring {
 	size_t		 maplen;
 	size_t		 size;
 	uint64_t	 wpos;		/* writer: bytes written */
-	uint64_t	 sealed;	/* writer: last whole-frame boundary */
+	uint64_t	 whole;		/* writer: end of the last whole frame */
+	uint64_t	 frame_at;	/* writer: where the frame written begins */
+	uint64_t	 frame_end;	/* writer: where it ends (0: not known yet) */
 	uint64_t	 head;		/* writer: last published */
 };
 
@@ -139,6 +141,7 @@ ovl_ring_create(int fd, const char *name)
 	g->fd = fd;
 	g->name = ovl_xstrdup(name);
 	g->size = ring_size();
+	g->frame_at = OVL_STREAM_HDR_LEN;	/* the stream header goes first */
 	plen = strlen(dir) + sizeof("/ovl-ring.XXXXXX");
 	g->path = ovl_xmalloc(plen);
 	snprintf(g->path, plen, "%s/ovl-ring.XXXXXX", dir);
@@ -205,16 +208,31 @@ publish_to(struct ovl_ring *g, uint64_t pos)
 	}
 }
 
-void
-ovl_ring_seal(struct ovl_ring *g, uint64_t pos)
+/*
+ * Writer: follow the frames in what was written (the length in each
+ * header) to know where the last whole one ends.
+ */
+static void
+track_frames(struct ovl_ring *g)
 {
-	g->sealed = pos;
+	for (;;) {
+		if (g->frame_end == 0) {
+			if (g->wpos < g->frame_at + 4)
+				return;
+			g->frame_end = g->frame_at + OVL_FRAME_HDR_LEN +
+			    ovl_le32(g->data + g->frame_at % g->size);
+		}
+		if (g->wpos < g->frame_end)
+			return;
+		g->whole = g->frame_at = g->frame_end;
+		g->frame_end = 0;
+	}
 }
 
 void
 ovl_ring_publish(struct ovl_ring *g)
 {
-	publish_to(g, g->sealed < g->wpos ? g->sealed : g->wpos);
+	publish_to(g, g->whole);
 	check_reader(g);
 }
 
@@ -226,7 +244,7 @@ wait_room(struct ovl_ring *g)
 	struct timespec ts = { 0, WAIT_MS * 1000000L };
 	uint64_t tail;
 
-	publish_to(g, g->sealed < g->wpos ? g->sealed : g->wpos);
+	publish_to(g, g->whole);
 	tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	if (tail == g->head && g->wpos - tail >= g->size)
 		publish_to(g, g->wpos);	/* one frame larger than the ring */
@@ -258,6 +276,7 @@ ovl_ring_put(struct ovl_ring *g, const void *p, size_t n)
 		k = n < room ? n : room;
 		memcpy(g->data + g->wpos % g->size, s, k);
 		g->wpos += k;
+		track_frames(g);
 		s += k;
 		n -= k;
 	}

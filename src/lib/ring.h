@@ -55,18 +55,18 @@ int	ovl_ring_wanted(int fd);
  */
 struct ovl_ring *ovl_ring_create(int fd, const char *name);
 /*
- * Writer: copy n bytes at the write position, waiting for room. While it
- * waits it publishes up to the last whole frame (ovl_ring_seal); when the
- * reader has taken everything published and there is still no room (a
- * frame larger than the ring) it publishes what it wrote. Dies by SIGPIPE
- * when the reader is gone.
+ * Writer: copy n bytes of the stream (the stream header, then frames) at
+ * the write position, waiting for room. The ring follows the frames'
+ * lengths in their headers, so it knows where the last whole frame ends.
+ * While it waits it publishes up to there; when the reader has taken
+ * everything published and there is still no room (a frame larger than
+ * the ring) it publishes what it wrote. Dies by SIGPIPE when the reader is
+ * gone.
  */
 void	ovl_ring_put(struct ovl_ring *g, const void *p, size_t n);
-/* Writer: stream position pos (a whole-frame boundary) may be published. */
-void	ovl_ring_seal(struct ovl_ring *g, uint64_t pos);
 /*
- * Writer: publish up to the last sealed position, wake the reader if it
- * sleeps, and die by SIGPIPE when the reader is gone.
+ * Writer: publish up to the end of the last whole frame, wake the reader
+ * if it sleeps, and die by SIGPIPE when the reader is gone.
  */
 void	ovl_ring_publish(struct ovl_ring *g);
 

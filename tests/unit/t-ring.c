@@ -250,6 +250,33 @@ test_killed_mid_frame(void)
 	    WTERMSIG(st) == SIGKILL);
 }
 
+/*
+ * A writer killed while it copies a block of many frames into a ring with
+ * less room than the block: what it published ends at a whole frame.
+ */
+static void
+test_killed_mid_block(void)
+{
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	int fd, st, rc, n = 0;
+	pid_t pid = spawn_writer(&fd, "64Ki", 1000);
+
+	r = ovl_reader_new(fd, "ring", 4u << 20);
+	while ((rc = ovl_reader_next(r, &f)) == OVL_RD_FRAME) {
+		if (++n == 40)
+			kill(pid, SIGKILL);
+	}
+	CHECK(n >= 40);
+	CHECK(rc == OVL_F_ETRUNC);
+	CHECK(strstr(ovl_reader_error(r), "inside a frame") == NULL);
+	printf("# %s\n", ovl_reader_error(r));
+	ovl_reader_free(r);
+	close(fd);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) &&
+	    WTERMSIG(st) == SIGKILL);
+}
+
 /* A writer whose reader is gone dies by SIGPIPE, also while it waits. */
 static void
 test_reader_gone(void)
@@ -301,7 +328,6 @@ test_bad_crc_offset(void)
 				setenv("OVL_RING_DIR", ringdir, 1);
 				g = ovl_ring_create(pfd[1], "raw");
 				ovl_ring_put(g, buf, n);
-				ovl_ring_seal(g, n);
 				ovl_ring_publish(g);
 			} else if (write(pfd[1], buf, n) != (ssize_t)n)
 				_exit(1);
@@ -333,6 +359,7 @@ main(void)
 	RUN(test_small_ring_nonblocking);
 	RUN(test_default_ring);
 	RUN(test_killed_mid_frame);
+	RUN(test_killed_mid_block);
 	RUN(test_reader_gone);
 	RUN(test_bad_crc_offset);
 	(void)rmdir(ringdir);
