@@ -216,3 +216,18 @@ no_rings() {
 	cmp err-fifo err-ring
 	no_rings .
 }
+
+@test "rings: a hello naming a file that is not a ring is exit 3, and the file stays" {
+	for name in keep.txt ovl-ring.fake; do
+		echo precious > "$name"
+		chmod 600 "$name"
+		p=$PWD/$name
+		{ printf '\211OVLRING'; printf "%08x" "${#p}" | sed 's/\(..\)\(..\)\(..\)\(..\)/\\x\4\\x\3\\x\2\\x\1/' | xargs -0 printf; printf '%s' "$p"; } > hello
+		run -3 bash -c 'cat hello | "$OVL_CONSTRUCT" > /dev/null'
+		[[ "$output" == *"'standard input': '$p' is not a ring file"* ]]
+		[ "$(cat "$name")" = precious ]
+	done
+	# from a file, a hello is no stream at all
+	run -3 "$OVL_CONSTRUCT" < hello
+	[[ "$output" == *"bad magic (not an overlord stream) at byte offset 0"* ]]
+}

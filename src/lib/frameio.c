@@ -659,7 +659,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 			return r->state;
 		if (r->ring == NULL && r->end - r->start >= OVL_RING_MAGIC_LEN &&
 		    memcmp(r->buf + r->start, OVL_RING_MAGIC,
-		    OVL_RING_MAGIC_LEN) == 0) {
+		    OVL_RING_MAGIC_LEN) == 0 && ovl_io_isfifo(r->fd)) {
 			got = ring_attach(r);
 			if (got != 1)
 				return got;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -66,14 +67,13 @@ int
 ovl_ring_wanted(int fd)
 {
 	const char *t = getenv("OVL_TRANSPORT");
-	struct stat st;
 
 	if (t == NULL || *t == '\0' || strcmp(t, "fifo") == 0)
 		return 0;
 	if (strcmp(t, "ring") != 0)
 		ovl_errx(OVL_EXIT_USAGE, "bad OVL_TRANSPORT '%s' (ring or fifo)",
 		    t);
-	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+	return ovl_io_isfifo(fd);
 }
 
 static size_t
@@ -268,6 +268,9 @@ ovl_ring_put(struct ovl_ring *g, const void *p, size_t n)
 	while (n > 0) {
 		tail = atomic_load_explicit(&g->hdr->tail,
 		    memory_order_acquire);
+		if (tail > g->wpos || g->wpos - tail > g->size)
+			ovl_errx(OVL_EXIT_FRAME, "'%s': the ring's reader is at "
+			    "%" PRIu64 ", out of bounds", g->name, tail);
 		room = g->size - (size_t)(g->wpos - tail);
 		if (room == 0) {
 			wait_room(g);
@@ -302,6 +305,7 @@ ovl_ring_attach(int fd, const uint8_t *p, size_t n, char *err, size_t errlen)
 {
 	struct ovl_ring *g;
 	struct stat st;
+	const char *base;
 	char magic[8];
 	uint64_t size;
 	long len = ovl_ring_hello_len(p, n);
@@ -316,14 +320,25 @@ ovl_ring_attach(int fd, const uint8_t *p, size_t n, char *err, size_t errlen)
 	g->path = ovl_xmalloc((size_t)len - 12 + 1);
 	memcpy(g->path, p + 12, (size_t)len - 12);
 	g->path[len - 12] = '\0';
-	rfd = open(g->path, O_RDWR | O_CLOEXEC);
+	base = strrchr(g->path, '/');
+	base = base != NULL ? base + 1 : g->path;
+	if (strncmp(base, "ovl-ring.", 9) != 0) {
+		snprintf(err, errlen, "'%s' is not a ring file", g->path);
+		goto fail;
+	}
+	rfd = open(g->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (rfd < 0) {
 		snprintf(err, errlen, "cannot open ring '%s': %s", g->path,
 		    strerror(errno));
 		goto fail;
 	}
-	(void)unlink(g->path);
-	if (fstat(rfd, &st) != 0 || st.st_size < (off_t)HDR_SIZE ||
+	/*
+	 * A hello names a path, and the reader unlinks it: only a file that
+	 * is a ring (a private regular file of ours, its header, its size).
+	 */
+	if (fstat(rfd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077) != 0 ||
+	    st.st_nlink != 1 || st.st_size < (off_t)HDR_SIZE ||
 	    pread(rfd, magic, 8, 0) != 8 || memcmp(magic, HDR_MAGIC, 8) != 0 ||
 	    pread(rfd, &size, 8, 8) != 8 || size == 0 ||
 	    size % (uint64_t)sysconf(_SC_PAGESIZE) != 0 ||
@@ -332,6 +347,7 @@ ovl_ring_attach(int fd, const uint8_t *p, size_t n, char *err, size_t errlen)
 		close(rfd);
 		goto fail;
 	}
+	(void)unlink(g->path);
 	g->size = (size_t)size;
 	if (map_ring(g, rfd) != 0) {
 		snprintf(err, errlen, "cannot map ring '%s': %s", g->path,
