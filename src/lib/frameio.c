@@ -818,6 +818,15 @@ struct ovl_writer {
 	int		 started;
 	int		 ring_asked;	/* ovl_ring_wanted was asked */
 	struct ovl_ring	*ring;		/* the ring transport, or NULL */
+	/*
+	 * In place (ring.h): buf is a window of the ring at its write
+	 * position, frames are built there and committed by write_out; the
+	 * heap buffer waits in heap for a frame larger than the ring.
+	 */
+	int		 inring;
+	uint8_t		*heap;
+	size_t		 heapcap;
+	int		 ingen;		/* inside ovl_writer_frame_gen's pieces */
 };
 
 struct ovl_writer *
@@ -840,7 +849,7 @@ ovl_writer_free(struct ovl_writer *w)
 	if (w == NULL)
 		return;
 	ovl_ring_close(w->ring);
-	free(w->buf);
+	free(w->inring ? w->heap : w->buf);
 	free(w->name);
 	free(w);
 }
@@ -859,6 +868,10 @@ put(struct ovl_writer *w, const void *p, size_t n)
 		/* published at whole frames only (ring.h) */
 		ovl_ring_put(w->ring, p, n);
 		ovl_ring_publish(w->ring);
+		if (w->inring) {	/* the window moved on */
+			w->buf = ovl_ring_window(w->ring, 0);
+			w->cap = 0;
+		}
 		return;
 	}
 	if (ovl_io_write_full(w->fd, p, n) != 0) {
@@ -878,11 +891,35 @@ put(struct ovl_writer *w, const void *p, size_t n)
 	}
 }
 
+/*
+ * Frames are built in the ring from now on: the heap buffer is empty and
+ * kept for an outlier.
+ */
+static void
+to_ring(struct ovl_writer *w)
+{
+	w->heap = w->buf;
+	w->heapcap = w->cap;
+	w->buf = ovl_ring_window(w->ring, 0);
+	w->cap = 0;
+	w->inring = 1;
+}
+
 static void
 write_out(struct ovl_writer *w, size_t n)
 {
 	if (n == 0)
 		return;
+	if (w->inring) {
+		/* built in place: commit and publish (n is all of len) */
+		ovl_ring_commit(w->ring, n);
+		ovl_ring_publish(w->ring);
+		w->written += n;
+		w->len = 0;
+		w->buf = ovl_ring_window(w->ring, 0);
+		w->cap = 0;
+		return;
+	}
 	put(w, w->buf, n);
 	memmove(w->buf, w->buf + n, w->len - n);
 	w->len -= n;
@@ -894,6 +931,36 @@ write_out(struct ovl_writer *w, size_t n)
 		w->cap = 2 * WR_FLUSH;
 		w->buf = ovl_xmalloc(w->cap);
 	}
+	if (w->ring != NULL && w->len == 0 && w->open == SIZE_MAX &&
+	    !w->ingen)
+		to_ring(w);
+}
+
+/*
+ * ensure() in place: a window of the ring for what is built and extra
+ * bytes more; a frame larger than the ring is built in the heap buffer.
+ */
+static int
+ensure_ring(struct ovl_writer *w, size_t extra)
+{
+	size_t size = ovl_ring_size(w->ring);
+
+	if (w->len >= WR_FLUSH && !w->ingen)
+		write_out(w, w->len);
+	if (w->len + extra > size) {
+		/* mid-frame in ovl_writer_frame_gen: published in pieces */
+		write_out(w, w->len);
+		if (extra > size) {
+			w->buf = w->heap;
+			w->cap = w->heapcap;
+			w->heap = NULL;
+			w->inring = 0;
+			return 0;
+		}
+	}
+	w->buf = ovl_ring_window(w->ring, w->len + extra);
+	w->cap = w->len + extra;
+	return 1;
 }
 
 void
@@ -905,8 +972,12 @@ ovl_writer_flush(struct ovl_writer *w)
 static void
 ensure(struct ovl_writer *w, size_t extra)
 {
+	if (w->inring && ensure_ring(w, extra))
+		return;
 	if (w->len >= WR_FLUSH)
 		write_out(w, w->len);
+	if (w->inring && ensure_ring(w, extra))
+		return;
 	if (w->cap - w->len < extra) {
 		size_t ncap = w->cap;
 		while (ncap - w->len < extra)
@@ -998,12 +1069,14 @@ ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	}
 	ovl_put32(hdr + 8, crc);
 	w->len += OVL_FRAME_HDR_LEN;
+	w->ingen = 1;
 	for (off = 0; off < len; off += n) {
 		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
 		ensure(w, n);
 		gen(arg, w->buf + w->len, off, n);
 		w->len += n;
 	}
+	w->ingen = 0;
 	w->count++;
 	w->calm++;
 }

@@ -236,21 +236,37 @@ ovl_ring_publish(struct ovl_ring *g)
 	check_reader(g);
 }
 
-/* Writer: wait until the reader frees room. */
+/* Writer: the room after the write position (the reader's tail checked). */
+static size_t
+room(struct ovl_ring *g)
+{
+	uint64_t tail = atomic_load_explicit(&g->hdr->tail,
+	    memory_order_acquire);
+
+	if (tail > g->wpos || g->wpos - tail > g->size)
+		ovl_errx(OVL_EXIT_FRAME, "'%s': the ring's reader is at %"
+		    PRIu64 ", out of bounds", g->name, tail);
+	return g->size - (size_t)(g->wpos - tail);
+}
+
+/* Writer: wait until the reader frees room for need bytes. */
 static void
-wait_room(struct ovl_ring *g)
+wait_room(struct ovl_ring *g, size_t need)
 {
 	struct ring_hdr *h = g->hdr;
 	struct timespec ts = { 0, WAIT_MS * 1000000L };
-	uint64_t tail;
 
 	publish_to(g, g->whole);
-	tail = atomic_load_explicit(&h->tail, memory_order_acquire);
-	if (tail == g->head && g->wpos - tail >= g->size)
-		publish_to(g, g->wpos);	/* one frame larger than the ring */
+	/*
+	 * The reader took all that is published and the room is still short:
+	 * the frame written is too large to wait for whole (ring.h).
+	 */
+	if (atomic_load_explicit(&h->tail, memory_order_acquire) == g->head &&
+	    g->head < g->wpos && room(g) < need)
+		publish_to(g, g->wpos);
 	atomic_store(&h->wsleep, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (g->wpos - atomic_load(&h->tail) < g->size) {
+	if (room(g) >= need) {
 		atomic_store(&h->wsleep, 0);
 		return;
 	}
@@ -258,25 +274,40 @@ wait_room(struct ovl_ring *g)
 	check_reader(g);
 }
 
+uint8_t *
+ovl_ring_window(struct ovl_ring *g, size_t need)
+{
+	while (room(g) < need)
+		wait_room(g, need);
+	return g->data + g->wpos % g->size;
+}
+
+void
+ovl_ring_commit(struct ovl_ring *g, size_t n)
+{
+	g->wpos += n;
+	track_frames(g);
+}
+
+size_t
+ovl_ring_size(const struct ovl_ring *g)
+{
+	return g->size;
+}
+
 void
 ovl_ring_put(struct ovl_ring *g, const void *p, size_t n)
 {
 	const uint8_t *s = p;
-	uint64_t tail;
-	size_t room, k;
+	size_t r, k;
 
 	while (n > 0) {
-		tail = atomic_load_explicit(&g->hdr->tail,
-		    memory_order_acquire);
-		if (tail > g->wpos || g->wpos - tail > g->size)
-			ovl_errx(OVL_EXIT_FRAME, "'%s': the ring's reader is at "
-			    "%" PRIu64 ", out of bounds", g->name, tail);
-		room = g->size - (size_t)(g->wpos - tail);
-		if (room == 0) {
-			wait_room(g);
+		r = room(g);
+		if (r == 0) {
+			wait_room(g, 1);
 			continue;
 		}
-		k = n < room ? n : room;
+		k = n < r ? n : r;
 		memcpy(g->data + g->wpos % g->size, s, k);
 		g->wpos += k;
 		track_frames(g);
@@ -370,12 +401,6 @@ uint8_t *
 ovl_ring_data(const struct ovl_ring *g)
 {
 	return g->data;
-}
-
-size_t
-ovl_ring_size(const struct ovl_ring *g)
-{
-	return g->size;
 }
 
 uint64_t

@@ -13,10 +13,12 @@
  * the ring's size is contiguous in memory: a reader parses and checks a
  * frame in place.
  *
- * The writer publishes (head, a release store) only at whole frames: a
- * reader never sees half a frame of at most the ring's size, even from a
- * writer killed while it wrote one. A larger frame is published in pieces
- * as the reader frees room (the reader copies it out).
+ * The writer builds its frames in the ring (ovl_ring_window, then
+ * ovl_ring_commit) or copies them in (ovl_ring_put), and publishes (head,
+ * a release store) only at whole frames: a reader never sees half a frame
+ * of up to the ring's size less 512 KiB, even from a writer killed while
+ * it wrote one. A larger frame is published in pieces as the reader frees
+ * room (one larger than the ring, the reader copies out).
  *
  * The pipe stays as the wake-up and liveness channel: a reader with
  * nothing to read sets its sleep flag, looks again and then waits for a
@@ -65,6 +67,14 @@ struct ovl_ring *ovl_ring_create(int fd, const char *name);
  */
 void	ovl_ring_put(struct ovl_ring *g, const void *p, size_t n);
 /*
+ * Writer, in place: wait until need bytes (at most the ring's size) are
+ * free at the write position and return where they begin (contiguous, the
+ * data area being mapped twice). Waiting publishes as ovl_ring_put does.
+ */
+uint8_t	*ovl_ring_window(struct ovl_ring *g, size_t need);
+/* Writer, in place: n bytes written at the window are part of the stream. */
+void	ovl_ring_commit(struct ovl_ring *g, size_t n);
+/*
  * Writer: publish up to the end of the last whole frame, wake the reader
  * if it sleeps, and die by SIGPIPE when the reader is gone.
  */
@@ -83,6 +93,7 @@ struct ovl_ring *ovl_ring_attach(int fd, const uint8_t *p, size_t n,
 	    char *err, size_t errlen);
 /* Reader: the data area (mapped twice: [0, 2 * size) is valid). */
 uint8_t	*ovl_ring_data(const struct ovl_ring *g);
+/* The data area's size. */
 size_t	ovl_ring_size(const struct ovl_ring *g);
 /* Reader: the published head (acquire). */
 uint64_t ovl_ring_head(const struct ovl_ring *g);
