@@ -947,8 +947,12 @@ ensure_ring(struct ovl_writer *w, size_t extra)
 
 	if (w->len >= WR_FLUSH && !w->ingen)
 		write_out(w, w->len);
-	if (w->len + extra > size) {
-		/* mid-frame in ovl_writer_frame_gen: published in pieces */
+	/*
+	 * Never wait for room with frames built and not committed: the
+	 * reader may be waiting for them (mid-frame in ovl_writer_frame_gen
+	 * the frame's start is committed, and published once it is whole).
+	 */
+	if (w->len + extra > size || ovl_ring_room(w->ring) < w->len + extra) {
 		write_out(w, w->len);
 		if (extra > size) {
 			w->buf = w->heap;

@@ -274,6 +274,12 @@ wait_room(struct ovl_ring *g, size_t need)
 	check_reader(g);
 }
 
+size_t
+ovl_ring_room(struct ovl_ring *g)
+{
+	return room(g);
+}
+
 uint8_t *
 ovl_ring_window(struct ovl_ring *g, size_t need)
 {

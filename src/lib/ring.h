@@ -72,6 +72,8 @@ void	ovl_ring_put(struct ovl_ring *g, const void *p, size_t n);
  * data area being mapped twice). Waiting publishes as ovl_ring_put does.
  */
 uint8_t	*ovl_ring_window(struct ovl_ring *g, size_t need);
+/* Writer: the bytes free at the write position now (no wait). */
+size_t	ovl_ring_room(struct ovl_ring *g);
 /* Writer, in place: n bytes written at the window are part of the stream. */
 void	ovl_ring_commit(struct ovl_ring *g, size_t n);
 /*

@@ -48,9 +48,17 @@ gen(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 		dst[i] = pbyte(g->len, off + i);
 }
 
-static const uint32_t lens[] = { 0, 4, 1000, 60000, 65536, 200000, 12,
+static const uint32_t lens_a[] = { 0, 4, 1000, 60000, 65536, 200000, 12,
 	70000, 1u << 20, 8, 300000, 4096 };
-#define NLENS	(sizeof(lens) / sizeof(lens[0]))
+/*
+ * For a ring of 1 MiB: frames made in pieces (every third) near its size,
+ * after and before frames built whole (the writer must not wait for room
+ * with frames built but not committed: its reader waits for them).
+ */
+static const uint32_t lens_b[] = { 100000, 60000, 985168, 29592, 30000,
+	1000000, 4, 200000, 1048560, 120000, 8, 1048576, 16, 100000, 917504 };
+static const uint32_t *lens = lens_a;
+static size_t NLENS = sizeof(lens_a) / sizeof(lens_a[0]);
 
 /* Child: the frames of lens[] (every third made in pieces) into fd. */
 static void
@@ -191,6 +199,17 @@ static void
 test_default_ring(void)
 {
 	read_all("4Mi", 0);
+}
+
+static void
+test_frames_near_ring_size(void)
+{
+	lens = lens_b;
+	NLENS = sizeof(lens_b) / sizeof(lens_b[0]);
+	read_all("1Mi", 0);
+	read_all("1Mi", 1);
+	lens = lens_a;
+	NLENS = sizeof(lens_a) / sizeof(lens_a[0]);
 }
 
 /*
@@ -355,9 +374,11 @@ main(void)
 {
 	if (mkdtemp(ringdir) == NULL)
 		return 1;
+	alarm(300);	/* a writer and reader waiting on each other fail */
 	RUN(test_small_ring_blocking);
 	RUN(test_small_ring_nonblocking);
 	RUN(test_default_ring);
+	RUN(test_frames_near_ring_size);
 	RUN(test_killed_mid_frame);
 	RUN(test_killed_mid_block);
 	RUN(test_reader_gone);
