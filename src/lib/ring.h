@@ -16,9 +16,9 @@
  * The writer builds its frames in the ring (ovl_ring_window, then
  * ovl_ring_commit) or copies them in (ovl_ring_put), and publishes (head,
  * a release store) only at whole frames: a reader never sees half a frame
- * of up to the ring's size less 512 KiB, even from a writer killed while
- * it wrote one. A larger frame is published in pieces as the reader frees
- * room (one larger than the ring, the reader copies out).
+ * of up to the ring's size, even from a writer killed while it wrote one.
+ * A larger frame is published in pieces as the reader, which copies it
+ * out, frees room.
  *
  * The pipe stays as the wake-up and liveness channel: a reader with
  * nothing to read sets its sleep flag, looks again and then waits for a
@@ -38,7 +38,7 @@
 #define OVL_RING_MAGIC		"\x89OVLRING"
 #define OVL_RING_MAGIC_LEN	8
 #define OVL_RING_HELLO_MAX	(12 + 4096)	/* magic, length, path */
-#define OVL_RING_SIZE_DEFAULT	(4u << 20)
+#define OVL_RING_SIZE_DEFAULT	(1u << 20)	/* as a pipe (io.h); 4 MiB: no faster */
 
 struct ovl_ring;
 
