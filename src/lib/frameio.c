@@ -66,7 +66,9 @@ struct ovl_reader {
 	/* a ring (ring.h): buf is in its data area, or big for an outlier */
 	struct ovl_ring	*ring;
 	uint8_t		*big;		/* a frame larger than the ring */
+	size_t		 bigcap;
 	int		 inbig;
+	unsigned	 calm;		/* windows since big was used (CALM) */
 };
 
 static uint32_t
@@ -492,10 +494,14 @@ ring_rebase(struct ovl_reader *r)
 	r->start = 0;
 	if (r->inbig) {
 		/* big held exactly the one frame, consumed now */
-		free(r->big);
-		r->big = NULL;
 		r->inbig = 0;
 		r->end = 0;
+		r->calm = 0;
+	} else if (r->big != NULL && ++r->calm >= CALM) {
+		/* kept for outliers in a row, freed once they stop */
+		free(r->big);
+		r->big = NULL;
+		r->bigcap = 0;
 	}
 	r->buf = ovl_ring_data(r->ring) + r->base % size;
 	r->cap = size;
@@ -557,7 +563,11 @@ ring_fill(struct ovl_reader *r, size_t need)
 			ring_rebase(r);
 		if (!r->inbig && need > size) {
 			/* an outlier: into a buffer of its own */
-			r->big = ovl_xmalloc(need);
+			if (r->bigcap < need) {
+				free(r->big);
+				r->big = ovl_xmalloc(need);
+				r->bigcap = need;
+			}
 			memcpy(r->big, r->buf + r->start, r->end - r->start);
 			r->base += r->start;
 			r->end -= r->start;
