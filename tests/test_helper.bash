@@ -16,7 +16,13 @@ FIXTURES="$OVL_SRCDIR/tests/fixtures"
 export OVL_SOURCE OVL_MIX OVL_CONSTRUCT OVL_CKPT OVL_RUN OVL_TEST_TOOL SAMPLES FIXTURES
 
 # Messages from the tools must not depend on the caller's environment.
-unset OVL_VERBOSE OVL_FRAME_MAX
+unset OVL_VERBOSE OVL_FRAME_MAX OVL_RING_SIZE OVL_RING_DIR
+# The stages' transport (ring.h): pipes, unless OVL_TEST_TRANSPORT=ring asks
+# for rings wherever a stage writes to a pipe (a trial of the suite; tests
+# that read a stage's pipe with another program then fail, as they should).
+OVL_TRANSPORT=${OVL_TEST_TRANSPORT:-}
+OVL_GENDOCS="$OVL_BUILDDIR/scripts/ovl-gendocs"
+export OVL_TRANSPORT OVL_GENDOCS
 
 # Python with numpy (Debian's), for reader tests; empty when absent.
 ovl_python_numpy() {

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "io.h"
 #include "num.h"
+#include "ring.h"
 
 #define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
 #define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
@@ -61,6 +62,13 @@ struct ovl_reader {
 	uint64_t	 img_step;
 	uint32_t	 img_rank, img_mb;
 	uint64_t	 skipped;
+
+	/* a ring (ring.h): buf is in its data area, or big for an outlier */
+	struct ovl_ring	*ring;
+	uint8_t		*big;		/* a frame larger than the ring */
+	size_t		 bigcap;
+	int		 inbig;
+	unsigned	 calm;		/* windows since big was used (CALM) */
 };
 
 static uint32_t
@@ -100,7 +108,7 @@ ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk)
 	if (chunk > RD_CHUNK)
 		chunk = RD_CHUNK;
 	r->chunk = chunk;
-	if (r->end == r->start && r->cap > chunk) {
+	if (r->ring == NULL && r->end == r->start && r->cap > chunk) {
 		/* nothing buffered: a buffer of the new size */
 		r->base += r->start;
 		r->start = r->end = 0;
@@ -128,7 +136,11 @@ ovl_reader_free(struct ovl_reader *r)
 {
 	if (r == NULL)
 		return;
-	free(r->buf);
+	if (r->ring != NULL) {
+		free(r->big);
+		ovl_ring_close(r->ring);
+	} else
+		free(r->buf);
 	free(r->name);
 	free(r->meta_keys);
 	ovl_buf_free(&r->meta);
@@ -377,7 +389,7 @@ settle(struct ovl_reader *r)
 	size_t have = r->end - r->start, ncap = r->chunk;
 	uint8_t *nb;
 
-	if (r->cap <= 4 * r->chunk)
+	if (r->ring != NULL || r->cap <= 4 * r->chunk)
 		return;
 	while (ncap < have + r->chunk / 4)
 		ncap *= 2;
@@ -404,12 +416,16 @@ ovl_reader_done(struct ovl_reader *r)
  * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
  * non-blocking fd has nothing more, -1 on a read error (errmsg set).
  */
+static int ring_fill(struct ovl_reader *, size_t);
+
 static int
 fill(struct ovl_reader *r, size_t need)
 {
 	size_t c = r->chunk, want;
 	ssize_t n;
 
+	if (r->ring != NULL)
+		return ring_fill(r, need);
 	while (r->end - r->start < need) {
 		if (r->eof)
 			return 0;
@@ -461,6 +477,179 @@ fill(struct ovl_reader *r, size_t need)
 	return 1;
 }
 
+/* ---- the ring transport (ring.h) ---- */
+
+/*
+ * Everything before buf[start] is consumed: the window begins there, and
+ * the writer may reuse what lies before it. A frame read into big (an
+ * outlier) is over: back to the ring.
+ */
+static void
+ring_rebase(struct ovl_reader *r)
+{
+	size_t size = ovl_ring_size(r->ring);
+
+	r->base += r->start;
+	r->end -= r->start;
+	r->start = 0;
+	if (r->inbig) {
+		/* big held exactly the one frame, consumed now */
+		r->inbig = 0;
+		r->end = 0;
+		r->calm = 0;
+	} else if (r->big != NULL && ++r->calm >= CALM) {
+		/* kept for outliers in a row, freed once they stop */
+		free(r->big);
+		r->big = NULL;
+		r->bigcap = 0;
+	}
+	r->buf = ovl_ring_data(r->ring) + r->base % size;
+	r->cap = size;
+	ovl_ring_release(r->ring, r->base);
+}
+
+/*
+ * Nothing more is published: wait for the writer. Returns 1 to look
+ * again, 0 when the writer is gone (the caller looks once more),
+ * OVL_RD_AGAIN on a non-blocking pipe, -1 on a read error.
+ */
+static int
+ring_wait(struct ovl_reader *r, uint64_t have)
+{
+	char junk[64];
+	ssize_t n;
+
+	if (r->eof)
+		return 0;
+	if (r->idle != NULL)
+		r->idle(r->idle_arg);
+	if (ovl_ring_sleep(r->ring, have))
+		return 1;
+	for (;;) {
+		n = read(r->fd, junk, sizeof(junk));
+		if (n > 0)
+			return 1;
+		if (n == 0) {
+			r->eof = 1;
+			return 1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return OVL_RD_AGAIN;
+		snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
+		    r->name, strerror(errno));
+		r->state = OVL_F_ETRUNC;
+		return -1;
+	}
+}
+
+/*
+ * fill() over a ring: the bytes are viewed where the writer put them.
+ * A frame larger than the ring is copied out to big as it comes.
+ */
+static int
+ring_fill(struct ovl_reader *r, size_t need)
+{
+	size_t size = ovl_ring_size(r->ring), k;
+	uint64_t head, at;
+	int rc;
+
+	while (r->end - r->start < need) {
+		if (r->inbig && r->start > 0)
+			ring_rebase(r);	/* the outlier was returned */
+		if (!r->inbig && r->start > 0 && (r->start + need > size ||
+		    r->start >= size / 4))
+			ring_rebase(r);
+		if (!r->inbig && need > size) {
+			/* an outlier: into a buffer of its own */
+			if (r->bigcap < need) {
+				free(r->big);
+				r->big = ovl_xmalloc(need);
+				r->bigcap = need;
+			}
+			memcpy(r->big, r->buf + r->start, r->end - r->start);
+			r->base += r->start;
+			r->end -= r->start;
+			r->start = 0;
+			r->buf = r->big;
+			r->cap = need;
+			r->inbig = 1;
+			ovl_ring_release(r->ring, r->base + r->end);
+		}
+		head = ovl_ring_head(r->ring);
+		at = r->base + r->end;
+		if (head > at && r->inbig) {
+			k = need - (r->end - r->start);
+			if (k > head - at)
+				k = (size_t)(head - at);
+			memcpy(r->big + r->end, ovl_ring_data(r->ring) + at % size,
+			    k);
+			r->end += k;
+			ovl_ring_release(r->ring, r->base + r->end);
+			continue;
+		}
+		if (head > at) {
+			r->end = head - r->base < size ? (size_t)(head - r->base) :
+			    size;
+			continue;
+		}
+		if (r->eof)
+			return 0;
+		if (!r->inbig)
+			ring_rebase(r);
+		rc = ring_wait(r, r->base + r->end);
+		if (rc != 1)
+			return rc == 0 ? 0 : rc;
+	}
+	return 1;
+}
+
+/*
+ * The stream begins with a ring's hello (ring.h): take it, map the ring
+ * and read the stream from there. Returns 1, OVL_RD_AGAIN, or an error.
+ */
+static int
+ring_attach(struct ovl_reader *r)
+{
+	struct ovl_ring *g;
+	char msg[256];
+	long len;
+	int got;
+
+	got = fill(r, 12);
+	if (got == 1) {
+		len = ovl_ring_hello_len(r->buf + r->start, r->end - r->start);
+		if (len < 0)
+			return fail(r, OVL_F_EMAGIC, r->base + r->start,
+			    "malformed ring hello");
+		got = fill(r, len > 0 ? (size_t)len : 12);
+	}
+	if (got == OVL_RD_AGAIN)
+		return OVL_RD_AGAIN;
+	if (got < 0)
+		return r->state;
+	if (got == 0)
+		return fail(r, OVL_F_ETRUNC, r->base + r->end,
+		    "inside a ring hello");
+	g = ovl_ring_attach(r->fd, r->buf + r->start, r->end - r->start,
+	    msg, sizeof(msg));
+	if (g == NULL) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "'%.100s': %s", r->name,
+		    msg);
+		r->state = OVL_F_ETRUNC;
+		return r->state;
+	}
+	/* the stream's offsets count from the ring's first byte */
+	free(r->buf);
+	r->ring = g;
+	r->base = 0;
+	r->start = r->end = 0;
+	r->buf = ovl_ring_data(g);
+	r->cap = ovl_ring_size(g);
+	return 1;
+}
+
 static int
 next_frame(struct ovl_reader *r, struct ovl_frame *f)
 {
@@ -478,6 +667,18 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 			return OVL_RD_AGAIN;
 		if (got < 0)
 			return r->state;
+		if (r->ring == NULL && r->end - r->start >= OVL_RING_MAGIC_LEN &&
+		    memcmp(r->buf + r->start, OVL_RING_MAGIC,
+		    OVL_RING_MAGIC_LEN) == 0 && ovl_io_isfifo(r->fd)) {
+			got = ring_attach(r);
+			if (got != 1)
+				return got;
+			got = fill(r, OVL_STREAM_HDR_LEN);
+			if (got == OVL_RD_AGAIN)
+				return OVL_RD_AGAIN;
+			if (got < 0)
+				return r->state;
+		}
 		rc = ovl_stream_hdr_check(r->buf + r->start, r->end - r->start,
 		    &minor);
 		if (rc == OVL_F_NEED)
@@ -535,6 +736,8 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off,
 			    "END frame count does not match the frames read");
 		r->state = 2;
+		if (r->ring != NULL)
+			ovl_ring_ended(r->ring);
 		return OVL_RD_FRAME;
 	}
 	r->count++;
@@ -623,6 +826,17 @@ struct ovl_writer {
 	uint64_t	 count;
 	unsigned	 calm;		/* small frames in a row (CALM) */
 	int		 started;
+	int		 ring_asked;	/* ovl_ring_wanted was asked */
+	struct ovl_ring	*ring;		/* the ring transport, or NULL */
+	/*
+	 * In place (ring.h): buf is a window of the ring at its write
+	 * position, frames are built there and committed by write_out; the
+	 * heap buffer waits in heap for a frame larger than the ring.
+	 */
+	int		 inring;
+	uint8_t		*heap;
+	size_t		 heapcap;
+	int		 ingen;		/* inside ovl_writer_frame_gen's pieces */
 };
 
 struct ovl_writer *
@@ -644,7 +858,8 @@ ovl_writer_free(struct ovl_writer *w)
 {
 	if (w == NULL)
 		return;
-	free(w->buf);
+	ovl_ring_close(w->ring);
+	free(w->inring ? w->heap : w->buf);
 	free(w->name);
 	free(w);
 }
@@ -653,6 +868,22 @@ ovl_writer_free(struct ovl_writer *w)
 static void
 put(struct ovl_writer *w, const void *p, size_t n)
 {
+	if (!w->ring_asked) {
+		/* at the first bytes, as a pipe's reader would see them */
+		w->ring_asked = 1;
+		if (ovl_ring_wanted(w->fd))
+			w->ring = ovl_ring_create(w->fd, w->name);
+	}
+	if (w->ring != NULL) {
+		/* published at whole frames only (ring.h) */
+		ovl_ring_put(w->ring, p, n);
+		ovl_ring_publish(w->ring);
+		if (w->inring) {	/* the window moved on */
+			w->buf = ovl_ring_window(w->ring, 0);
+			w->cap = 0;
+		}
+		return;
+	}
 	if (ovl_io_write_full(w->fd, p, n) != 0) {
 		/*
 		 * A socket's reader leaving is said, naming the peer, before
@@ -670,11 +901,35 @@ put(struct ovl_writer *w, const void *p, size_t n)
 	}
 }
 
+/*
+ * Frames are built in the ring from now on: the heap buffer is empty and
+ * kept for an outlier.
+ */
+static void
+to_ring(struct ovl_writer *w)
+{
+	w->heap = w->buf;
+	w->heapcap = w->cap;
+	w->buf = ovl_ring_window(w->ring, 0);
+	w->cap = 0;
+	w->inring = 1;
+}
+
 static void
 write_out(struct ovl_writer *w, size_t n)
 {
 	if (n == 0)
 		return;
+	if (w->inring) {
+		/* built in place: commit and publish (n is all of len) */
+		ovl_ring_commit(w->ring, n);
+		ovl_ring_publish(w->ring);
+		w->written += n;
+		w->len = 0;
+		w->buf = ovl_ring_window(w->ring, 0);
+		w->cap = 0;
+		return;
+	}
 	put(w, w->buf, n);
 	memmove(w->buf, w->buf + n, w->len - n);
 	w->len -= n;
@@ -686,6 +941,40 @@ write_out(struct ovl_writer *w, size_t n)
 		w->cap = 2 * WR_FLUSH;
 		w->buf = ovl_xmalloc(w->cap);
 	}
+	if (w->ring != NULL && w->len == 0 && w->open == SIZE_MAX &&
+	    !w->ingen)
+		to_ring(w);
+}
+
+/*
+ * ensure() in place: a window of the ring for what is built and extra
+ * bytes more; a frame larger than the ring is built in the heap buffer.
+ */
+static int
+ensure_ring(struct ovl_writer *w, size_t extra)
+{
+	size_t size = ovl_ring_size(w->ring);
+
+	if (w->len >= WR_FLUSH && !w->ingen)
+		write_out(w, w->len);
+	/*
+	 * Never wait for room with frames built and not committed: the
+	 * reader may be waiting for them (mid-frame in ovl_writer_frame_gen
+	 * the frame's start is committed, and published once it is whole).
+	 */
+	if (w->len + extra > size || ovl_ring_room(w->ring) < w->len + extra) {
+		write_out(w, w->len);
+		if (extra > size) {
+			w->buf = w->heap;
+			w->cap = w->heapcap;
+			w->heap = NULL;
+			w->inring = 0;
+			return 0;
+		}
+	}
+	w->buf = ovl_ring_window(w->ring, w->len + extra);
+	w->cap = w->len + extra;
+	return 1;
 }
 
 void
@@ -697,8 +986,12 @@ ovl_writer_flush(struct ovl_writer *w)
 static void
 ensure(struct ovl_writer *w, size_t extra)
 {
+	if (w->inring && ensure_ring(w, extra))
+		return;
 	if (w->len >= WR_FLUSH)
 		write_out(w, w->len);
+	if (w->inring && ensure_ring(w, extra))
+		return;
 	if (w->cap - w->len < extra) {
 		size_t ncap = w->cap;
 		while (ncap - w->len < extra)
@@ -790,12 +1083,14 @@ ovl_writer_frame_gen(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 	}
 	ovl_put32(hdr + 8, crc);
 	w->len += OVL_FRAME_HDR_LEN;
+	w->ingen = 1;
 	for (off = 0; off < len; off += n) {
 		n = len - off < GEN_PIECE ? len - off : GEN_PIECE;
 		ensure(w, n);
 		gen(arg, w->buf + w->len, off, n);
 		w->len += n;
 	}
+	w->ingen = 0;
 	w->count++;
 	w->calm++;
 }

@@ -87,6 +87,14 @@ ovl_io_die_epipe(void)
 }
 
 int
+ovl_io_isfifo(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+int
 ovl_io_issock(int fd)
 {
 	struct stat st;

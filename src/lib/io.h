@@ -26,6 +26,8 @@ ssize_t	ovl_io_read_full(int fd, void *buf, size_t n);
 int	ovl_io_write_full(int fd, const void *buf, size_t n);
 /* Raise the buffer of fd to OVL_PIPE_SIZE when it is a pipe or FIFO; errors ignored. */
 void	ovl_io_pipe_grow(int fd);
+/* 1 when fd is a pipe or FIFO. */
+int	ovl_io_isfifo(int fd);
 /* 1 when fd is a socket (a stream over TCP: see net.h). */
 int	ovl_io_issock(int fd);
 /* 1 when fd is a terminal. */

@@ -33,6 +33,7 @@ const char *const ovl_plan_out_formats[] = { "megatron", "npy", "jsonl",
 	"frames", "wds", NULL };
 static const char *const yesno[] = { "no", "yes", NULL };
 static const char *const mixbys[] = { "tokens", "docs", NULL };
+static const char *const transports[] = { "fifo", "ring", NULL };
 
 int
 ovl_plan_choice(const char *const *list, const char *v)
@@ -160,6 +161,8 @@ static const struct key simple_keys[] = {
 	    PKF_HAS, PLAN(has_image_tokens), 0 },
 	{ "image-encoder-cost", PK_STR, PLAN(image_encoder_cost), 0, 0, NULL,
 	    NULL, 0, 0, 0 },
+	{ "transport", PK_CHOICE, PLAN(transport), 0, 0, transports, NULL, 0,
+	    0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
 

@@ -1134,6 +1134,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->hosts_loaders);
 	free(p->hosts_mixer);
 	free(p->hosts_trainers);
+	free(p->transport);
 	free(p);
 }
 

@@ -211,6 +211,8 @@ struct ovl_plan {
 	char		*hosts_loaders;	/* comma-separated, NULL unset */
 	char		*hosts_mixer;	/* the address loaders reach it at */
 	char		*hosts_trainers; /* comma-separated, NULL unset */
+
+	char		*transport;	/* transport fifo|ring (ovl-run), NULL unset */
 };
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */

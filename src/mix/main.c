@@ -166,6 +166,8 @@ cmd_get(const struct mix_opts *o)
 		str = p->hosts_mixer;
 	else if (strcmp(k, "hosts.trainers") == 0)
 		str = p->hosts_trainers;
+	else if (strcmp(k, "transport") == 0)
+		str = p->transport;
 	else if (strncmp(k, "source.", 7) == 0 && strlen(k) > 13 &&
 	    strcmp(k + strlen(k) - 6, ".hosts") == 0 &&
 	    ovl_plan_find(p, k + 7, strlen(k) - 13) >= 0)
@@ -176,7 +178,7 @@ cmd_get(const struct mix_opts *o)
 		    "checkpoint.dir, checkpoint.every, output.format, output.path, "
 		    "output.manifest, output.per-rank, ranks, micro-batches, "
 		    "stop.steps, stop.tokens, sources, hosts.loaders, "
-		    "hosts.mixer, hosts.trainers, source.NAME.hosts)", k);
+		    "hosts.mixer, hosts.trainers, source.NAME.hosts, transport)", k);
 	}
 	if (isnum && num != 0) {
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
