@@ -231,3 +231,22 @@ no_rings() {
 	run -3 "$OVL_CONSTRUCT" < hello
 	[[ "$output" == *"bad magic (not an overlord stream) at byte offset 0"* ]]
 }
+
+@test "a ring directory without room for another ring: that stream goes by its pipe, said on stderr, the same bytes" {
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q -d run p.plan
+	mv out/small.jsonl ref.jsonl
+	rm -rf ckpt out
+	# a tmpfs of 600 KiB holds two rings of 256 KiB, not three
+	mkdir shm
+	mount -t tmpfs -o size=600k tmpfs shm 2>/dev/null ||
+	    skip "cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
+	st=0
+	OVL_RING_DIR=$PWD/shm OVL_RING_SIZE=256K "$OVL_RUN" -q -d run \
+	    --transport ring p.plan 2> err || st=$?
+	umount shm
+	cat err
+	[ "$st" -eq 0 ]
+	grep -q "no room for a ring of [0-9]* bytes in '$PWD/shm': the stream goes by the pipe" err
+	cmp ref.jsonl out/small.jsonl
+}

@@ -151,8 +151,23 @@ ovl_ring_create(int fd, const char *name)
 	rfd = mkstemp(g->path);
 	if (rfd < 0)
 		ovl_err(OVL_EXIT_DATA, "cannot make a ring file in '%s'", dir);
-	if (ftruncate(rfd, (off_t)(HDR_SIZE + g->size)) != 0 ||
-	    map_ring(g, rfd) != 0) {
+	/*
+	 * The pages are taken now: a tmpfs that fills later would end the
+	 * writer by SIGBUS at a store into the mapping. Without the room
+	 * (a container's small /dev/shm), the stream goes by the pipe.
+	 */
+	if ((errno = posix_fallocate(rfd, 0, (off_t)(HDR_SIZE + g->size))) != 0) {
+		ovl_warn("'%s': no room for a ring of %zu bytes in '%s': the "
+		    "stream goes by the pipe", name, (size_t)(HDR_SIZE + g->size),
+		    dir);
+		(void)unlink(g->path);
+		close(rfd);
+		free(g->path);
+		free(g->name);
+		free(g);
+		return NULL;
+	}
+	if (map_ring(g, rfd) != 0) {
 		int e = errno;
 		(void)unlink(g->path);
 		errno = e;

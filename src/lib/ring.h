@@ -53,7 +53,9 @@ int	ovl_ring_wanted(int fd);
  * OVL_RING_SIZE (64 KiB .. 1 GiB, rounded up to pages) or
  * OVL_RING_SIZE_DEFAULT. name is the stream's name for messages. Exits 1
  * with a message when the file cannot be made; EPIPE on the hello dies as
- * a pipe's writer does (ovl_io_die_epipe).
+ * a pipe's writer does (ovl_io_die_epipe). NULL, with a warning, when the
+ * directory has no room for the ring's pages (they are allocated here):
+ * the stream then goes by the pipe as it is.
  */
 struct ovl_ring *ovl_ring_create(int fd, const char *name);
 /*
