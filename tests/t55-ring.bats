@@ -73,9 +73,12 @@ no_rings() {
 	[[ "$output" == *"--transport: 'shm' is not fifo or ring"* ]]
 }
 
-@test "a ring's writer sends a hello on its pipe; files get the stream; bad settings are exit 2" {
+@test "a ring's writer sends a hello on its named FIFO; files and shell pipes get the stream; bad settings are exit 2" {
 	args=(--format jsonl web "$SAMPLES/web/web-0.jsonl")
-	OVL_TRANSPORT=ring OVL_RING_DIR=$PWD "$OVL_SOURCE" "${args[@]}" | cat > piped
+	mkfifo q
+	cat q > piped &
+	OVL_TRANSPORT=ring OVL_RING_DIR=$PWD "$OVL_SOURCE" "${args[@]}" > q
+	wait $!
 	[ "$(head -c 8 piped | od -An -tx1 | tr -d ' ')" = 894f564c52494e47 ]	# \x89OVLRING
 	# the reader never came: the writer left its ring (ovl-run removes those)
 	n=$(ls ovl-ring.* | wc -l)
@@ -85,11 +88,28 @@ no_rings() {
 	OVL_TRANSPORT=fifo "$OVL_SOURCE" "${args[@]}" | cat > fifo
 	cmp file fifo
 	[ "$(head -c 4 file | od -An -tx1 | tr -d ' ')" = 894f564c ]
+	# a shell pipe's reader may be any program (head here): the stream
+	# itself, and head's leaving ends the writer as ever (no ring, no hang)
+	OVL_TRANSPORT=ring OVL_RING_DIR=$PWD "$OVL_SOURCE" "${args[@]}" | cat > anon
+	cmp anon fifo
+	st=$(OVL_TRANSPORT=ring OVL_RING_DIR=$PWD bash -c '"$0" --repeat "$@" | head -c 100000 > /dev/null; echo "${PIPESTATUS[0]}"' \
+	    "$OVL_SOURCE" "${args[@]}")
+	[ "$st" -eq 141 ]
+	no_rings .
+	# ovl-ckpt's streams (per-rank, frames) are for trainers: never a ring
+	mkfifo r0
+	cat r0 > rank0 &
+	"$OVL_GENDOCS" --docs 50 --seed 3 | "$OVL_CONSTRUCT" --ranks 1 --seq-len 256 |
+	    OVL_TRANSPORT=ring OVL_RING_DIR=$PWD "$OVL_CKPT" -q --dir ck --per-rank r%d > /dev/null
+	wait $!
+	[ "$(head -c 4 rank0 | od -An -tx1 | tr -d ' ')" = 894f564c ]
+	no_rings .
 	run -2 env OVL_TRANSPORT=shm "$OVL_SOURCE" "${args[@]}" --output /dev/null
 	[[ "$output" == *"bad OVL_TRANSPORT 'shm'"* ]]
-	run -2 bash -c 'OVL_TRANSPORT=ring OVL_RING_SIZE=1000 "$0" "$@" | cat > /dev/null; exit ${PIPESTATUS[0]}' \
-	    "$OVL_SOURCE" "${args[@]}"
+	cat q > /dev/null &
+	run -2 env OVL_TRANSPORT=ring OVL_RING_SIZE=1000 "$OVL_SOURCE" "${args[@]}" --output q
 	[[ "$output" == *"bad OVL_RING_SIZE '1000'"* ]]
+	wait
 }
 
 @test "stages by hand through rings smaller than their frames: the same bytes as pipes" {
@@ -97,9 +117,11 @@ no_rings() {
 	for sl in 1024 65536; do
 		for t in fifo ring; do
 			rm -rf "ck-$t"
+			rm -f link && mkfifo link
+			OVL_RING_SIZE=64Ki "$OVL_CKPT" -q --dir "ck-$t" --json < link > "out-$t" &
 			OVL_TRANSPORT=$t OVL_RING_SIZE=64Ki OVL_RING_DIR=$PWD \
-			    "$OVL_CONSTRUCT" --ranks 2 --seq-len "$sl" < g.frames |
-			    OVL_RING_SIZE=64Ki "$OVL_CKPT" -q --dir "ck-$t" --json > "out-$t"
+			    "$OVL_CONSTRUCT" --ranks 2 --seq-len "$sl" < g.frames > link
+			wait $!
 		done
 		cmp out-fifo out-ring
 		[ "$(wc -l < out-ring)" -gt 10 ]

@@ -126,6 +126,8 @@ main(int argc, char **argv)
 	int c, format_set = 0, wait_set = 0;
 
 	ovl_cli_init(&cli);
+	/* the sink's streams are for trainers and files: never a ring */
+	(void)unsetenv("OVL_TRANSPORT");
 	memset(&o, 0, sizeof(o));
 	for (k = 0; argc > 1 && k < sizeof(subcommands) / sizeof(*subcommands);
 	    k++)

@@ -63,6 +63,25 @@ futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 	return (int)syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/*
+ * fd is a FIFO made by mkfifo (a path), not a shell's anonymous pipe: a
+ * ring needs an overlord stage at the other end, and ovl-run links its
+ * stages by named FIFOs, while a pipe to head, a script or a trainer must
+ * carry the plain stream whatever the environment says.
+ */
+static int
+named_fifo(int fd)
+{
+	char p[64], l[16];
+	ssize_t n;
+
+	if (!ovl_io_isfifo(fd))
+		return 0;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l));
+	return n > 0 && !(n >= 5 && memcmp(l, "pipe:", 5) == 0);
+}
+
 int
 ovl_ring_wanted(int fd)
 {
@@ -73,7 +92,7 @@ ovl_ring_wanted(int fd)
 	if (strcmp(t, "ring") != 0)
 		ovl_errx(OVL_EXIT_USAGE, "bad OVL_TRANSPORT '%s' (ring or fifo)",
 		    t);
-	return ovl_io_isfifo(fd);
+	return named_fifo(fd);
 }
 
 static size_t

@@ -43,7 +43,8 @@
 struct ovl_ring;
 
 /*
- * 1 when fd is a pipe or FIFO and OVL_TRANSPORT is "ring" (an unknown
+ * 1 when fd is a named FIFO (mkfifo; never a shell's anonymous pipe,
+ * whose reader may be any program) and OVL_TRANSPORT is "ring" (an unknown
  * value exits 2 with a message); 0 otherwise.
  */
 int	ovl_ring_wanted(int fd);
