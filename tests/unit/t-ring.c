@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,13 +90,35 @@ writer_child(int fd, int rounds)
 	_exit(0);
 }
 
+/*
+ * A named FIFO's two ends (rings are only for named FIFOs, as ovl-run
+ * links stages; a pipe() is a shell's anonymous pipe): made in ringdir,
+ * opened, then unlinked (the fds stay a named FIFO's).
+ */
+static int
+fifo_pair(int pfd[2])
+{
+	static int k;
+	char path[64];
+	int fl;
+
+	snprintf(path, sizeof(path), "%s/fifo%d", ringdir, k++);
+	if (mkfifo(path, 0600) != 0 ||
+	    (pfd[0] = open(path, O_RDONLY | O_NONBLOCK)) < 0 ||
+	    (pfd[1] = open(path, O_WRONLY)) < 0 || unlink(path) != 0 ||
+	    (fl = fcntl(pfd[0], F_GETFL)) < 0 ||
+	    fcntl(pfd[0], F_SETFL, fl & ~O_NONBLOCK) != 0)
+		return -1;
+	return 0;
+}
+
 static pid_t
 spawn_writer(int *rfd, const char *size, int rounds)
 {
 	int pfd[2];
 	pid_t pid;
 
-	if (pipe(pfd) != 0)
+	if (fifo_pair(pfd) != 0)
 		abort();
 	pid = fork();
 	if (pid == 0) {
@@ -226,7 +249,7 @@ test_killed_mid_frame(void)
 	uint64_t off3 = 0;
 	pid_t pid;
 
-	if (pipe(pfd) != 0)
+	if (fifo_pair(pfd) != 0)
 		abort();
 	pid = fork();
 	if (pid == 0) {
@@ -369,12 +392,51 @@ test_bad_crc_offset(void)
 	CHECK(strstr(msg[1], "at byte offset 168") != NULL);
 }
 
+/*
+ * Rings are asked for on a named FIFO and not on a pipe(): a ring size out
+ * of range ends the writer with status 2 on the first, not on the second
+ * (so the tests above run through rings).
+ */
+static void
+test_named_fifo_only(void)
+{
+	int pfd[2], k, st;
+	char b[4096];
+	pid_t pid;
+
+	for (k = 0; k < 2; k++) {
+		if ((k == 0 ? fifo_pair(pfd) : pipe(pfd)) != 0)
+			abort();
+		pid = fork();
+		if (pid == 0) {
+			struct ovl_writer *w;
+
+			close(pfd[0]);
+			setenv("OVL_TRANSPORT", "ring", 1);
+			setenv("OVL_RING_SIZE", "1", 1);
+			setenv("OVL_RING_DIR", ringdir, 1);
+			w = ovl_writer_new(pfd[1], "probe");
+			(void)ovl_writer_begin(w, 8);
+			ovl_writer_finish(w, OVL_STATE, 0);
+			ovl_writer_end(w);
+			_exit(0);
+		}
+		close(pfd[1]);
+		while (read(pfd[0], b, sizeof(b)) > 0)
+			;
+		close(pfd[0]);
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+		CHECK(WEXITSTATUS(st) == (k == 0 ? 2 : 0));
+	}
+}
+
 int
 main(void)
 {
 	if (mkdtemp(ringdir) == NULL)
 		return 1;
 	alarm(300);	/* a writer and reader waiting on each other fail */
+	RUN(test_named_fifo_only);
 	RUN(test_small_ring_blocking);
 	RUN(test_small_ring_nonblocking);
 	RUN(test_default_ring);
