@@ -272,3 +272,15 @@ no_rings() {
 	grep -q "no room for a ring of [0-9]* bytes in '$PWD/shm': the stream goes by the pipe" err
 	cmp ref.jsonl out/small.jsonl
 }
+
+@test "a named FIFO read by another program with OVL_TRANSPORT=ring: an error naming the stream within seconds, not a hang" {
+	mkfifo q
+	# head and cat take the hello as data and never open the ring
+	{ exec 4< q; head -c 8 <&4 > h; cat <&4 > /dev/null; } &
+	rpid=$!
+	run -1 --separate-stderr env OVL_TRANSPORT=ring OVL_RING_DIR="$PWD" \
+	    "$OVL_SOURCE" --repeat -q --field text d "$SAMPLES/web/web-0.jsonl" --output q
+	wait "$rpid"
+	[[ "$stderr" == *"'q': its reader took the ring's hello but never opened the ring: not an overlord stage"* ]]
+	no_rings .
+}

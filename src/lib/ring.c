@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -25,6 +26,7 @@
 #define HDR_SIZE	4096u
 #define HDR_MAGIC	"OVLRING1"
 #define WAIT_MS		100	/* a writer with no room looks at its reader */
+#define STRANGER_WAITS	50	/* waits (5 s) with the hello read, the ring unmapped */
 
 /* The shared page. Head and tail on their own cache lines. */
 struct ring_hdr {
@@ -55,6 +57,7 @@ struct ovl_ring {
 	uint64_t	 frame_at;	/* writer: where the frame written begins */
 	uint64_t	 frame_end;	/* writer: where it ends (0: not known yet) */
 	uint64_t	 head;		/* writer: last published */
+	unsigned	 stranger;	/* writer: waits since the hello went unmapped */
 };
 
 static int
@@ -283,6 +286,31 @@ room(struct ovl_ring *g)
 	return g->size - (size_t)(g->wpos - tail);
 }
 
+/*
+ * Writer with no room: a reader that took the hello off the FIFO and has
+ * not mapped the ring within seconds is no overlord stage (head, cat, a
+ * script on a named FIFO, with OVL_TRANSPORT=ring in the environment): it
+ * would wait on the FIFO while the writer waits on the ring. An error
+ * naming the stream instead of that hang.
+ */
+static void
+check_stranger(struct ovl_ring *g)
+{
+	int pending = 0;
+
+	if (atomic_load(&g->hdr->attached) ||
+	    ioctl(g->fd, FIONREAD, &pending) != 0 || pending > 0) {
+		g->stranger = 0;
+		return;
+	}
+	if (++g->stranger < STRANGER_WAITS)
+		return;
+	(void)unlink(g->path);
+	ovl_errx(OVL_EXIT_DATA, "'%s': its reader took the ring's hello but "
+	    "never opened the ring: not an overlord stage (a ring needs one at "
+	    "the other end; OVL_TRANSPORT=fifo gives it the stream)", g->name);
+}
+
 /* Writer: wait until the reader frees room for need bytes. */
 static void
 wait_room(struct ovl_ring *g, size_t need)
@@ -306,6 +334,7 @@ wait_room(struct ovl_ring *g, size_t need)
 	}
 	(void)futex(&h->wsleep, FUTEX_WAIT, 1, &ts);
 	check_reader(g);
+	check_stranger(g);
 }
 
 size_t
