@@ -9,20 +9,6 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 }
 
-# small_plan FILE [EXTRA-LINES]: two finite sources, checkpoints every 2 steps
-small_plan() {
-	cat > "$1" <<EOF
-source web  path=$SAMPLES/web/web-0.jsonl format=jsonl on-exhaust=drop
-source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
-weights web=1 book=1
-seq-len 256
-ranks 2
-checkpoint every=2 dir=ckpt
-output format=jsonl path=out/small
-${2:-}
-EOF
-}
-
 # reference: the same plan run by hand, stage by stage through files
 reference() {	# reference PLAN OUTPREFIX
 	local plan=$1 i=0 name args inputs=()

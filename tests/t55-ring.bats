@@ -11,19 +11,6 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 }
 
-# small_plan FILE: two finite sources, checkpoints every 2 steps (t50's)
-small_plan() {
-	cat > "$1" <<EOF
-source web  path=$SAMPLES/web/web-0.jsonl format=jsonl on-exhaust=drop
-source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
-weights web=1 book=1
-seq-len 256
-ranks 2
-checkpoint every=2 dir=ckpt
-output format=jsonl path=out/small
-EOF
-}
-
 # no_rings DIR: no ring file left in DIR, and no ring directory of an
 # ovl-run that is gone
 no_rings() {

@@ -197,3 +197,19 @@ for l in sys.stdin:
 	    "$OVL_BUILDDIR/ovl-tok" -0 -t "hf:$SAMPLES/tokenizers/sample-tokenizer.json" encode |
 	    sed 's/ /, /g; s/^/{"ids": [/; s/$/]}/' > "$out"
 }
+
+# small_plan FILE [EXTRA-LINES]: a plan of two finite samples sources (web,
+# book), 2 ranks, seq-len 256, checkpoints every 2 steps in ckpt, jsonl
+# output out/small; EXTRA-LINES after them (t50, t55)
+small_plan() {
+	cat > "$1" <<EOF
+source web  path=$SAMPLES/web/web-0.jsonl format=jsonl on-exhaust=drop
+source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file on-exhaust=drop
+weights web=1 book=1
+seq-len 256
+ranks 2
+checkpoint every=2 dir=ckpt
+output format=jsonl path=out/small
+EOF
+	[ -z "${2:-}" ] || printf '%s\n' "$2" >> "$1"
+}

@@ -412,6 +412,23 @@ ovl_reader_done(struct ovl_reader *r)
 }
 
 /*
+ * After a read(2) of r->fd that failed: 0 to read again (EINTR),
+ * OVL_RD_AGAIN (a non-blocking fd), or -1 with the message.
+ */
+static int
+read_failed(struct ovl_reader *r)
+{
+	if (errno == EINTR)
+		return 0;
+	if (errno == EAGAIN)
+		return OVL_RD_AGAIN;
+	snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
+	    r->name, strerror(errno));
+	r->state = OVL_F_ETRUNC;
+	return -1;
+}
+
+/*
  * Make buf[start..end) hold at least need bytes, reading as needed.
  * Returns 1 when it does, 0 at end of file first, OVL_RD_AGAIN when a
  * non-blocking fd has nothing more, -1 on a read error (errmsg set).
@@ -423,6 +440,7 @@ fill(struct ovl_reader *r, size_t need)
 {
 	size_t c = r->chunk, want;
 	ssize_t n;
+	int rc;
 
 	if (r->ring != NULL)
 		return ring_fill(r, need);
@@ -465,14 +483,8 @@ fill(struct ovl_reader *r, size_t need)
 			r->eof = 1;
 			return 0;
 		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN)
-			return OVL_RD_AGAIN;
-		snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
-		    r->name, strerror(errno));
-		r->state = OVL_F_ETRUNC;
-		return -1;
+		if ((rc = read_failed(r)) != 0)
+			return rc;
 	}
 	return 1;
 }
@@ -518,6 +530,7 @@ ring_wait(struct ovl_reader *r, uint64_t have)
 {
 	char junk[64];
 	ssize_t n;
+	int rc;
 
 	if (r->eof)
 		return 0;
@@ -533,14 +546,8 @@ ring_wait(struct ovl_reader *r, uint64_t have)
 			r->eof = 1;
 			return 1;
 		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN)
-			return OVL_RD_AGAIN;
-		snprintf(r->errmsg, sizeof(r->errmsg), "'%s': read error: %s",
-		    r->name, strerror(errno));
-		r->state = OVL_F_ETRUNC;
-		return -1;
+		if ((rc = read_failed(r)) != 0)
+			return rc;
 	}
 }
 
