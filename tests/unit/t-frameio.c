@@ -13,14 +13,8 @@
 #include "buf.h"
 #include "frame.h"
 #include "frameio.h"
+#include "testframes.h"
 #include "unit.h"
-
-/* payload byte i of a test frame of length len */
-static uint8_t
-pbyte(uint32_t len, uint32_t i)
-{
-	return (uint8_t)(i * 7u + len * 13u + (i >> 9));
-}
 
 static void
 gen(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
@@ -73,19 +67,6 @@ slurp(int fd, size_t *n)
 	*n = (size_t)read(fd, b, (size_t)end);
 	lseek(fd, 0, SEEK_SET);
 	return b;
-}
-
-static int
-frame_ok(const struct ovl_frame *f, uint32_t len)
-{
-	uint32_t i;
-
-	if (f->kind != OVL_STATE || f->len != len)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (f->payload[i] != pbyte(len, i))
-			return 0;
-	return 1;
 }
 
 static const uint32_t lens[] = { 64, 4 << 20, 100, 128 << 10, (128 << 10) + 4,

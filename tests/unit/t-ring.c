@@ -21,15 +21,10 @@
 #include "frame.h"
 #include "frameio.h"
 #include "ring.h"
+#include "testframes.h"
 #include "unit.h"
 
 static char ringdir[] = "/tmp/t-ring.XXXXXX";
-
-static uint8_t
-pbyte(uint32_t len, uint32_t i)
-{
-	return (uint8_t)(i * 7u + len * 13u + (i >> 9));
-}
 
 struct genarg {
 	uint32_t	 len;
@@ -131,19 +126,6 @@ spawn_writer(int *rfd, const char *size, int rounds)
 	close(pfd[1]);
 	*rfd = pfd[0];
 	return pid;
-}
-
-static int
-frame_ok(const struct ovl_frame *f, uint32_t len)
-{
-	uint32_t i;
-
-	if (f->kind != OVL_STATE || f->len != len)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (f->payload[i] != pbyte(len, i))
-			return 0;
-	return 1;
 }
 
 static int
