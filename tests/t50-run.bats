@@ -100,11 +100,7 @@ EOF
 	"$OVL_RUN" -q -d run p.plan 3>&- 2> err &
 	pid=$!
 	# running: the mixer has written its statistics once
-	for _ in $(seq 600); do
-		[ -s run/mix.stats ] && break
-		sleep 0.05
-	done
-	[ -s run/mix.stats ]
+	wait_until 30 test -s run/mix.stats
 	kill -TERM "$pid"
 	st=0
 	wait "$pid" || st=$?
@@ -204,16 +200,6 @@ slow_web_plan() {
 	[ -s out/small.jsonl ]
 }
 
-# wait_gone PATTERN: until no process matches (at most 30 s); fails after
-wait_gone() {
-	local _
-	for _ in $(seq 600); do
-		pgrep -f -- "$1" > /dev/null || return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 @test "ovl-ckpt show --print0: checkpoints 0 for a fresh directory, then last, step, tokens, ended" {
 	"$OVL_CKPT" show --print0 nothing-here | tr '\0' ' ' > words
 	[ "$(cat words)" = "checkpoints 0 " ]
@@ -275,10 +261,7 @@ wait_gone() {
 	# (-o: the lock is flock's alone, so it goes with flock)
 	flock -o ckpt/lock sleep 600 3>&- &
 	holder=$!
-	for _ in $(seq 200); do
-		flock -n ckpt/lock true || break
-		sleep 0.05
-	done
+	wait_until 10 not flock -n ckpt/lock true || true
 	run -1 "$OVL_RUN" -q --resume --lock-wait 1 p.plan
 	pkill -P "$holder" sleep
 	wait "$holder" || true

@@ -154,10 +154,7 @@ no_rings() {
 	wait_ckpt ckpt 2 "$pid"
 	kill -KILL "$pid"
 	wait "$pid" || true
-	for _ in $(seq 200); do
-		pgrep -f -- "$BATS_TEST_TMPDIR/run/" > /dev/null || break
-		sleep 0.05
-	done
+	wait_gone "$BATS_TEST_TMPDIR/run/" || true
 	run -0 "$OVL_RUN" -q --resume -d run --transport ring p.plan
 	cmp out/small.jsonl ref.jsonl
 	[ ! -e "/dev/shm/ovl-run-rings.$pid" ]
@@ -173,11 +170,7 @@ no_rings() {
 	"$OVL_CKPT" -q --dir ck --json < f > out 3>&- &
 	rpid=$!
 	# the reader has begun (a stream of this size has no checkpoints)
-	for _ in $(seq 1200); do
-		[ -s out ] && break
-		sleep 0.05
-	done
-	[ -s out ]
+	wait_until 60 test -s out
 	kill -KILL "$rpid"
 	st=0
 	wait "$wpid" || st=$?
@@ -197,11 +190,7 @@ no_rings() {
 	rpid=$!
 	# half the documents: the writer waits for more input, its output flushed
 	head -c $(($(stat -c %s g.frames) / 2)) g.frames >&5
-	for _ in $(seq 1200); do
-		[ -s out ] && break
-		sleep 0.05
-	done
-	[ -s out ]
+	wait_until 60 test -s out
 	kill -KILL "$wpid"
 	exec 5>&-
 	st=0

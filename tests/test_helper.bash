@@ -165,6 +165,29 @@ kill_stage_once() {
 	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
 }
 
+# wait_until SECONDS COMMAND...: COMMAND every 0.05 s until it succeeds
+# (status 0), for at most SECONDS (status 1): a bounded wait for an event
+wait_until() {
+	local n=$(($1 * 20)) _
+	shift
+	for _ in $(seq "$n"); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# not COMMAND...: succeeds when COMMAND fails (for wait_until)
+not() {
+	! "$@"
+}
+
+# wait_gone PATTERN: until no process matches PATTERN (pgrep -f), at most
+# 30 s; status 1 after
+wait_gone() {
+	wait_until 30 not pgrep -f -- "$1" > /dev/null
+}
+
 # wait_ckpt DIR N [PID]: until checkpoint N or later is committed in the
 # checkpoint directory DIR (ovl-ckpt show), polling for at most 60 s;
 # status 1 on the deadline, or once the run PID has ended without it

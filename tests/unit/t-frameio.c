@@ -31,9 +31,8 @@ write_stream(const uint32_t *lens, size_t n, int pieces)
 {
 	FILE *fp = tmpfile();
 	struct ovl_writer *w = ovl_writer_new(fileno(fp), "test");
-	uint8_t *p;
 	size_t k;
-	uint32_t i, len;
+	uint32_t len;
 	int fd;
 
 	for (k = 0; k < n; k++) {
@@ -42,10 +41,7 @@ write_stream(const uint32_t *lens, size_t n, int pieces)
 			ovl_writer_frame_gen(w, OVL_STATE, 0, len, gen, &len);
 			continue;
 		}
-		p = ovl_writer_begin(w, lens[k]);
-		for (i = 0; i < lens[k]; i++)
-			p[i] = pbyte(lens[k], i);
-		ovl_writer_finish(w, OVL_STATE, 0);
+		put_frame(w, lens[k]);
 	}
 	ovl_writer_end(w);
 	ovl_writer_free(w);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frame.h"
+#include "frameio.h"
 
 /* payload byte i of a test frame of length len */
 static inline uint8_t
@@ -28,6 +29,18 @@ frame_ok(const struct ovl_frame *f, uint32_t len)
 		if (f->payload[i] != pbyte(len, i))
 			return 0;
 	return 1;
+}
+
+/* the test frame of length len, built whole in w's buffer */
+static inline void
+put_frame(struct ovl_writer *w, uint32_t len)
+{
+	uint8_t *p = ovl_writer_begin(w, len);
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pbyte(len, i);
+	ovl_writer_finish(w, OVL_STATE, 0);
 }
 
 #endif
