@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,6 +41,17 @@ ovl_cli_init(const struct ovl_cli *cli)
 	    v >= -1 && v <= 9)
 		ovl_verbose = (int)v;
 	ovl_cli_lifeline();
+}
+
+void
+ovl_cli_keep_heap(size_t bytes)
+{
+#ifdef M_TRIM_THRESHOLD
+	(void)mallopt(M_TRIM_THRESHOLD, bytes > (size_t)INT_MAX ? INT_MAX :
+	    (int)bytes);
+#else
+	(void)bytes;
+#endif
 }
 
 void

@@ -31,6 +31,17 @@ struct ovl_cli {
  */
 void	ovl_cli_init(const struct ovl_cli *cli);
 /*
+ * Keep up to bytes of freed memory at the top of the heap instead of
+ * giving it back at once (M_TRIM_THRESHOLD; glibc's default is 128 KiB):
+ * for the one-per-run stages (ovl-mix, ovl-construct, ovl-ckpt), whose
+ * stream buffers grow and shrink around outliers, so that the next one
+ * reuses pages instead of faulting in new ones. A constant, so memory
+ * stays bounded by the plan. Call after ovl_cli_init.
+ */
+void	ovl_cli_keep_heap(size_t bytes);
+/* What ovl-mix, ovl-construct and ovl-ckpt keep (make bench downstream). */
+#define OVL_CLI_STAGE_HEAP	(4u << 20)
+/*
  * When OVL_SUPERVISOR holds a pid (ovl-run sets it for the stages it
  * starts), this process gets SIGTERM when that parent dies, however it dies
  * (PR_SET_PDEATHSIG); if the parent is already gone, SIGTERM at once. A
