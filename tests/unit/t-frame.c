@@ -503,6 +503,39 @@ test_image(void)
 	CHECK(strcmp(ovl_kind_name(OVL_IMAGE), "IMAGE") == 0);
 }
 
+/*
+ * ovl_tok_max against a plain loop: every length to 70 (the vector steps
+ * and their tails), the maximum at every place, ids on both sides of the
+ * sign bit the vector compares work around (2^31, 2^15).
+ */
+static void
+test_tok_max(void)
+{
+	static const uint32_t tops[] = { 0, 1, 0x7fff, 0x8000, 0xffff, 0x10000,
+	    100276, 0x7fffffff, 0x80000000u, 0xfffffffeu, 0xffffffffu };
+	uint32_t t32[70], x = 12345;
+	uint16_t t16[70];
+	size_t n, at, k, i;
+
+	for (n = 0; n <= 70; n++)
+		for (k = 0; k < sizeof(tops) / sizeof(tops[0]); k++)
+			for (at = 0; at < (n > 0 ? n : 1); at++) {
+				uint32_t m32 = 0, m16 = 0;
+
+				for (i = 0; i < n; i++) {
+					x = x * 1103515245u + 12345u;
+					t32[i] = (x >> 8) % (tops[k] / 2 + 1);
+					if (i == at)
+						t32[i] = tops[k];
+					t16[i] = (uint16_t)t32[i];
+					m32 = t32[i] > m32 ? t32[i] : m32;
+					m16 = t16[i] > m16 ? t16[i] : m16;
+				}
+				CHECK(ovl_tok_max(t32, 4, n) == m32);
+				CHECK(ovl_tok_max(t16, 2, n) == m16);
+			}
+}
+
 int
 main(void)
 {
@@ -511,6 +544,7 @@ main(void)
 	RUN(test_roundtrip);
 	RUN(test_limits);
 	RUN(test_widths);
+	RUN(test_tok_max);
 	RUN(test_reader_whole);
 	RUN(test_truncation_every_byte);
 	RUN(test_bitflip_every_bit);
