@@ -126,7 +126,7 @@ main(int argc, char **argv)
 	int c, format_set = 0, wait_set = 0;
 
 	ovl_cli_init(&cli);
-	ovl_cli_keep_heap(OVL_CLI_STAGE_HEAP);
+	ovl_cli_stage_memory();
 	/* the sink's streams are for trainers and files: never a ring */
 	(void)unsetenv("OVL_TRANSPORT");
 	memset(&o, 0, sizeof(o));

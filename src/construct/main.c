@@ -417,7 +417,7 @@ main(int argc, char **argv)
 	char inname[512], outname[512];
 
 	ovl_cli_init(&cli);
-	ovl_cli_keep_heap(OVL_CLI_STAGE_HEAP);
+	ovl_cli_stage_memory();
 	parse_args(argc, argv, &o);
 	memset(&c, 0, sizeof(c));
 	c.o = &o;

@@ -10,15 +10,23 @@
 /*
  * Blocks of HUGE_MIN bytes and more (buffers grown for an outlier) are
  * whole transparent huge pages, 2 MiB aligned and rounded up to 2 MiB,
- * where the kernel offers them (madvise mode): a fresh block is faulted
- * in 2 MiB at a time instead of 4 KiB. Such a buffer is new memory every
- * time (the mmap threshold, cli.c, gives it back on free), and a 4 KiB
- * fault costs about 14 us on a paravirtualized machine, 40 times a huge
- * page's per byte (make bench downstream: issue 18). free() takes them
- * as any other block.
+ * where the kernel offers them (madvise mode), once ovl_buf_huge(1) asked
+ * for it: a fresh block is then faulted in 2 MiB at a time instead of 4
+ * KiB. Such a buffer is new memory every time (the mmap threshold, cli.c,
+ * gives it back on free), and a 4 KiB fault costs about 14 us on a
+ * paravirtualized machine, 40 times a huge page's per byte (make bench
+ * downstream: issue 18). free() takes them as any other block.
  */
 #define HUGE_MIN	(1u << 20)
 #define HUGE_PAGE	(2u << 20)
+
+static int huge;
+
+void
+ovl_buf_huge(int on)
+{
+	huge = on;
+}
 
 static void *
 huge_alloc(size_t n)
@@ -38,7 +46,8 @@ huge_alloc(size_t n)
 void *
 ovl_xmalloc(size_t n)
 {
-	void *p = n >= HUGE_MIN ? huge_alloc(n) : malloc(n != 0 ? n : 1);
+	void *p = huge && n >= HUGE_MIN ? huge_alloc(n) : malloc(n != 0 ? n :
+	    1);
 
 	if (p == NULL)
 		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu bytes)", n);
@@ -58,11 +67,17 @@ ovl_xcalloc(size_t n, size_t size)
 void *
 ovl_xrealloc(void *p, size_t n)
 {
-	size_t have = p != NULL ? malloc_usable_size(p) : 0;
+	size_t have;
 	void *q;
 
-	if (n >= HUGE_MIN && n > have) {
-		/* grown into a large block: one of huge pages, as ovl_xmalloc */
+	if (huge && n >= HUGE_MIN && (have = p != NULL ?
+	    malloc_usable_size(p) : 0) < HUGE_MIN) {
+		/*
+		 * A small block grown into a large one: huge pages, as
+		 * ovl_xmalloc. A large block grows by realloc (mremap: no
+		 * copy, no second block at the peak; the mapping keeps its
+		 * huge-page advice).
+		 */
 		q = huge_alloc(n);
 		if (q != NULL) {
 			if (have > 0)

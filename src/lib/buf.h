@@ -41,6 +41,14 @@ void	ovl_u32vec_free(struct ovl_u32vec *v);
 /* As ovl_buf_trim, keep counted in elements. */
 void	ovl_u32vec_trim(struct ovl_u32vec *v, size_t keep);
 
+/*
+ * on = 1: from now on, blocks of 1 MiB and more from ovl_xmalloc and
+ * ovl_xrealloc are whole transparent huge pages (2 MiB aligned, rounded
+ * up to 2 MiB; buf.c says why), still freed with free(3). Off by default:
+ * see ovl_cli_stage_memory for who turns it on.
+ */
+void	ovl_buf_huge(int on);
+
 /* malloc/realloc/strdup that exit 1 on failure. */
 void	*ovl_xmalloc(size_t n);
 void	*ovl_xcalloc(size_t n, size_t size);

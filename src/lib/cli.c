@@ -1,6 +1,5 @@
 #include "cli.h"
 
-#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "err.h"
 #include "num.h"
 
@@ -44,14 +44,12 @@ ovl_cli_init(const struct ovl_cli *cli)
 }
 
 void
-ovl_cli_keep_heap(size_t bytes)
+ovl_cli_stage_memory(void)
 {
 #ifdef M_TRIM_THRESHOLD
-	(void)mallopt(M_TRIM_THRESHOLD, bytes > (size_t)INT_MAX ? INT_MAX :
-	    (int)bytes);
-#else
-	(void)bytes;
+	(void)mallopt(M_TRIM_THRESHOLD, 4 << 20);
 #endif
+	ovl_buf_huge(1);
 }
 
 void

@@ -31,16 +31,18 @@ struct ovl_cli {
  */
 void	ovl_cli_init(const struct ovl_cli *cli);
 /*
- * Keep up to bytes of freed memory at the top of the heap instead of
- * giving it back at once (M_TRIM_THRESHOLD; glibc's default is 128 KiB):
- * for the one-per-run stages (ovl-mix, ovl-construct, ovl-ckpt), whose
- * stream buffers grow and shrink around outliers, so that the next one
- * reuses pages instead of faulting in new ones. A constant, so memory
- * stays bounded by the plan. Call after ovl_cli_init.
+ * Memory for the stages a run has one of (ovl-mix, ovl-construct,
+ * ovl-ckpt), whose stream buffers grow and shrink around outlier
+ * documents: keep up to 4 MiB of freed heap at its top instead of giving
+ * it back at once (M_TRIM_THRESHOLD; glibc's default is 128 KiB), and
+ * make blocks of 1 MiB and more of huge pages (ovl_buf_huge), so the next
+ * outlier reuses pages or faults them in 2 MiB at a time. A few MB more
+ * at the peak, a constant: memory stays bounded by the plan. Not for
+ * ovl-source: a run has many, whose summed peak is the plan's memory
+ * bound (huge pages raised a source's peak from 10.7 to 18.4 MB with 8 MB
+ * outliers: make bench BENCH_ARGS=memory). Call after ovl_cli_init.
  */
-void	ovl_cli_keep_heap(size_t bytes);
-/* What ovl-mix, ovl-construct and ovl-ckpt keep (make bench downstream). */
-#define OVL_CLI_STAGE_HEAP	(4u << 20)
+void	ovl_cli_stage_memory(void);
 /*
  * When OVL_SUPERVISOR holds a pid (ovl-run sets it for the stages it
  * starts), this process gets SIGTERM when that parent dies, however it dies

@@ -431,7 +431,7 @@ main(int argc, char **argv)
 	size_t i;
 
 	ovl_cli_init(&cli);
-	ovl_cli_keep_heap(OVL_CLI_STAGE_HEAP);
+	ovl_cli_stage_memory();
 	parse_opts(&o, argc, argv);
 	if (o.check)
 		return cmd_check(&o);
