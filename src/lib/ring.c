@@ -98,12 +98,20 @@ ovl_ring_wanted(int fd)
 	return named_fifo(fd);
 }
 
+static size_t default_size = OVL_RING_SIZE_DEFAULT;
+
+void
+ovl_ring_default_size(size_t size)
+{
+	default_size = size;
+}
+
 static size_t
 ring_size(void)
 {
 	const char *env = getenv("OVL_RING_SIZE");
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t v = OVL_RING_SIZE_DEFAULT;
+	uint64_t v = default_size;
 
 	if (env != NULL && (ovl_num_size(env, &v) != 0 || v < (64u << 10) ||
 	    v > (1u << 30)))

@@ -39,6 +39,13 @@
 #define OVL_RING_MAGIC_LEN	8
 #define OVL_RING_HELLO_MAX	(12 + 4096)	/* magic, length, path */
 #define OVL_RING_SIZE_DEFAULT	(1u << 20)	/* as a pipe (io.h); 4 MiB: no faster */
+/*
+ * A source's stream (ovl-source): a run has many, and a ring's pages are
+ * memory whether used or not (120 sources with 1 MiB rings: ovl-mix's
+ * peak RSS 40 -> 388 MB, bench memory); 256 KiB is as fast as 1 MiB there
+ * (make bench downstream), 128 KiB is not.
+ */
+#define OVL_RING_SIZE_SOURCE	(256u << 10)
 
 struct ovl_ring;
 
@@ -51,14 +58,19 @@ int	ovl_ring_wanted(int fd);
 
 /*
  * Writer: create a ring file and write the hello on fd. The data size is
- * OVL_RING_SIZE (64 KiB .. 1 GiB, rounded up to pages) or
- * OVL_RING_SIZE_DEFAULT. name is the stream's name for messages. Exits 1
+ * OVL_RING_SIZE (64 KiB .. 1 GiB, rounded up to pages) or the process's
+ * default (ovl_ring_default_size). name is the stream's name for messages. Exits 1
  * with a message when the file cannot be made; EPIPE on the hello dies as
  * a pipe's writer does (ovl_io_die_epipe). NULL, with a warning, when the
  * directory has no room for the ring's pages (they are allocated here):
  * the stream then goes by the pipe as it is.
  */
 struct ovl_ring *ovl_ring_create(int fd, const char *name);
+/*
+ * The data size of the rings this process makes when OVL_RING_SIZE does
+ * not say (OVL_RING_SIZE_DEFAULT until called): a tool's own default.
+ */
+void	ovl_ring_default_size(size_t size);
 /*
  * Writer: copy n bytes of the stream (the stream header, then frames) at
  * the write position, waiting for room. The ring follows the frames'

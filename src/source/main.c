@@ -710,6 +710,7 @@ main(int argc, char **argv)
 	struct src s;
 
 	ovl_cli_init(&cli);
+	ovl_ring_default_size(OVL_RING_SIZE_SOURCE);
 	parse_opts(&o, argc, argv);
 	setup(&s, &o);
 	if (o.standby != NULL) {

@@ -47,6 +47,7 @@
 #include "io.h"
 #include "json.h"
 #include "jsonl.h"
+#include "ring.h"
 #include "lines.h"
 #include "net.h"
 #include "num.h"
