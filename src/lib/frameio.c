@@ -66,7 +66,6 @@ struct ovl_reader {
 	/* a ring (ring.h): buf is in its data area, or big for an outlier */
 	struct ovl_ring	*ring;
 	uint8_t		*big;		/* a frame larger than the ring */
-	size_t		 bigcap;
 	int		 inbig;
 };
 
@@ -515,7 +514,6 @@ ring_rebase(struct ovl_reader *r)
 		r->end = 0;
 		free(r->big);
 		r->big = NULL;
-		r->bigcap = 0;
 	}
 	r->buf = ovl_ring_data(r->ring) + r->base % size;
 	r->cap = size;
@@ -572,11 +570,8 @@ ring_fill(struct ovl_reader *r, size_t need)
 			ring_rebase(r);
 		if (!r->inbig && need > size) {
 			/* an outlier: into a buffer of its own */
-			if (r->bigcap < need) {
-				free(r->big);
-				r->big = ovl_xmalloc(need);
-				r->bigcap = need;
-			}
+			free(r->big);	/* NULL: freed when its frame was consumed */
+			r->big = ovl_xmalloc(need);
 			memcpy(r->big, r->buf + r->start, r->end - r->start);
 			r->base += r->start;
 			r->end -= r->start;
