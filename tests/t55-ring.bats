@@ -25,7 +25,7 @@ no_rings() {
 	done
 }
 
-@test "ovl-run --transport ring: the same bytes as fifo on the samples' plans, no ring left" {
+@test "ovl-run: rings by default, or as --transport, the plan key and OVL_TRANSPORT say: the same bytes as fifo on the samples' plans, no ring left" {
 	for pl in small mix vlm; do
 		for t in fifo ring; do
 			rm -rf "c-$t" "o-$t" "run-$t"
@@ -40,6 +40,14 @@ no_rings() {
 	small_plan p.plan
 	run -0 "$OVL_RUN" -q -d run p.plan
 	mv out/small.jsonl ref.jsonl
+	# no key, no option: rings, ovl-run's default (a bad ring size fails
+	# the run); OVL_TRANSPORT=fifo: the FIFOs alone
+	rm -rf ckpt out
+	OVL_RING_SIZE=1 run -2 "$OVL_RUN" -q -d run --restart 0 p.plan
+	[[ "$output" == *"bad OVL_RING_SIZE '1'"* ]]
+	rm -rf ckpt out
+	OVL_RING_SIZE=1 OVL_TRANSPORT=fifo run -0 "$OVL_RUN" -q -d run p.plan
+	cmp out/small.jsonl ref.jsonl
 	echo "transport ring" >> p.plan
 	run -0 "$OVL_MIX" --check p.plan
 	[[ "$output" == *$'\ntransport ring'* ]]
