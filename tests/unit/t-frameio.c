@@ -162,6 +162,41 @@ test_buf_trim(void)
 	ovl_u32vec_free(&v);
 }
 
+/*
+ * Huge pages for large blocks (ovl_buf_huge, as ovl-mix, ovl-construct
+ * and ovl-ckpt ask): a large block is 2 MiB aligned; growing from small
+ * to large, large to larger, and trimming back keep the contents.
+ */
+static void
+test_buf_huge(void)
+{
+	struct ovl_buf b = { 0 };
+	size_t i, ok = 1;
+	void *p;
+
+	ovl_buf_huge(1);
+	p = ovl_xmalloc(1 << 20);
+	CHECK(((uintptr_t)p & ((2u << 20) - 1)) == 0);
+	free(p);
+	p = ovl_xmalloc((1 << 20) - 1);	/* below: an ordinary block */
+	free(p);
+	for (i = 0; i < 5000000; i++) {	/* through 1 MiB, then past 4 */
+		*ovl_buf_reserve(&b, 1) = (unsigned char)(i * 7 + i / 4096);
+		b.len++;
+	}
+	for (i = 0; i < b.len; i++)
+		ok &= b.p[i] == (unsigned char)(i * 7 + i / 4096);
+	CHECK(ok);
+	b.len = 3000;
+	ovl_buf_trim(&b, 4096);
+	CHECK(b.cap == 4096);
+	for (i = 0, ok = 1; i < b.len; i++)
+		ok &= b.p[i] == (unsigned char)(i * 7 + i / 4096);
+	CHECK(ok);
+	ovl_buf_free(&b);
+	ovl_buf_huge(0);
+}
+
 int
 main(void)
 {
@@ -169,5 +204,6 @@ main(void)
 	RUN(test_shrink_keeps_frames);
 	RUN(test_defer);
 	RUN(test_buf_trim);
+	RUN(test_buf_huge);
 	UNIT_DONE();
 }
