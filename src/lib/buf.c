@@ -8,8 +8,8 @@
 #include "err.h"
 
 /*
- * Blocks of HUGE_MIN bytes and more (buffers grown for an outlier) are
- * whole transparent huge pages, 2 MiB aligned and rounded up to 2 MiB,
+ * Blocks of OVL_BUF_LARGE bytes and more (buffers grown for an outlier)
+ * are whole transparent huge pages, 2 MiB aligned and rounded up to 2 MiB,
  * where the kernel offers them (madvise mode), once ovl_buf_huge(1) asked
  * for it: a fresh block is then faulted in 2 MiB at a time instead of 4
  * KiB. Such a buffer is new memory every time (the mmap threshold, cli.c,
@@ -17,7 +17,6 @@
  * paravirtualized machine, 40 times a huge page's per byte (make bench
  * downstream: issue 18). free() takes them as any other block.
  */
-#define HUGE_MIN	(1u << 20)
 #define HUGE_PAGE	(2u << 20)
 
 static int huge;
@@ -46,8 +45,8 @@ huge_alloc(size_t n)
 void *
 ovl_xmalloc(size_t n)
 {
-	void *p = huge && n >= HUGE_MIN ? huge_alloc(n) : malloc(n != 0 ? n :
-	    1);
+	void *p = huge && n >= OVL_BUF_LARGE ? huge_alloc(n) :
+	    malloc(n != 0 ? n : 1);
 
 	if (p == NULL)
 		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu bytes)", n);
@@ -70,8 +69,8 @@ ovl_xrealloc(void *p, size_t n)
 	size_t have;
 	void *q;
 
-	if (huge && n >= HUGE_MIN && (have = p != NULL ?
-	    malloc_usable_size(p) : 0) < HUGE_MIN) {
+	if (huge && n >= OVL_BUF_LARGE && (have = p != NULL ?
+	    malloc_usable_size(p) : 0) < OVL_BUF_LARGE) {
 		/*
 		 * A small block grown into a large one: huge pages, as
 		 * ovl_xmalloc. A large block grows by realloc (mremap: no

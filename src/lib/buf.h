@@ -42,7 +42,14 @@ void	ovl_u32vec_free(struct ovl_u32vec *v);
 void	ovl_u32vec_trim(struct ovl_u32vec *v, size_t keep);
 
 /*
- * on = 1: from now on, blocks of 1 MiB and more from ovl_xmalloc and
+ * A large block: buffers grown for an outlier. glibc maps each on its own
+ * (ovl_cli_init sets the mmap threshold here, so freeing one gives it
+ * back), and ovl_buf_huge makes them of huge pages.
+ */
+#define OVL_BUF_LARGE	(1u << 20)
+
+/*
+ * on = 1: from now on, blocks of OVL_BUF_LARGE and more from ovl_xmalloc and
  * ovl_xrealloc are whole transparent huge pages (2 MiB aligned, rounded
  * up to 2 MiB; buf.c says why), still freed with free(3). Off by default:
  * see ovl_cli_stage_memory for who turns it on.

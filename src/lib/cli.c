@@ -33,7 +33,7 @@ ovl_cli_init(const struct ovl_cli *cli)
 	 * heap when freed. Two arenas: a helper thread (read-ahead,
 	 * committer) never makes a heap of its own per thread.
 	 */
-	(void)mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	(void)mallopt(M_MMAP_THRESHOLD, OVL_BUF_LARGE);
 	(void)mallopt(M_ARENA_MAX, 2);
 #endif
 	env = getenv("OVL_VERBOSE");

@@ -59,11 +59,11 @@ int	ovl_ring_wanted(int fd);
 /*
  * Writer: create a ring file and write the hello on fd. The data size is
  * OVL_RING_SIZE (64 KiB .. 1 GiB, rounded up to pages) or the process's
- * default (ovl_ring_default_size). name is the stream's name for messages. Exits 1
- * with a message when the file cannot be made; EPIPE on the hello dies as
- * a pipe's writer does (ovl_io_die_epipe). NULL, with a warning, when the
- * directory has no room for the ring's pages (they are allocated here):
- * the stream then goes by the pipe as it is.
+ * default (ovl_ring_default_size). name is the stream's name for
+ * messages. Exits 1 with a message when the file cannot be made; EPIPE on
+ * the hello dies as a pipe's writer does (ovl_io_die_epipe). NULL, with
+ * a warning, when the directory has no room for the ring's pages (they
+ * are allocated here): the stream then goes by the pipe as it is.
  */
 struct ovl_ring *ovl_ring_create(int fd, const char *name);
 /*
