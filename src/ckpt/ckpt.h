@@ -37,6 +37,7 @@
 #include "net.h"
 #include "num.h"
 #include "plan.h"
+#include "relink.h"
 
 #define OUT_FLUSH	(256u << 10)	/* write an output when this much is buffered */
 #define NPY_HDR		128u		/* fixed npy header: rewritten in place */
@@ -70,6 +71,7 @@ struct ckpt_opts {
 	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
 	const char	*input;		/* --input, or NULL: standard input */
 	const char	*readers_file;	/* --step-from-readers: the restore lines */
+	struct ovl_relink_opts relink;	/* --relink */
 };
 
 /* One output file or stream. */
@@ -113,6 +115,7 @@ struct ckpt_run {
 	struct ckpt_opts *o;
 	char		*dir;
 	char		*logpath;
+	char		*committed;	/* DIR/committed (relink.h) */
 	int		 logfd;
 	uint64_t	 logend;
 	uint64_t	 since_base;	/* records since the last base */

@@ -22,6 +22,7 @@ static struct committer {
 	uint64_t	 fail_n;
 	int		 durable;	/* a record was appended before */
 	const char	*fail_what;
+	const char	*committed;	/* relink.h: the last durable record */
 } C = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 /*
@@ -86,8 +87,11 @@ committer_main(void *arg)
 				rc = -1;
 		if (rc == 0)
 			rc = ovl_ckptlog_append(C.logfd, C.logend, b.p, b.len);
-		if (rc == 0)
+		if (rc == 0) {
 			done = b.len;
+			/* a hint for writers' backups: never ahead of the log */
+			(void)ovl_link_set_committed(C.committed, last);
+		}
 		else if (i == nfds && (errno == ENOSPC || errno == EDQUOT))
 			rc = append_each(&b, &done, &last);
 		pthread_mutex_lock(&C.mu);
@@ -112,8 +116,10 @@ committer_main(void *arg)
 }
 
 void
-committer_start(int logfd, uint64_t logend, int durable)
+committer_start(int logfd, uint64_t logend, int durable,
+    const char *committed)
 {
+	C.committed = committed;
 	C.logfd = logfd;
 	C.logend = logend;
 	C.durable = durable;

@@ -21,8 +21,10 @@
 #include <stdint.h>
 
 /* Start the thread over the log open at logfd, appending at logend; durable
- * says a record is already in the log. */
-void	committer_start(int logfd, uint64_t logend, int durable);
+ * says a record is already in the log. After every durable append the
+ * last record's number goes to the file committed (relink.h). */
+void	committer_start(int logfd, uint64_t logend, int durable,
+	    const char *committed);
 /* Register a regular file output to fdatasync before every append. */
 void	committer_add_fd(int fd);
 /* Queue record n (len bytes) for appending; waits while 64 MiB are queued.

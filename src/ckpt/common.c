@@ -333,6 +333,7 @@ static const struct option longopts[] = {
 	{ "trainer-hosts", required_argument, NULL, 'T' },
 	{ "step-from-readers", required_argument, NULL, 'F' },
 	OVL_NET_LONGOPTS,
+	OVL_RELINK_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -363,6 +364,10 @@ ckpt_getopt(const struct ovl_cli *cli, const char *sub, int argc, char **argv,
 			(void)ovl_net_cli(cli, c, optarg);
 			continue;
 		}
+		/* relinking: the sink's only, handled by its caller */
+		if (c >= OVL_RELINK_OPT_RELINK &&
+		    c <= OVL_RELINK_OPT_BACKUP_MAX && sub == NULL)
+			return c;
 		/* unknown, or another (sub)command's */
 		if (c == '?' || (c > 0 && (c >= 256 ||
 		    (strchr(OVL_CLI_SHORTOPTS, c) == NULL &&

@@ -35,6 +35,8 @@ static const struct ovl_cli cli = {
 	"                          restore at or before it, the lines into FILE\n"
 	"Outputs (-o for frames, -p, -m) may be endpoints too.\n"
 	OVL_NET_HELP
+	"  --relink                after its writer dies, read its successor\n"
+	"                          (ovl(7) Recovery; ovl-run passes it)\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 	"Subcommands, each with its own options (ovl-ckpt SUBCOMMAND --help):\n"
 	"  show      a checkpoint's state: the last one, or --at N\n"
@@ -142,6 +144,11 @@ main(int argc, char **argv)
 		switch (c) {
 		case 'F':
 			o.readers_file = optarg;
+			break;
+		default:
+			if (!ovl_relink_cli(&cli, &o.relink, c, optarg) ||
+			    o.relink.backup != NULL)
+				ovl_cli_usagex(&cli, "unknown option");
 			break;
 		case 'i':
 			o.input = optarg;

@@ -607,6 +607,7 @@ open_log(struct ckpt_run *R)
 	size_t i, b;
 
 	R->logpath = xasprintf("%s/ckpt.log", R->dir);
+	R->committed = xasprintf("%s/" OVL_RELINK_COMMITTED, R->dir);
 	read_log(R->dir, &log);
 	if (!R->o->resume_set) {
 		if (log.nrec > 0)
@@ -616,6 +617,8 @@ open_log(struct ckpt_run *R)
 		ovl_ckptlog_header(hdr);
 		if (ovl_atomic_write(R->logpath, hdr, sizeof(hdr)) != 0)
 			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", R->logpath);
+		if (unlink(R->committed) != 0 && errno != ENOENT)
+			ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", R->committed);
 		R->logend = sizeof(hdr);
 	} else {
 		long r = ovl_ckptlog_find(&log, R->o->resume);
@@ -628,6 +631,8 @@ open_log(struct ckpt_run *R)
 			ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64 " ends the "
 			    "run: nothing to resume", R->o->resume);
 		cut_log(R->dir, &log, i);
+		if (ovl_link_set_committed(R->committed, log.rec[i].n) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot write '%s'", R->committed);
 		log_state(R->dir, &log, i, &R->prev);
 		R->have_prev = 1;
 		R->last_n = log.rec[i].n;
@@ -675,7 +680,8 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 
 	/* the reader checked it: the only one, first, with a vocab */
 	(void)ovl_meta_decode(f, &text, &len);
-	ovl_buf_append(&R->meta, f->payload - OVL_FRAME_HDR_LEN, f->size);
+	/* where the stream resumed is not the outputs' business */
+	ovl_meta_frame_without(f, "resumed", &R->meta);
 	R->have_meta = 1;
 	meta_parse(R, text, len);
 	open_outputs(R);
@@ -811,6 +817,7 @@ run_free(struct ckpt_run *R)
 	if (R->logfd >= 0)
 		close(R->logfd);
 	free(R->logpath);
+	free(R->committed);
 	free(R->dir);
 }
 
@@ -859,7 +866,7 @@ run(struct ckpt_opts *o)
 		R.skips[R.nskips++].b = o->skip[1];
 	}
 	open_log(&R);
-	committer_start(R.logfd, R.logend, R.have_last);
+	committer_start(R.logfd, R.logend, R.have_last, R.committed);
 
 	ovl_net_redirect(o->input != NULL ? o->input : "-", OVL_NET_READ,
 	    STDIN_FILENO, inname, sizeof(inname));
@@ -872,6 +879,11 @@ run(struct ckpt_opts *o)
 	    .what = "a stream of sequences", .checks = OVL_EXPECT_SEQ,
 	    .ranks = o->plan_ranks });
 	R.rd = rd;
+	if (o->relink.relink)
+		ovl_reader_relink(rd);
+	/* a stream that starts before the checkpoint is read from it on */
+	if (R.have_last)
+		ovl_reader_resume_at(rd, R.last_n);
 	for (;;) {
 		rc = ovl_reader_next(rd, &f);
 		if (rc < 0) {

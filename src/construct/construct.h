@@ -33,6 +33,7 @@
 #include "num.h"
 #include "pack.h"
 #include "plan.h"
+#include "relink.h"
 #include "step.h"
 
 /* The plan holds the same bounds: ovl-mix --check refuses what we would. */
@@ -46,6 +47,7 @@ _Static_assert(OVL_PLAN_MAX_SEQ_LEN == OVL_PACK_CAP_MAX,
 
 struct construct_opts {
 	const char	*plan_path;
+	struct ovl_relink_opts relink;
 	uint32_t	 ranks;
 	uint32_t	 mb;
 	uint64_t	 step_tokens;

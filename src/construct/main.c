@@ -40,6 +40,7 @@ static const struct ovl_cli cli = {
 	"  --stats FILE           one JSON line of figures per step\n"
 	"  --resume FILE          continue from this stage's STATE text\n"
 	OVL_NET_HELP
+	OVL_RELINK_HELP
 	"  -v, --verbose          a line per step on standard error\n"
 	"  -q, --quiet            errors only\n"
 	"  -h, --help             this help\n"
@@ -243,6 +244,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		{ "input", required_argument, NULL, 'I' },
 		{ "output", required_argument, NULL, 'O' },
 		OVL_NET_LONGOPTS,
+		OVL_RELINK_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned char set[256];
@@ -262,7 +264,8 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 	o->window = 1;
 	while ((opt = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
-		if (ovl_cli_common(&cli, opt) || ovl_net_cli(&cli, opt, optarg))
+		if (ovl_cli_common(&cli, opt) || ovl_net_cli(&cli, opt, optarg) ||
+		    ovl_relink_cli(&cli, &o->relink, opt, optarg))
 			continue;
 		set[opt & 0xff] = 1;
 		switch (opt) {
@@ -449,7 +452,15 @@ main(int argc, char **argv)
 		static char obuf[1 << 16];
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	}
+	if (c.wr != NULL && o.relink.backup != NULL)
+		ovl_writer_backup(c.wr, o.relink.backup, o.relink.committed,
+		    o.relink.max != 0 ? o.relink.max : OVL_RELINK_BACKUP_MAX);
 	c.rd = ovl_reader_new(STDIN_FILENO, inname, 0);
+	if (o.relink.relink)
+		ovl_reader_relink(c.rd);
+	/* a stream that starts before the checkpoint is read from it on */
+	if (o.resume_path != NULL)
+		ovl_reader_resume_at(c.rd, c.resume_n);
 	/* sequences made so far go out before waiting for more documents */
 	if (c.wr != NULL)
 		ovl_reader_on_idle(c.rd, flush_writer, c.wr);

@@ -372,7 +372,7 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	static const char *const mine[] = { "seq-len", "ranks",
 	    "micro-batches", "step-tokens", "balance", "pack", "window",
 	    "uniform", "cost", "image-tokens", "image-encoder-cost", "pad-id",
-	    NULL };
+	    "resumed", NULL };
 
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
@@ -431,6 +431,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	if (o->enc_text[0] != '\0')
 		ADD("image-encoder-cost %s\n", o->enc_text);
 	ADD("pad-id %u\n", c->pad_id);
+	if (o->resume_path != NULL)	/* right after BARRIER n (relink.h) */
+		ADD("resumed %" PRIu64 "\n", c->resume_n);
 #undef ADD
 	if (o->json) {
 		printf("{\"kind\":\"meta\"");

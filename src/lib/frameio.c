@@ -1,6 +1,8 @@
 #include "frameio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,10 +16,10 @@
 #include "err.h"
 #include "io.h"
 #include "num.h"
+#include "frameio-int.h"
+#include "relink.h"
 #include "ring.h"
 
-#define RD_CHUNK	(1u << 20)	/* read size and starting buffer */
-#define WR_FLUSH	(256u << 10)	/* write when this much is buffered */
 /*
  * Bounded memory (issue 18): a buffer grown for an outlier frame goes back
  * to its normal size after it (the writer's once CALM frames in a row were
@@ -26,48 +28,6 @@
  * of the usual sizes never allocate.
  */
 #define CALM		8
-
-struct ovl_reader {
-	int		 fd;
-	char		*name;
-	uint32_t	 max;
-	uint8_t		*buf;
-	size_t		 cap;
-	size_t		 chunk;		/* read size (RD_CHUNK unless set) */
-	size_t		 defer;		/* longer frames: OVL_RD_DEFER (0: off) */
-	size_t		 start;		/* first unconsumed byte */
-	size_t		 end;		/* one past the last valid byte */
-	uint64_t	 base;		/* stream offset of buf[0] */
-	uint64_t	 frame_off;	/* stream offset of the last frame */
-	uint64_t	 count;
-	int		 state;		/* 0 header, 1 frames, 2 done, <0 error */
-	int		 eof;
-	unsigned	 minor;
-	void		(*idle)(void *);	/* before a read that would wait */
-	void		*idle_arg;
-	char		 errmsg[512];
-
-	/* the grammar the stage declared (ovl_reader_expect) */
-	int		 expect;
-	struct ovl_expect ex;
-	char		*meta_keys;
-	int		 seen_meta;
-	struct ovl_buf	 meta;		/* the META's text */
-	uint32_t	 ranks;
-	uint64_t	 next_step;	/* SEQ steps from here on */
-	uint64_t	 next_barrier;	/* BARRIER numbers from here on */
-	int		 have_barrier;
-	uint64_t	 img_due;	/* IMAGE frames the DOC or SEQ before owes */
-	int		 img_seq;	/* they follow a SEQ (of img_step, ...) */
-	uint64_t	 img_step;
-	uint32_t	 img_rank, img_mb;
-	uint64_t	 skipped;
-
-	/* a ring (ring.h): buf is in its data area, or big for an outlier */
-	struct ovl_ring	*ring;
-	uint8_t		*big;		/* a frame larger than the ring */
-	int		 inbig;
-};
 
 static uint32_t
 default_max(void)
@@ -141,6 +101,7 @@ ovl_reader_free(struct ovl_reader *r)
 		free(r->buf);
 	free(r->name);
 	free(r->meta_keys);
+	free(r->link.base);
 	ovl_buf_free(&r->meta);
 	free(r);
 }
@@ -182,13 +143,8 @@ fail(struct ovl_reader *r, int rc, uint64_t off, const char *detail)
 	return rc;
 }
 
-static int
-bad(struct ovl_reader *r, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* A grammar error: "'name': <what> at byte offset N". */
-static int
-bad(struct ovl_reader *r, int rc, const char *fmt, ...)
+int
+ovl_frameio__bad(struct ovl_reader *r, int rc, const char *fmt, ...)
 {
 	char what[256];
 	va_list ap;
@@ -214,7 +170,7 @@ check_meta(struct ovl_reader *r, const struct ovl_frame *f)
 	size_t kl;
 
 	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
-		return bad(r, OVL_F_EPAYLOAD, "malformed META");
+		return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed META");
 	r->meta.len = 0;
 	ovl_buf_append(&r->meta, text, len);
 	while (*p != '\0') {
@@ -223,11 +179,11 @@ check_meta(struct ovl_reader *r, const struct ovl_frame *f)
 			memcpy(key, p, kl);
 			key[kl] = '\0';
 			if (!ovl_meta_value(text, len, key, val, sizeof(val)))
-				return bad(r, OVL_F_EGRAMMAR, "META has no %s",
+				return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "META has no %s",
 				    key);
 			if (ovl_num_u64(val, &v) != 0 ||
 			    (strcmp(key, "vocab") == 0 && v == 0))
-				return bad(r, OVL_F_EGRAMMAR, "bad %s '%s' in "
+				return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "bad %s '%s' in "
 				    "META", key, val);
 			if (strcmp(key, "vocab") == 0) {
 				vocab = v;
@@ -241,7 +197,7 @@ check_meta(struct ovl_reader *r, const struct ovl_frame *f)
 	    (sp[3] == '\0' || sp[3] == ' ') &&
 	    ovl_meta_value(text, len, "eod", val, sizeof(val)) &&
 	    ovl_num_u64(val, &v) == 0 && v >= vocab)
-		return bad(r, OVL_F_EGRAMMAR, "bad eod '%s' in META (vocab %"
+		return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "bad eod '%s' in META (vocab %"
 		    PRIu64 ")", val, vocab);
 	if (ovl_meta_value(text, len, "ranks", val, sizeof(val)) &&
 	    ovl_num_u64(val, &v) == 0 && v >= 1 && v <= UINT32_MAX)
@@ -261,34 +217,34 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 
 	if (f->kind == OVL_META) {
 		if (r->seen_meta)
-			return bad(r, OVL_F_EGRAMMAR, "a second META");
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "a second META");
 		r->seen_meta = 1;
 		return check_meta(r, f);
 	}
 	if (!r->seen_meta)
-		return bad(r, OVL_F_EGRAMMAR, "the stream does not begin with "
+		return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "the stream does not begin with "
 		    "META (%s first)", ovl_kind_name(f->kind));
 	if (r->img_due > 0 && f->kind != OVL_IMAGE)
-		return bad(r, OVL_F_EGRAMMAR, "%s frame where %" PRIu64 " more "
+		return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "%s frame where %" PRIu64 " more "
 		    "IMAGE frames of the %s before were due",
 		    ovl_kind_name(f->kind), r->img_due, r->img_seq ? "SEQ" :
 		    "DOC");
 	if (f->kind == OVL_END)
 		return OVL_F_OK;
 	if (r->ex.kinds != 0 && !(r->ex.kinds & (1u << f->kind)))
-		return bad(r, OVL_F_EGRAMMAR, "unexpected %s frame%s%s",
+		return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "unexpected %s frame%s%s",
 		    ovl_kind_name(f->kind), in, what);
 	switch (f->kind) {
 	case OVL_SEQ:
 		if (!(r->ex.checks & OVL_EXPECT_SEQ))
 			break;
 		if (ovl_seq_decode(f, &s) != OVL_F_OK)
-			return bad(r, OVL_F_EPAYLOAD, "malformed SEQ");
+			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed SEQ");
 		if (r->ranks > 0 && s.rank >= r->ranks)
-			return bad(r, OVL_F_EGRAMMAR, "SEQ for rank %" PRIu32
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "SEQ for rank %" PRIu32
 			    " of a %" PRIu32 "-rank run", s.rank, r->ranks);
 		if (s.step < r->next_step)
-			return bad(r, OVL_F_EGRAMMAR, "SEQ for step %" PRIu64
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "SEQ for step %" PRIu64
 			    " after step %" PRIu64 " (steps out of order)",
 			    s.step, r->next_step);
 		r->next_step = s.step;
@@ -313,13 +269,13 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 		if (r->ex.checks == 0)
 			break;
 		if (ovl_image_decode(f, &im) != OVL_F_OK)
-			return bad(r, OVL_F_EPAYLOAD, "malformed IMAGE");
+			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed IMAGE");
 		if (r->img_due == 0)
-			return bad(r, OVL_F_EGRAMMAR, "an IMAGE frame that no "
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "an IMAGE frame that no "
 			    "DOC or SEQ before it announced");
 		if (r->img_seq && (im.step != r->img_step ||
 		    im.rank != r->img_rank || im.mb != r->img_mb))
-			return bad(r, OVL_F_EGRAMMAR, "IMAGE of step %" PRIu64
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "IMAGE of step %" PRIu64
 			    " rank %" PRIu32 " micro-batch %" PRIu32 " after "
 			    "the SEQ of step %" PRIu64 " rank %" PRIu32
 			    " micro-batch %" PRIu32, im.step, im.rank, im.mb,
@@ -333,12 +289,12 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 		if (!(r->ex.checks & OVL_EXPECT_SEQ))
 			break;
 		if (ovl_step_decode(f, &st) != OVL_F_OK)
-			return bad(r, OVL_F_EPAYLOAD, "malformed STEP");
+			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed STEP");
 		if (r->ranks > 0 && st.rank >= r->ranks)
-			return bad(r, OVL_F_EGRAMMAR, "STEP for rank %" PRIu32
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "STEP for rank %" PRIu32
 			    " of a %" PRIu32 "-rank run", st.rank, r->ranks);
 		if (st.step < r->next_step)
-			return bad(r, OVL_F_EGRAMMAR, "STEP %" PRIu64 " after "
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "STEP %" PRIu64 " after "
 			    "step %" PRIu64 " (steps out of order)", st.step,
 			    r->next_step);
 		break;
@@ -348,9 +304,9 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 			break;
 		/* the decoder holds the chunk below the chunk count */
 		if (ovl_doc_decode(f, &d) != OVL_F_OK)
-			return bad(r, OVL_F_EPAYLOAD, "malformed DOC");
+			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed DOC");
 		if (d.next_rec != d.record + 1 || d.next_off < d.start_off)
-			return bad(r, OVL_F_EGRAMMAR, "DOC of record %" PRIu64
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "DOC of record %" PRIu64
 			    " at byte %" PRIu64 " with the cursor after it at "
 			    "record %" PRIu64 ", byte %" PRIu64, d.record,
 			    d.start_off, d.next_rec, d.next_off);
@@ -361,9 +317,9 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 		if (r->ex.checks == 0)
 			break;
 		if (ovl_barrier_decode(f, &b) != OVL_F_OK)
-			return bad(r, OVL_F_EPAYLOAD, "malformed BARRIER");
+			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed BARRIER");
 		if (r->have_barrier && b.n < r->next_barrier)
-			return bad(r, OVL_F_EGRAMMAR, "BARRIER %" PRIu64
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "BARRIER %" PRIu64
 			    " after BARRIER %" PRIu64, b.n,
 			    r->next_barrier - 1);
 		r->next_barrier = b.n + 1;
@@ -736,7 +692,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 	if (f->kind == OVL_END) {
 		if (ovl_end_decode(f, &nframes) != OVL_F_OK)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off, "END frame");
-		if (nframes != r->count)
+		if (nframes != r->scount)
 			return fail(r, OVL_F_EPAYLOAD, r->frame_off,
 			    "END frame count does not match the frames read");
 		r->state = 2;
@@ -745,6 +701,7 @@ next_frame(struct ovl_reader *r, struct ovl_frame *f)
 		return OVL_RD_FRAME;
 	}
 	r->count++;
+	r->scount++;
 	return OVL_RD_FRAME;
 }
 
@@ -755,8 +712,20 @@ ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
 
 	for (;;) {
 		rc = next_frame(r, f);
+		if (rc == OVL_F_ETRUNC && r->relink && ovl_frameio__reader_relink(r) == 0)
+			continue;
 		if (rc != OVL_RD_FRAME)
 			return rc;
+		if (f->kind == OVL_META) {
+			if ((rc = ovl_frameio__resync(r, f)) != OVL_F_OK)
+				return rc;
+			if (r->successor)
+				continue;	/* the stage has its META */
+		} else if ((rc = ovl_frameio__repeated(r, f)) != 0) {
+			if (rc < 0)
+				return rc;
+			continue;
+		}
 		if (f->kind == OVL_META || f->kind == OVL_DOC ||
 		    f->kind == OVL_CHUNK_END || f->kind == OVL_SEQ ||
 		    f->kind == OVL_BARRIER || f->kind == OVL_STATE ||
@@ -764,13 +733,14 @@ ovl_reader_next(struct ovl_reader *r, struct ovl_frame *f)
 		    f->kind == OVL_IMAGE)
 			break;
 		if (r->minor <= OVL_VERSION_MINOR)
-			return bad(r, OVL_F_EGRAMMAR, "unknown frame kind %u "
+			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "unknown frame kind %u "
 			    "(stream version %u.%u)", f->kind,
 			    OVL_VERSION_MAJOR, r->minor);
 		r->skipped++;	/* an addition of a newer minor version */
 	}
 	if (r->expect && (rc = check_frame(r, f)) != OVL_F_OK)
 		return rc;
+	ovl_frameio__advance(r, f);
 	return OVL_RD_FRAME;
 }
 
@@ -818,31 +788,6 @@ ovl_reader_minor(const struct ovl_reader *r)
 
 /* ---- writer ---- */
 
-struct ovl_writer {
-	int		 fd;
-	char		*name;
-	uint8_t		*buf;
-	size_t		 cap;
-	size_t		 len;
-	size_t		 open;		/* offset of the frame begun, or SIZE_MAX */
-	uint32_t	 open_len;
-	uint64_t	 written;
-	uint64_t	 count;
-	unsigned	 calm;		/* small frames in a row (CALM) */
-	int		 started;
-	int		 ring_asked;	/* ovl_ring_wanted was asked */
-	struct ovl_ring	*ring;		/* the ring transport, or NULL */
-	/*
-	 * In place (ring.h): buf is a window of the ring at its write
-	 * position, frames are built there and committed by write_out; the
-	 * heap buffer waits in heap for a frame larger than the ring.
-	 */
-	int		 inring;
-	uint8_t		*heap;
-	size_t		 heapcap;
-	int		 ingen;		/* inside ovl_writer_frame_gen's pieces */
-};
-
 struct ovl_writer *
 ovl_writer_new(int fd, const char *name)
 {
@@ -865,6 +810,16 @@ ovl_writer_free(struct ovl_writer *w)
 	ovl_ring_close(w->ring);
 	free(w->inring ? w->heap : w->buf);
 	free(w->name);
+	if (w->bk != NULL) {
+		close(w->bk->fd);
+		(void)unlink(w->bk->path);
+		free(w->bk->path);
+		free(w->bk->committed);
+		free(w->bk->bar);
+		free(w->bk->link.base);
+		ovl_buf_free(&w->bk->meta);
+		free(w->bk);
+	}
 	free(w);
 }
 
@@ -872,6 +827,10 @@ ovl_writer_free(struct ovl_writer *w)
 static void
 put(struct ovl_writer *w, const void *p, size_t n)
 {
+	if (w->bk != NULL) {
+		ovl_frameio__bk_put(w, p, n);
+		return;
+	}
 	if (!w->ring_asked) {
 		/* at the first bytes, as a pipe's reader would see them */
 		w->ring_asked = 1;
@@ -1034,10 +993,13 @@ ovl_writer_finish(struct ovl_writer *w, uint8_t kind, uint8_t flags)
 {
 	ovl_frame_seal(w->buf + w->open, kind, flags, w->open_len);
 	w->len += (size_t)OVL_FRAME_HDR_LEN + w->open_len;
-	w->open = SIZE_MAX;
 	w->calm = w->open_len <= WR_FLUSH / 2 ? w->calm + 1 : 0;
 	if (kind != OVL_END)
 		w->count++;
+	if (w->bk != NULL)
+		ovl_frameio__bk_frame(w, w->buf + w->open, kind, (size_t)OVL_FRAME_HDR_LEN +
+		    w->open_len, w->written + w->len);
+	w->open = SIZE_MAX;
 }
 
 void
@@ -1113,6 +1075,9 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 		w->written += f->size;
 		if (f->kind != OVL_END)
 			w->count++;
+		if (w->bk != NULL)
+			ovl_frameio__bk_frame(w, f->payload - OVL_FRAME_HDR_LEN, f->kind,
+			    f->size, w->written);
 		return;
 	}
 	ensure(w, f->size);
@@ -1121,6 +1086,9 @@ ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f)
 	w->calm++;
 	if (f->kind != OVL_END)
 		w->count++;
+	if (w->bk != NULL)
+		ovl_frameio__bk_frame(w, f->payload - OVL_FRAME_HDR_LEN, f->kind, f->size,
+		    w->written + w->len);
 }
 
 void
@@ -1128,7 +1096,7 @@ ovl_writer_end(struct ovl_writer *w)
 {
 	uint8_t *p = ovl_writer_begin(w, OVL_END_LEN);
 
-	ovl_end_encode(p, w->count);
+	ovl_end_encode(p, w->count - w->count_base);
 	ovl_writer_finish(w, OVL_END, 0);
 	ovl_writer_flush(w);
 }

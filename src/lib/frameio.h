@@ -14,6 +14,8 @@
 
 #include "frame.h"
 
+struct ovl_buf;
+
 struct ovl_reader;
 struct ovl_writer;
 
@@ -126,6 +128,30 @@ const char *ovl_reader_name(const struct ovl_reader *r);
 unsigned ovl_reader_minor(const struct ovl_reader *r);
 
 /*
+ * Relinking (relink.h). ovl_reader_relink: fd is a named FIFO of a
+ * supervised run (exit 2 otherwise); when its writer dies (end of file
+ * without END, a frame cut short), the reader moves to the link's next
+ * generation, waits there for the successor and drops what the
+ * successor's stream repeats, so ovl_reader_next goes on as if nothing
+ * happened. ovl_reader_resume_at: this reader resumes after checkpoint n
+ * (its stage was restored from it): a stream that starts earlier ("resumed
+ * M" with M < n, or from the start) is read from right after BARRIER n.
+ * Either way a stream that starts later than the reader's place is an
+ * error (OVL_F_EGRAMMAR: something would be missing), and so is one whose
+ * last repeated frame differs from what the reader had there.
+ * ovl_reader_dropped: the repeated frames dropped so far.
+ */
+void	ovl_reader_relink(struct ovl_reader *r);
+/*
+ * The META frame f, whole (header and CRC), with no line of key: appended
+ * to out. A stage that passes its input's META on drops "resumed" so.
+ */
+void	ovl_meta_frame_without(const struct ovl_frame *f, const char *key,
+	    struct ovl_buf *out);
+void	ovl_reader_resume_at(struct ovl_reader *r, uint64_t n);
+uint64_t ovl_reader_dropped(const struct ovl_reader *r);
+
+/*
  * A writer to fd, named name in messages. The stream header goes out with
  * the first frame. Write errors exit 1 with a message; EPIPE dies quietly
  * by SIGPIPE like any pipeline member (on a socket, EPIPE and ECONNRESET
@@ -160,6 +186,17 @@ void	ovl_writer_copy(struct ovl_writer *w, const struct ovl_frame *f);
 void	ovl_writer_flush(struct ovl_writer *w);
 /* Write the END frame (with the frame count) and flush. */
 void	ovl_writer_end(struct ovl_writer *w);
+/*
+ * Keep what is written since the last committed checkpoint (read from the
+ * file committed, relink.h) in the file spill, at most max bytes (past
+ * that: exit 1 with a message), and when the reader goes away, wait for
+ * its successor on the link's next generation and replay it from there
+ * (a META saying "resumed N", then the frames after BARRIER N). fd must be
+ * a named FIFO (exit 2 otherwise); before the first frame. The stream then
+ * never goes by a ring, and SIGPIPE is ignored.
+ */
+void	ovl_writer_backup(struct ovl_writer *w, const char *spill,
+	    const char *committed, uint64_t max);
 /* Bytes handed to the fd so far plus bytes buffered. */
 uint64_t ovl_writer_offset(const struct ovl_writer *w);
 /* Frames written so far, END excluded. */

@@ -27,6 +27,7 @@ static const struct ovl_cli cli = {
 	"  --source-args NAME    the ovl-source arguments of a source (NUL-separated)\n"
 	"  --get KEY             one plan value, NUL-terminated (checkpoint.dir, ...)\n"
 	OVL_NET_HELP
+	OVL_RELINK_HELP
 	"  -v, --verbose         per-input statistics on stderr at the end\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
@@ -53,6 +54,7 @@ static const struct option longopts[] = {
 	{ "get", required_argument, NULL, O_GET },
 	{ "output", required_argument, NULL, O_OUTPUT },
 	OVL_NET_LONGOPTS,
+	OVL_RELINK_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -344,7 +346,8 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 	o->by = -1;
 	while ((c = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
-		if (ovl_cli_common(&cli, c) || ovl_net_cli(&cli, c, optarg))
+		if (ovl_cli_common(&cli, c) || ovl_net_cli(&cli, c, optarg) ||
+		    ovl_relink_cli(&cli, &o->relink, c, optarg))
 			continue;
 		switch (c) {
 		case O_OUTPUT:
@@ -475,6 +478,10 @@ main(int argc, char **argv)
 	open_inputs(&m);
 	if (!o.json) {
 		m.w = ovl_writer_new(STDOUT_FILENO, outname);
+		if (o.relink.backup != NULL)
+			ovl_writer_backup(m.w, o.relink.backup,
+			    o.relink.committed, o.relink.max != 0 ?
+			    o.relink.max : OVL_RELINK_BACKUP_MAX);
 	}
 	write_meta(&m);
 	run(&m);

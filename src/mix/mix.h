@@ -39,10 +39,12 @@
 #include "net.h"
 #include "num.h"
 #include "plan.h"
+#include "relink.h"
 #include "step.h"
 
 struct mix_opts {
 	const char	 *plan;
+	struct ovl_relink_opts relink;	/* --backup (relink.h) */
 	int		  check;
 	int		  list;
 	const char	 *args_name;

@@ -29,6 +29,11 @@ write_meta(struct mixer *m)
 	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens", m->every,
 	    m->plan->ranks, m->plan->micro_batches);
 	ovl_buf_append(&b, line, (size_t)n);
+	if (m->o->resume != NULL) {	/* right after BARRIER n (relink.h) */
+		n = snprintf(line, sizeof(line), "resumed %" PRIu64 "\n",
+		    m->last_n);
+		ovl_buf_append(&b, line, (size_t)n);
+	}
 	if (m->o->json) {
 		fputs("{\"kind\":\"meta\",\"text\":", stdout);
 		ovl_json_string(stdout, (const char *)b.p, b.len);
