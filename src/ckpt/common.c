@@ -329,6 +329,7 @@ static const struct option longopts[] = {
 	{ "verify-all", no_argument, NULL, 'A' },
 	{ "adopt", no_argument, NULL, 'O' },
 	{ "step", required_argument, NULL, 'S' },
+	{ "live", required_argument, NULL, 'L' },
 	{ "input", required_argument, NULL, 'i' },
 	{ "trainer-hosts", required_argument, NULL, 'T' },
 	{ "step-from-readers", required_argument, NULL, 'F' },

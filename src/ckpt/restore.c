@@ -6,7 +6,7 @@
 
 static const struct ovl_cli restore_cli = {
 	"ovl-ckpt",
-	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]",
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--live DIR] CKPTDIR [--at N]",
 	"Cut the log and every file output back to a checkpoint (the last one,\n"
 	"or N) and print the options each stage resumes with.\n"
 	"  -a, --at N            checkpoint N, not the last\n"
@@ -18,6 +18,9 @@ static const struct ovl_cli restore_cli = {
 	"      --step S          a trainer needs step S next: the last checkpoint\n"
 	"                        at or before it, the steps in between skipped\n"
 	"                        (stream outputs only)\n"
+	"      --live DIR        the sink still runs: cut nothing, take no lock,\n"
+	"                        write the stages' states into DIR (ovl-run's\n"
+	"                        restart of one stage)\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
 };
 
@@ -32,6 +35,7 @@ struct restore_opts {
 	int		 adopt;
 	int		 step_set;	/* --step: the trainer's next step */
 	uint64_t	 step;
+	const char	*live;		/* --live: the states go here */
 };
 
 static void
@@ -41,7 +45,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 
 	memset(o, 0, sizeof(*o));
 	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
-	    "a:s:", "0wAOS")) != -1) {
+	    "a:s:", "0wAOSL")) != -1) {
 		switch (c) {
 		case 'a':
 			o->at = ckpt_opt_at(&restore_cli, optarg);
@@ -67,6 +71,9 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 		case 'O':
 			o->adopt = 1;
 			break;
+		case 'L':
+			o->live = optarg;
+			break;
 		case 'S':
 			if (ovl_num_u64(optarg, &o->step) != 0)
 				ovl_cli_usagex(&restore_cli, "bad --step '%s'",
@@ -80,6 +87,10 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 	if (o->step_set && (o->nskip || o->at_set))
 		ovl_cli_usagex(&restore_cli, "--step chooses the checkpoint and "
 		    "the steps to skip: not with --at or --skip-steps");
+	if (o->live != NULL && (o->step_set || o->nskip || o->verify_all ||
+	    o->adopt))
+		ovl_cli_usagex(&restore_cli, "--live changes nothing: not with "
+		    "--step, --skip-steps, --verify-all or --adopt");
 }
 
 /*
@@ -179,10 +190,10 @@ restore_output(const struct ovl_ckstate *st, const char *name,
 
 static void
 write_resume_file(const char *dir, const char *name,
-    const struct ovl_kvsec *s, char **path)
+    const struct ovl_kvsec *s, char **path, int sub)
 {
 	struct ovl_buf b = { 0 };
-	char *rdir = xasprintf("%s/resume", dir);
+	char *rdir = sub ? xasprintf("%s/resume", dir) : ovl_xstrdup(dir);
 
 	if (ovl_mkdir_p(rdir, 0777) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot create '%s'", rdir);
@@ -402,8 +413,17 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	}
 	log_state(dir, &log, i, &st);
 	check_home(dir, &st, n, o->adopt);
+	if (o->live != NULL)
+		goto states;	/* the live sink keeps its log and outputs */
 	check_committed(dir, &log, i, &st, o->verify_all);
 	cut_log(dir, &log, i);
+	{
+		char *cp = xasprintf("%s/" OVL_RELINK_COMMITTED, dir);
+
+		if (ovl_link_set_committed(cp, n) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot write '%s'", cp);
+		free(cp);
+	}
 	os = &st.sec[OVL_SEC_OUT];
 	for (j = 0; j < os->n; j++) {
 		if (strchr(os->kv[j].key, '.') != NULL ||
@@ -459,15 +479,18 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 		}
 		ovl_ckstate_clear(&amended);
 	}
+states:
 	ovl_buf_free(&rec);
 	{
-		char *abs = realpath(dir, NULL);
+		char *abs = realpath(o->live != NULL ? o->live : dir, NULL);
 
 		if (abs == NULL)
-			ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", dir);
-		write_resume_file(abs, "mix", &st.sec[OVL_SEC_MIX], &mixpath);
+			ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", o->live !=
+			    NULL ? o->live : dir);
+		write_resume_file(abs, "mix", &st.sec[OVL_SEC_MIX], &mixpath,
+		    o->live == NULL);
 		write_resume_file(abs, "construct", &st.sec[OVL_SEC_CONSTRUCT],
-		    &conpath);
+		    &conpath, o->live == NULL);
 		free(abs);
 	}
 	print_sources(fp, &st.sec[OVL_SEC_MIX], o->print0);
@@ -501,7 +524,8 @@ cmd_restore(int argc, char **argv)
 	if (argc != 1)
 		ovl_cli_usage(&restore_cli);
 	dir = argv[0];
-	(void)lock_dir_wait(dir, o->wait_s);
+	if (o->live == NULL)
+		(void)lock_dir_wait(dir, o->wait_s);
 	(void)restore_do(dir, o, stdout, 0);
 	ovl_io_close_stdout();
 	return 0;
