@@ -879,8 +879,10 @@ run(struct ckpt_opts *o)
 	    .what = "a stream of sequences", .checks = OVL_EXPECT_SEQ,
 	    .ranks = o->plan_ranks });
 	R.rd = rd;
-	if (o->relink.relink)
+	if (o->relink.relink) {
 		ovl_reader_relink(rd);
+		ovl_link_set_stop(ckpt_stopping);
+	}
 	/* a stream that starts before the checkpoint is read from it on */
 	if (R.have_last)
 		ovl_reader_resume_at(rd, R.last_n);

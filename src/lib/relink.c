@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,60 @@ ovl_link_of_fd(int fd, struct ovl_link *l)
 	return 0;
 }
 
+static int (*stop_fn)(void);
+
+void
+ovl_link_set_stop(int (*stop)(void))
+{
+	stop_fn = stop;
+}
+
+/*
+ * Open a FIFO for reading and wait for its writer. A signal handler that
+ * asks to stop (stop_fn) is never missed: SIGTERM and SIGINT are blocked
+ * but while ppoll waits. -1 with EINTR when asked to stop.
+ */
+static int
+open_reader(const char *p)
+{
+	struct pollfd pfd;
+	sigset_t block, old;
+	int fd, rc, e = 0;
+
+	fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (;;) {
+		if (stop_fn != NULL && stop_fn()) {
+			e = EINTR;
+			break;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		rc = ppoll(&pfd, 1, NULL, &old);
+		if (rc > 0)
+			break;	/* data, or a writer that came and went */
+		if (rc < 0 && errno != EINTR) {
+			e = errno;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (e == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		e = errno;
+	if (e != 0) {
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 int
 ovl_link_next(struct ovl_link *l, int fd, int write, char **path)
 {
@@ -61,7 +117,7 @@ ovl_link_next(struct ovl_link *l, int fd, int write, char **path)
 		errno = e;
 		return -1;
 	}
-	nfd = open(p, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+	nfd = write ? open(p, O_WRONLY | O_CLOEXEC) : open_reader(p);
 	if (nfd < 0) {
 		e = errno;
 		free(p);

@@ -52,6 +52,11 @@ int	ovl_link_of_fd(int fd, struct ovl_link *l);
  */
 int	ovl_link_next(struct ovl_link *l, int fd, int write, char **path);
 /*
+ * A function polled while a reader waits for its successor (a SIGTERM
+ * handler's flag): when it says stop, ovl_link_next fails with EINTR.
+ */
+void	ovl_link_set_stop(int (*stop)(void));
+/*
  * The last committed checkpoint recorded in path (CKPTDIR/committed): 1
  * with *n, 0 when there is none yet (no file, or not a number).
  */
