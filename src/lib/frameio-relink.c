@@ -99,8 +99,15 @@ ovl_frameio__resync(struct ovl_reader *r, const struct ovl_frame *f)
 		return OVL_F_OK;
 	if (ovl_meta_decode(f, &text, &len) != OVL_F_OK)
 		return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "META");
-	if (ovl_meta_value(text, len, "resumed", v, sizeof(v)) &&
-	    ovl_num_u64(v, &m) != 0)
+	if (!ovl_meta_value(text, len, "resumed", v, sizeof(v))) {
+		/*
+		 * No "resumed": a successor's stream starts at the start; the
+		 * first stream of a resumed stage starts where its writer was
+		 * told to (a writer of before relinking).
+		 */
+		if (!r->successor)
+			return OVL_F_OK;
+	} else if (ovl_num_u64(v, &m) != 0)
 		return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "META resumed '%s'", v);
 	if (m > r->pos_b)
 		return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "the stream resumes after "

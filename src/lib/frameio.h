@@ -135,7 +135,8 @@ unsigned ovl_reader_minor(const struct ovl_reader *r);
  * successor's stream repeats, so ovl_reader_next goes on as if nothing
  * happened. ovl_reader_resume_at: this reader resumes after checkpoint n
  * (its stage was restored from it): a stream that starts earlier ("resumed
- * M" with M < n, or from the start) is read from right after BARRIER n.
+ * M" with M < n) is read from right after BARRIER n; one without the key
+ * is taken as it comes (a successor's, without it, starts at the start).
  * Either way a stream that starts later than the reader's place is an
  * error (OVL_F_EGRAMMAR: something would be missing), and so is one whose
  * last repeated frame differs from what the reader had there.
