@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# Recovery that training does not see (ovl(7) Recovery): any one stage
+# killed while the run goes on is restarted alone, the other stages keep
+# their processes, and the outputs, or what per-rank readers get, are
+# those of the uninterrupted run.
+
+load test_helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+	export PYTHONPATH="$OVL_SRCDIR/python"
+	export OVL_CRC_LIB="$OVL_BUILDDIR/python/libovlcrc.so"
+}
+
+# victim_pid RUNPID ROLE: the process of a stage of the run (not a shadow)
+victim_pid() {
+	local pat
+	case $2 in
+	source) pat='ovl-source --id 0 ' ;;
+	*) pat="ovl-$2 " ;;
+	esac
+	pgrep -P "$1" -f -- "$pat" | while read -r p; do
+		grep -qz -- --standby "/proc/$p/cmdline" 2>/dev/null || echo "$p"
+	done | head -n 1
+}
+
+# starts ERR ROLE: how many processes ovl-run started for ROLE (ovl-run -v)
+starts() {
+	grep -c "^ovl-run: $2 is pid " "$1" || true
+}
+
+@test "each stage killed alone: restarted alone, the others keep their processes, byte-identical" {
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q -d run p.plan
+	mv out/small.jsonl ref.jsonl
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
+	for role in source mix construct ckpt; do
+		rm -rf ckpt out run
+		"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
+		pid=$!
+		wait_ckpt ckpt 3 "$pid"
+		victim=$(victim_pid "$pid" "$role")
+		[ -n "$victim" ]
+		kill -KILL "$victim"
+		st=0
+		wait "$pid" || st=$?
+		[ "$st" -eq 0 ] || { cat err; false; }
+		grep -q "restarted alone at checkpoint" err
+		! grep -q 'restarting from the last checkpoint' err
+		cmp out/small.jsonl ref.jsonl
+		run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+		# one process each for the stages that were not killed
+		for other in mix construct ckpt; do
+			[ "$other" = "$role" ] && want=2 || want=1
+			[ "$(starts err "$other")" -eq "$want" ] ||
+			    { echo "$role killed: $other started $(starts err "$other") times"; false; }
+		done
+		echo "# $role killed: restarted alone, the same bytes" >&3
+	done
+	[ -z "$(find run -name '*.frames@*' 2>/dev/null)" ]
+}
+
+# readers PREFIX: two RankDataset readers of out/rank0, out/rank1 (FIFOs),
+# their digests into PREFIX.0, PREFIX.1; pids in RPIDS
+readers() {
+	local py r
+	py=$(ovl_python_numpy)
+	RPIDS=()
+	for r in 0 1; do
+		"$py" "$OVL_SRCDIR/tests/helper/rank-digest.py" "out/rank$r" "$1.$r" \
+		    3>&- 2> "$1.$r.err" &
+		RPIDS+=("$!")
+	done
+}
+
+@test "trainers ride through: two RankDataset readers over per-rank FIFOs see no error when any stage is killed" {
+	py=$(ovl_python_numpy) || skip "no python3 with numpy"
+	"$py" -c 'import torch' 2>/dev/null || skip "no torch"
+	small_plan p.plan
+	sed -i 's|^output .*|output format=frames per-rank=out/rank%d|' p.plan
+	mkdir out
+	mkfifo out/rank0 out/rank1
+	readers ref
+	run -0 "$OVL_RUN" -q -d run p.plan
+	for p in "${RPIDS[@]}"; do wait "$p"; done
+	[ "$(wc -l < ref.0)" -gt 10 ]
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
+	for role in source mix construct ckpt; do
+		rm -rf ckpt run
+		readers got
+		"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
+		pid=$!
+		wait_ckpt ckpt 3 "$pid"
+		victim=$(victim_pid "$pid" "$role")
+		[ -n "$victim" ]
+		kill -KILL "$victim"
+		st=0
+		wait "$pid" || st=$?
+		[ "$st" -eq 0 ] || { cat err; false; }
+		for p in "${RPIDS[@]}"; do
+			wait "$p" || { cat got.*.err; false; }
+		done
+		cmp ref.0 got.0
+		cmp ref.1 got.1
+		grep -q "restarted alone at checkpoint" err
+		echo "# $role killed: both readers got the uninterrupted run's tensors" >&3
+	done
+}
