@@ -62,6 +62,7 @@ from torch.utils.data import IterableDataset
 from . import _crc, frames
 
 IGNORE = -100
+RECONNECT_TIMEOUT = 300.0   # RankDataset's default: the seconds a loader may be gone
 
 
 def _is_endpoint(src):
@@ -184,8 +185,13 @@ class RankDataset(IterableDataset):
     """One rank's steps from its stream; see the module docstring."""
 
     def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
-                 dtype=torch.int64, images="bytes"):
+                 dtype=torch.int64, images="bytes",
+                 reconnect_timeout=RECONNECT_TIMEOUT):
         super().__init__()
+        if reconnect_timeout is not None and not reconnect_timeout >= 0:
+            raise ValueError("reconnect_timeout: seconds (>= 0) or None, not %r"
+                             % (reconnect_timeout,))
+        self.reconnect_timeout = reconnect_timeout
         if dtype not in (torch.int64, torch.int32):
             raise ValueError("dtype: torch.int64 or torch.int32, not %r" % (dtype,))
         if images not in IMAGE_MODES:
@@ -217,10 +223,12 @@ class RankDataset(IterableDataset):
         at every step)."""
         try:
             # over a socket the reader announces the step it needs (the
-            # resume handshake); a writer that does not ask ignores it
-            kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
+            # resume handshake, at every reconnection too); a writer that
+            # does not ask ignores it
             r = frames.Reader(self.src, check_crc=self.check_crc, chunk=_CHUNK,
-                              spare=2 * self.prefetch + 8, **kw)
+                              spare=2 * self.prefetch + 8,
+                              next_step=lambda: self.next_step,
+                              reconnect_timeout=self.reconnect_timeout, stop=stop)
             try:
                 if not ch.put(r, stop):
                     return
@@ -244,9 +252,15 @@ class RankDataset(IterableDataset):
         return self._items(ch, stop, t)
 
     def close(self, timeout=30):
-        """Stop reading and wait (up to timeout seconds) until the stream is
-        closed: a live stream must have ended or failed (its writer gone)
-        for the reader to let go of it. True when it did."""
+        """End reading: the way a trainer that finished says so. Call it
+        between steps (after the last step it trains on): the reading
+        thread lets go of the stream (a FIFO's read end, a socket) and
+        ends, and the loader sees its reader gone at a step boundary
+        (ovl-ckpt: stopped by the readers). A FIFO or an endpoint read
+        with reconnecting on (reconnect_timeout, the default) is let go
+        within 0.2 s; any other stream once a read that waits returns (a
+        live stream must end or fail). Waits up to timeout seconds: True
+        when the stream was let go."""
         if getattr(self, "_reader", None) is None:
             return True
         stop, t = self._reader
@@ -284,7 +298,8 @@ def _steps_of(ds, r, spans):
     fill = _crc.walk_at.get("fill")
     pending = []        # (step, rank, micro-batch) of the step under way
     seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
-    for item in frames._items(r, r._scan(spans, walk=fill is not None), runs=True):
+    for item in frames._items(r, r._scan(spans, walk=fill is not None), runs=True,
+                              next_step=ds.next_step):
         kind = type(item)
         if kind is run:
             rows = item.rows.tolist()
