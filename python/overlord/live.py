@@ -34,6 +34,7 @@ from typing import Callable, Optional
 from .frames import FrameError
 
 POLL_MS = 200
+FIRST_WAIT = 60.0   # seconds the first open waits at least, as net.connect
 
 
 class LoaderGone(FrameError):
@@ -66,7 +67,7 @@ class LiveSource:
 
     ``LiveSource(src, timeout, stop=None, next_step=None)``: src a FIFO's
     path or an endpoint; timeout the seconds a writer may be gone (0:
-    raise at the first break), and how long the first open may wait;
+    raise at the first break; the first open waits at least FIRST_WAIT);
     next_step a function giving the step to announce when connecting to
     an endpoint (None: no announcement). ``breaks`` counts the breaks
     seen; ``cause`` names the last one."""
@@ -87,8 +88,10 @@ class LiveSource:
         self._sock: Optional[socket.socket] = None
         self._lock = threading.Lock()
         self._busy = False          # a readinto is under way (it closes)
-        # until the first bytes come, the loader counts as gone after timeout
-        self._deadline: Optional[float] = time.monotonic() + max(self.timeout, 1.0)
+        self._broken = False        # a break since the last bytes read
+        # the first open waits at least FIRST_WAIT (a loader starting)
+        self._deadline: Optional[float] = time.monotonic() + max(self.timeout,
+                                                                 FIRST_WAIT)
         self.cause = "no writer opened it" if not self.endpoint else "no listener"
         self._open()
 
@@ -138,6 +141,7 @@ class LiveSource:
             s.close()
 
     def _broke(self, cause: str) -> None:
+        self._broken = True
         self.breaks += 1
         self.cause = "%s at byte offset %d" % (cause, self.offset)
         self._deadline = time.monotonic() + self.timeout
@@ -177,9 +181,9 @@ class LiveSource:
                 n, why = 0, e.strerror or str(e)
             if n > 0:
                 self.offset += n
-                self._deadline = None
+                self._deadline, self._broken = None, False
                 return n
-            if self._deadline is None:
+            if not self._broken:
                 self._broke("end of file without END (the writer died)"
                             if why is None and not self.endpoint else
                             "the connection closed without END" if why is None
