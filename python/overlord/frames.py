@@ -377,6 +377,15 @@ class Reader:
     called before each read, which may block on a live stream (a thread
     that reads ahead hands over what it made then).
 
+    With ``reconnect_timeout`` (seconds), a FIFO's path or an endpoint is
+    read across its writer's restarts (overlord.live.LiveSource): the
+    stream is opened again when it breaks, the restarted writer's new
+    stream is found where it begins (a stream header and a META whose
+    CRCs hold, at a frame boundary or after a frame cut short), and read's
+    items give a NewStream there and none of the positions given before
+    it; ``LoaderGone`` past the timeout. ``stop``, a threading.Event, makes
+    such a reader let go of the stream (within 0.2 s).
+
     The bytes are read in blocks of ``chunk`` bytes (more for a larger
     frame) into numpy buffers, and frames are handed out as views of them:
     a block lives as long as a view of it does, and is read into again
@@ -747,9 +756,13 @@ def read(src, **kw):
     """The items of a stream a trainer cares about, in order: Seq for every
     SEQ frame (with its images: Image for each IMAGE frame after it),
     StepEnd for every STEP frame and Barrier for every BARRIER.
-    Other frames (META, STATE, END) are checked and passed over."""
+    Other frames (META, STATE, END) are checked and passed over. The
+    keywords are Reader's (with reconnect_timeout: a NewStream where a
+    restarted writer's stream begins, the positions given before dropped)."""
     with Reader(src, **kw) as r:
-        yield from _items(r, r._scan(walk=True))
+        ns = kw.get("next_step")
+        yield from _items(r, r._scan(walk=True),
+                          next_step=ns if isinstance(ns, int) else None)
 
 
 def _items(r, frames, runs=False, next_step=None):

@@ -50,6 +50,20 @@ Over a socket (src ``"unix:PATH"`` or ``"tcp:HOST:PORT"``, a per-rank
 itself when it connects, and a loader run with ``ovl-run --resume-step
 from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
+
+A restarted loader is a pause, not an error. Over a FIFO or an endpoint
+the dataset reopens the FIFO or reconnects when the stream breaks (its
+writing ovl-ckpt died: end of file or a reset without END, or a frame cut
+short), announcing the step it needs, takes the restarted writer's new
+stream (see ovl-frame(5), "A restarted writer"), drops the steps it gave
+already, and goes on with exactly the tensors of an uninterrupted run. A
+new stream that would skip steps raises FrameError naming them.
+``reconnect_timeout`` (seconds, default 300; 0 raises at the first
+break; None reads as before, any break an error) bounds how long the
+loader may be gone: past it ``overlord.LoaderGone`` is raised, naming what
+broke the stream. A stream that ends with END ends the iteration. A
+trainer that finished calls ``close()`` between steps: the stream is let
+go, and the loader sees its reader gone at a step boundary.
 """
 
 import collections
