@@ -196,7 +196,10 @@ class _Ahead:
 
 
 class RankDataset(IterableDataset):
-    """One rank's steps from its stream; see the module docstring."""
+    """One rank's steps from its stream; see the module docstring. Under a
+    DataLoader, use num_workers=0 or 1 and batch_size=None (its items are
+    steps): more workers would each open the one stream, and are refused
+    with a RuntimeError."""
 
     def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
                  dtype=torch.int64, images="bytes",
@@ -256,6 +259,14 @@ class RankDataset(IterableDataset):
             ch.put(e, stop, last=True)
 
     def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers > 1:
+            # each worker would open the rank's one stream
+            raise RuntimeError(
+                "RankDataset reads one rank's stream, which one process "
+                "reads: DataLoader(num_workers=%d) would open it in every "
+                "worker; use num_workers=0 or 1 (the dataset reads ahead on "
+                "a thread of its own), with batch_size=None" % info.num_workers)
         # the reader starts at once (not at the first next()): every rank's
         # stream is opened and read ahead as soon as its iterator exists
         ch = _Ahead(self.prefetch)
