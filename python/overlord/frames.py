@@ -21,6 +21,8 @@ import socket
 import struct
 import sys
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _crc
@@ -56,6 +58,10 @@ NEWSTREAM = -1  # not a frame kind: a new stream began (a live reader's resync)
 ROW_WORDS = 8   # a walked frame's row (_fast.c): step, payload offset, kind,
 #                 frame flags, rank, micro-batch (STEP: seqs), ntokens, npieces
 _W_OTHER = 1    # the walk stopped before a frame it leaves to Python
+# the words of a walked frame's row (Run.rows), by name: see WalkRow
+ROW_STEP, ROW_OFFSET, ROW_KIND, ROW_FLAGS, ROW_RANK, ROW_MB, ROW_NTOKENS, \
+    ROW_NPIECES = range(ROW_WORDS)
+ROW_SEQS = ROW_MB   # a STEP frame's row: its seqs in the micro-batch word
 IMAGE_FORMATS = {1: "png", 2: "jpeg", 3: "webp"}
 
 
@@ -117,6 +123,25 @@ def _cu_ok(buf, p, ntok, npieces, fflags):
                        p + _seq_layout(ntok, npieces, fflags)[3]).tolist()
     # sorted() of a sorted list is one pass (and less than numpy's three)
     return cu[0] == 0 and cu[-1] <= ntok and sorted(cu) == cu
+
+
+class WalkRow(NamedTuple):
+    """One row of a Run (a frame the C walk took), ROW_WORDS uint64 words
+    in this order (their indexes are ROW_STEP ... ROW_NPIECES): the step;
+    the payload's offset in the run's block; the frame kind (SEQ or STEP);
+    the frame header's flags; the rank; the micro-batch (a STEP: its seqs,
+    ROW_SEQS); a SEQ's ntokens and npieces (0 for a STEP).
+    ``WalkRow(*run.rows[i].tolist())`` names one; hot loops index the
+    words by the ROW_ constants."""
+
+    step: int
+    offset: int
+    kind: int
+    flags: int
+    rank: int
+    mb: int
+    ntokens: int
+    npieces: int
 
 
 class Run:
@@ -504,6 +529,21 @@ class Reader:
             self._error("unknown major version %d" % major, 0)
         self.minor = minor
         self._pos = 16
+
+    def spans(self):
+        """The first half of reading, public: (block, start, stop, stream
+        offset of start) for each range of whole frames read (a live
+        reader's new stream: (None, its offset, what broke the old one,
+        its minor version)); a thread may run it ahead of scan."""
+        return self._spans()
+
+    def scan(self, spans=None, walk=False):
+        """The second half of reading, public: (kind, flags, buffer,
+        payload offset, payload length, stream offset) of every frame of
+        spans (by default this reader's own), checked, up to END; with
+        walk, runs of SEQ and STEP frames walked in C as (RUN, rows, ...)
+        (see Run, WalkRow). items() makes them into read's items."""
+        return self._scan(spans, walk)
 
     def _frames(self, buf, s, end):
         """Walk the frame headers of buf from s up to end: (the end of the
@@ -954,3 +994,24 @@ def _take_step(pending, st, rk, seqs):
 def _no_pending(pending):
     if pending:
         raise FrameError("the stream ended inside step %d" % pending[0][0])
+
+
+def items(reader, scanned, runs=False, next_step=None):
+    """read's items of the frames scanned (reader.scan's) of reader: Seq,
+    StepEnd, Barrier, NewStream, and with runs Run items for the C walk's
+    runs (their rows: WalkRow) instead of their Seq and StepEnd items.
+    next_step: the step a live reader needed first (for its gap check)."""
+    return _items(reader, scanned, runs, next_step)
+
+
+def take_step(pending, step, rank, seqs):
+    """The items of step of rank taken out of pending, a list of (step,
+    rank, item) in stream order; FrameError unless they are seqs, as the
+    step's STEP frame says."""
+    return _take_step(pending, step, rank, seqs)
+
+
+def check_no_pending(pending):
+    """FrameError when pending (see take_step) still holds a step's items
+    at the end of the stream."""
+    _no_pending(pending)

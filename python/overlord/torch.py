@@ -249,7 +249,7 @@ class RankDataset(IterableDataset):
             try:
                 if not ch.put(r, stop):
                     return
-                for span in r._spans():
+                for span in r.spans():
                     if stop.is_set() or not ch.put(span, stop):
                         return
             finally:
@@ -317,48 +317,52 @@ class RankDataset(IterableDataset):
 def _steps_of(ds, r, spans):
     """(step, micro-batches) of the frames of spans (reader r): runs of SEQ
     and STEP frames walked and made into tensors in C (see _run), the
-    other frames (a SEQ with images, say) one by one as frames._items
+    other frames (a SEQ with images, say) one by one as frames.items
     gives them."""
     ign, dtype, images = ds.ignore_index, ds.dtype, ds.images
     fill = _crc.walk_at.get("fill")
     pending = []        # (step, rank, micro-batch) of the step under way
     seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
-    for item in frames._items(r, r._scan(spans, walk=fill is not None), runs=True,
-                              next_step=ds.next_step):
+    # a walked row's words (frames.WalkRow)
+    STP, KIND, RANK, SEQS = (frames.ROW_STEP, frames.ROW_KIND, frames.ROW_RANK,
+                             frames.ROW_SEQS)
+    take = frames.take_step
+    for item in frames.items(r, r.scan(spans, walk=fill is not None), runs=True,
+                             next_step=ds.next_step):
         kind = type(item)
         if kind is run:
             rows = item.rows.tolist()
             i = 0       # the first row of the SEQs not made yet
             for j, row in enumerate(rows):
-                if row[2] != STEP:
+                if row[KIND] != STEP:
                     continue
-                st, rk = row[0], row[4]
-                if not pending and j == i and not row[5]:
+                st, rk = row[STP], row[RANK]
+                if not pending and j == i and not row[SEQS]:
                     yield st, []        # an empty step
                     i = j + 1
                     continue
-                if not pending and j - i == row[5]:
+                if not pending and j - i == row[SEQS]:
                     # the step's SEQs, all of them in this run (the rule)
                     for q in rows[i:j]:
-                        if q[0] != st or q[4] != rk:
+                        if q[STP] != st or q[RANK] != rk:
                             break
                     else:
                         yield st, _run(fill, item, rows, i, j, ign, dtype)
                         i = j + 1
                         continue
                 if j > i:
-                    pending += [(q[0], q[4], mb) for q, mb in
+                    pending += [(q[STP], q[RANK], mb) for q, mb in
                                 zip(rows[i:j], _run(fill, item, rows, i, j, ign, dtype))]
                 i = j + 1
-                yield st, frames._take_step(pending, st, rk, row[5])
+                yield st, take(pending, st, rk, row[SEQS])
             if i < len(rows):
-                pending += [(q[0], q[4], mb) for q, mb in
+                pending += [(q[STP], q[RANK], mb) for q, mb in
                             zip(rows[i:], _run(fill, item, rows, i, len(rows), ign, dtype))]
         elif kind is seq:
             pending.append((item.step, item.rank, micro_batch(item, ign, dtype, images)))
         elif kind is step_end:
-            yield item.step, frames._take_step(pending, item.step, item.rank, item.seqs)
-    frames._no_pending(pending)
+            yield item.step, take(pending, item.step, item.rank, item.seqs)
+    frames.check_no_pending(pending)
 
 
 _CHUNK = 256 << 10      # the reading thread's blocks (see the module's docstring)
@@ -376,13 +380,14 @@ def _run(fill, run, rows, i, j, ign, dtype):
     numpy's arrays wrapped by torch.from_numpy cost less than torch's own
     (torch.empty) or its slices or split: measured."""
     npdt, bits = _NP[dtype]
+    NTOK, NPIECES = frames.ROW_NTOKENS, frames.ROW_NPIECES
     fn, empty, i32, i64 = torch.from_numpy, np.empty, np.int32, np.int64
     addr, raddr = run.addr, run.raddr + i * _ROW
     out = []
     for r in rows[i:j]:
-        n = r[6]
+        n = r[NTOK]
         t0, t1 = fn(empty(n, npdt)), fn(empty(n, npdt))
-        t2, t3 = fn(empty(r[7] + 1, i32)), fn(empty(n, i64))
+        t2, t3 = fn(empty(r[NPIECES] + 1, i32)), fn(empty(n, i64))
         fill(addr, raddr, 1, bits, t0.data_ptr(), t1.data_ptr(), t3.data_ptr(),
              t2.data_ptr(), ign)
         raddr += _ROW
