@@ -89,6 +89,7 @@ class LiveSource:
         self._lock = threading.Lock()
         self._busy = False          # a readinto is under way (it closes)
         self._broken = False        # a break since the last bytes read
+        self._wait = True           # poll before the next read
         # the first open waits at least FIRST_WAIT (a loader starting)
         self._deadline: Optional[float] = time.monotonic() + max(self.timeout,
                                                                  FIRST_WAIT)
@@ -113,6 +114,7 @@ class LiveSource:
                         old, self._fd = self._fd, fd
                     if old is not None:
                         os.close(old)
+                self._wait = True
                 return True
             except OSError as e:
                 from .net import AuthError
@@ -165,15 +167,19 @@ class LiveSource:
             fd = s.fileno() if self.endpoint and s is not None else self._fd
             if fd is None or fd < 0:
                 return 0
-            ev = _wait_readable(fd)
-            if ev == 0:
-                if self._deadline is not None and time.monotonic() > self._deadline:
-                    raise self._gone()
-                continue
+            if self._wait:     # a new descriptor: end of file until a writer
+                if _wait_readable(fd) == 0:
+                    if self._deadline is not None and \
+                            time.monotonic() > self._deadline:
+                        raise self._gone()
+                    continue
+                self._wait = False
             why = None
             try:
-                n = s.recv_into(mv) if self.endpoint else os.readv(fd, [mv])
+                n = s.recv_into(mv, 0, socket.MSG_DONTWAIT) if self.endpoint \
+                    else os.readv(fd, [mv])
             except (BlockingIOError, InterruptedError):
+                self._wait = True
                 continue
             except OSError as e:
                 if e.errno not in _BROKEN:

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -109,6 +110,7 @@ def kill_and_restart(tools, plan, fr, web, ck, pattern, dss, *, env=None,
     sink.stdin.write(data[:cut_offset(fr, CUT_STEP)])
     sink.stdin.flush()
     got = [take(it, CUT_STEP - 1) for it in its]
+    wait_checkpoint(tools, ck, 10)
     sink.kill()
     assert sink.wait() == -signal.SIGKILL
     sink.stdin.close()
@@ -123,6 +125,20 @@ def kill_and_restart(tools, plan, fr, web, ck, pattern, dss, *, env=None,
         threading.Thread(target=feed, args=(again, resumed_input(
             tools, plan, web, opts)), daemon=True).start()
     return its, got, again
+
+
+def wait_checkpoint(tools, ck, n):
+    """Wait until checkpoint n is committed in ck (ovl-ckpt commits it
+    after the steps before it went out)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        out = subprocess.run([tools("ovl-ckpt"), "show", "--list", str(ck)],
+                             capture_output=True, text=True).stdout.split("\n")
+        last = [ln.split()[0] for ln in out if ln[:1].isdigit()]
+        if last and int(last[-1]) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError("checkpoint %d never committed" % n)
 
 
 def feed(p, data):
