@@ -21,6 +21,8 @@ import socket
 import struct
 import sys
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _crc
@@ -52,9 +54,14 @@ _STEP = struct.Struct("<QII")           # step rank seqs
 _IMAGE = struct.Struct("<IIIIIIIIQIIIIQQII")
 IMAGE_INLINE, IMAGE_REF = 1, 2
 RUN = 0         # not a frame kind: a run of SEQ and STEP frames walked in C
+NEWSTREAM = -1  # not a frame kind: a new stream began (a live reader's resync)
 ROW_WORDS = 8   # a walked frame's row (_fast.c): step, payload offset, kind,
 #                 frame flags, rank, micro-batch (STEP: seqs), ntokens, npieces
 _W_OTHER = 1    # the walk stopped before a frame it leaves to Python
+# the words of a walked frame's row (Run.rows), by name: see WalkRow
+ROW_STEP, ROW_OFFSET, ROW_KIND, ROW_FLAGS, ROW_RANK, ROW_MB, ROW_NTOKENS, \
+    ROW_NPIECES = range(ROW_WORDS)
+ROW_SEQS = ROW_MB   # a STEP frame's row: its seqs in the micro-batch word
 IMAGE_FORMATS = {1: "png", 2: "jpeg", 3: "webp"}
 
 
@@ -116,6 +123,25 @@ def _cu_ok(buf, p, ntok, npieces, fflags):
                        p + _seq_layout(ntok, npieces, fflags)[3]).tolist()
     # sorted() of a sorted list is one pass (and less than numpy's three)
     return cu[0] == 0 and cu[-1] <= ntok and sorted(cu) == cu
+
+
+class WalkRow(NamedTuple):
+    """One row of a Run (a frame the C walk took), ROW_WORDS uint64 words
+    in this order (their indexes are ROW_STEP ... ROW_NPIECES): the step;
+    the payload's offset in the run's block; the frame kind (SEQ or STEP);
+    the frame header's flags; the rank; the micro-batch (a STEP: its seqs,
+    ROW_SEQS); a SEQ's ntokens and npieces (0 for a STEP).
+    ``WalkRow(*run.rows[i].tolist())`` names one; hot loops index the
+    words by the ROW_ constants."""
+
+    step: int
+    offset: int
+    kind: int
+    flags: int
+    rank: int
+    mb: int
+    ntokens: int
+    npieces: int
 
 
 class Run:
@@ -275,12 +301,44 @@ class Barrier:
          self.offset) = _BARRIER.unpack_from(payload, 0)
 
 
-def _source(src, next_step=None):
-    """(read_into(buf) -> n, name, close) for a path, an fd, a file object,
-    a socket, or an endpoint "tcp:HOST:PORT" or "unix:PATH"
+class NewStream:
+    """A live reader's stream began again (its writer was restarted): the
+    byte offset of the new stream header in what was read, and what broke
+    the old stream. The positions the reader already gave are dropped from
+    the new stream, and a new stream that begins after the position the
+    reader needs next is a FrameError: nothing is skipped silently."""
+
+    __slots__ = ("offset", "cause")
+
+    def __init__(self, offset, cause):
+        self.offset, self.cause = offset, cause
+
+    def __repr__(self):
+        return "NewStream(offset=%d, cause=%r)" % (self.offset, self.cause)
+
+
+def _source(src, next_step=None, reconnect_timeout=None, stop=None):
+    """(read_into(buf) -> n, name, close, live) for a path, an fd, a file
+    object, a socket, or an endpoint "tcp:HOST:PORT" or "unix:PATH"
     (overlord.net.connect: the handshake with the run's secret and id from
     OVL_SECRET_FILE or OVL_SECRET and OVL_RUN_ID, then the announcement of
-    next_step when given)."""
+    next_step when given: an int, or a function giving it). With
+    reconnect_timeout (seconds), a FIFO's path or an endpoint is read
+    through overlord.live.LiveSource (live true): it opens the stream
+    again when it breaks."""
+    if reconnect_timeout is not None:
+        from . import live
+        if live.can_reconnect(src):
+            ns = next_step if callable(next_step) or next_step is None \
+                else (lambda: next_step)
+            ls = live.LiveSource(src, reconnect_timeout, stop, ns)
+            return ls.readinto, ls.name, ls.close, ls
+    if callable(next_step):
+        next_step = next_step()
+    return _source_plain(src, next_step) + (None,)
+
+
+def _source_plain(src, next_step):
     if isinstance(src, str) and src.startswith(("tcp:", "unix:")):
         # a stage's tcp-listen: or unix-listen: output, through the handshake
         from . import net
@@ -299,6 +357,38 @@ def _source(src, next_step=None):
     raise TypeError("a path, an fd, a socket or a binary file object")
 
 
+def _frame_crc_ok(buf, f):
+    """True when the CRC of the whole frame at f of buf holds."""
+    ln, _, _, _, crc = _HDR.unpack_from(buf, f)
+    return crc32c(buf[f + 12:f + 12 + ln], crc32c(buf[f:f + 8])) == crc
+
+
+def _memmem():
+    import ctypes
+    try:
+        fn = ctypes.PyDLL(None).memmem
+    except (AttributeError, OSError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
+    return fn
+
+
+_MEMMEM = _memmem()
+
+
+def _find(buf, needle, pos, end):
+    """The index of needle in buf[pos:end] (a numpy uint8 array), or -1."""
+    if end - pos < len(needle):
+        return -1
+    if _MEMMEM is not None:
+        a = buf.ctypes.data
+        got = _MEMMEM(a + pos, end - pos, needle, len(needle))
+        return -1 if got is None else got - a
+    i = buf[pos:end].tobytes().find(needle)
+    return -1 if i < 0 else pos + i
+
+
 class Reader:
     """Iterate over the frames of a stream, as they arrive.
 
@@ -312,6 +402,15 @@ class Reader:
     called before each read, which may block on a live stream (a thread
     that reads ahead hands over what it made then).
 
+    With ``reconnect_timeout`` (seconds), a FIFO's path or an endpoint is
+    read across its writer's restarts (overlord.live.LiveSource): the
+    stream is opened again when it breaks, the restarted writer's new
+    stream is found where it begins (a stream header and a META whose
+    CRCs hold, at a frame boundary or after a frame cut short), and read's
+    items give a NewStream there and none of the positions given before
+    it; ``LoaderGone`` past the timeout. ``stop``, a threading.Event, makes
+    such a reader let go of the stream (within 0.2 s).
+
     The bytes are read in blocks of ``chunk`` bytes (more for a larger
     frame) into numpy buffers, and frames are handed out as views of them:
     a block lives as long as a view of it does, and is read into again
@@ -319,8 +418,12 @@ class Reader:
     """
 
     def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
-                 chunk=4 << 20, next_step=None, before_read=None, spare=8):
-        self._read, self.name, self._close = _source(src, next_step)
+                 chunk=4 << 20, next_step=None, before_read=None, spare=8,
+                 reconnect_timeout=None, stop=None):
+        self._read, self.name, self._close, self._live = _source(
+            src, next_step, reconnect_timeout, stop)
+        self._fault = None       # a live stream's bad frame, while resyncing
+        self._searched = 0       # stream offset: no new stream begins before
         self._before_read = before_read
         self.check_crc = check_crc
         self.frame_max = frame_max
@@ -351,10 +454,13 @@ class Reader:
     def _error(self, what, off):
         raise FrameError("'%s': %s at byte offset %d" % (self.name, what, off))
 
-    def _more(self, need):
+    def _more(self, need, least=None):
         """Make need bytes available at _pos, in a new block that begins
         with the unread bytes of the last (a frame never straddles two);
-        False at end of file."""
+        False at end of file. With least, return once least bytes are
+        there (a live stream: the bytes read so far are looked at for a
+        new stream header), reading on at the end of the block when the
+        need bytes fit there."""
         have = self._end - self._pos
         if have >= need:
             return True
@@ -362,11 +468,20 @@ class Reader:
             return False
         if self._before_read is not None:
             self._before_read()
+        if least is not None and self._buf.shape[0] - self._pos >= need:
+            # appended: the views handed out end before _pos
+            with memoryview(self._buf) as mv:
+                n = self._read(mv[self._end:])
+            if not n:
+                self._eof = True
+            self._end += n
+            return self._end - self._pos >= least
         new = self._block(max(self._chunk_size, need))
         new[:have] = self._buf[self._pos:self._end]
         end = have
+        least = need if least is None else least
         with memoryview(new) as mv:
-            while end < need:
+            while end < least:
                 n = self._read(mv[end:])
                 if not n:
                     self._eof = True
@@ -374,7 +489,7 @@ class Reader:
                 end += n
         self._base += self._pos
         self._buf, self._pos, self._end = new, 0, end
-        return end >= need
+        return end >= least
 
     def _block(self, size):
         """A block to read into: one read before that nothing refers to
@@ -415,30 +530,53 @@ class Reader:
         self.minor = minor
         self._pos = 16
 
+    def spans(self):
+        """The first half of reading, public: (block, start, stop, stream
+        offset of start) for each range of whole frames read (a live
+        reader's new stream: (None, its offset, what broke the old one,
+        its minor version)); a thread may run it ahead of scan."""
+        return self._spans()
+
+    def scan(self, spans=None, walk=False):
+        """The second half of reading, public: (kind, flags, buffer,
+        payload offset, payload length, stream offset) of every frame of
+        spans (by default this reader's own), checked, up to END; with
+        walk, runs of SEQ and STEP frames walked in C as (RUN, rows, ...)
+        (see Run, WalkRow). items() makes them into read's items."""
+        return self._scan(spans, walk)
+
+    def _frames(self, buf, s, end):
+        """Walk the frame headers of buf from s up to end: (the end of the
+        whole frames, what is wrong with the next header or None, True when
+        the last whole frame is END, the bytes the next frame needs)."""
+        unpack, fmax = _HDR.unpack_from, self.frame_max
+        while end - s >= 12:
+            ln, kind, _, reserved, _ = unpack(buf, s)
+            if ln % 4 or reserved or ln > fmax:
+                return s, ("bad frame header" if ln <= fmax else
+                           "oversized frame (%d bytes, limit %d)" % (ln, fmax)), \
+                    False, 12
+            if end - s < 12 + ln:
+                return s, None, False, 12 + ln
+            s += 12 + ln
+            if kind == END:
+                return s, None, True, 12
+        return s, None, False, 12
+
     def _spans(self):
         """The first half of reading: (block, start, stop, stream offset of
         start) for ranges of whole frames as they are read, the frame
         headers' bounds checked, up to the END frame. A thread can run it
-        ahead of the second half (_scan), which checks each frame."""
+        ahead of the second half (_scan), which checks each frame. A live
+        stream's (LiveSource) are _spans_live's."""
         if self.minor is None:
             self._header()
-        unpack, fmax = _HDR.unpack_from, self.frame_max
+        if self._live is not None:
+            yield from self._spans_live()
+            return
         while True:
-            buf, s, end = self._buf, self._pos, self._end
-            start, bad, last, need = s, None, False, 12
-            while end - s >= 12:
-                ln, kind, _, reserved, _ = unpack(buf, s)
-                if ln % 4 or reserved or ln > fmax:
-                    bad = "bad frame header" if ln <= fmax else \
-                        "oversized frame (%d bytes, limit %d)" % (ln, fmax)
-                    break
-                if end - s < 12 + ln:
-                    need = 12 + ln
-                    break
-                s += 12 + ln
-                if kind == END:
-                    last = True
-                    break
+            buf, start, end = self._buf, self._pos, self._end
+            s, bad, last, need = self._frames(buf, start, end)
             if s > start:
                 self._pos = s
                 yield buf, start, s, self._base + start
@@ -453,6 +591,111 @@ class Reader:
                 if self._end > self._pos:
                     self._error("truncated stream (inside a frame header)", off)
                 self._error("truncated stream (end of file without END)", off)
+
+    def _spans_live(self):
+        """_spans of a stream whose writer may be restarted: the bytes of a
+        new stream follow the old one's (LiveSource), at a frame boundary
+        or after a frame cut short. A stream header whose CRC holds,
+        followed by a META frame whose CRC holds, where a frame was
+        expected or inside a frame whose CRC fails or that is not whole
+        yet, begins a new stream: (None, its stream offset, what broke the
+        old one, its minor version) comes between the spans, and the new
+        stream's frames follow. After a bad frame header the bytes are
+        passed over until such a new stream begins."""
+        ls, seen = self._live, self._live.breaks
+        while True:
+            buf, start, end = self._buf, self._pos, self._end
+            s, bad, last, need = self._frames(buf, start, end)
+            cut = self._restart_in(buf, start, s, end)
+            if cut is None:
+                if s > start:
+                    self._pos = s
+                    yield buf, start, s, self._base + start
+                if last:
+                    return
+                if bad is not None:
+                    if self._fault is None:
+                        self._fault = "%s at byte offset %d" % (bad, self._base + s)
+                    # nothing before the searched mark begins a stream
+                    self._pos = min(max(s, self._searched - self._base), end)
+                    need = self._end - self._pos + 1
+            else:
+                f, m, more = cut
+                if f > start:
+                    self._pos = f
+                    yield buf, start, f, self._base + start
+                if not more:
+                    off = self._base + m
+                    if ls.breaks > seen:
+                        why = ls.cause
+                    elif self._fault is not None:
+                        why = self._fault
+                    elif m == f:
+                        why = "a stream header where a frame was expected " \
+                              "at byte offset %d" % off
+                    else:
+                        why = "a frame cut short at byte offset %d" % (self._base + f)
+                    seen, self._fault = ls.breaks, None
+                    self._pos = m + 16
+                    self._searched = off + 16
+                    yield None, off, why, struct.unpack_from("<H", buf, m + 10)[0]
+                    continue
+                need = m - f + more
+            try:
+                if self._more(need, self._end - self._pos + 1):
+                    continue
+            except FrameError as e:
+                if self._fault is None:
+                    raise
+                raise type(e)("%s (before that: %s)" % (e, self._fault)) from None
+            self._error("closed while reading", self._base + self._end)
+
+    def _restart_in(self, buf, start, stop, end):
+        """Where a new stream begins in buf[start:end], whose whole frames
+        end at stop: None, or (the start of the frame it cuts, or stop;
+        the stream header's index; 0, or the bytes from the header it
+        needs to tell)."""
+        base = self._base
+        pos = max(start, self._searched - base)
+        while True:
+            m = _find(buf, MAGIC, pos, end)
+            if m < 0:
+                self._searched = base + max(pos, end - len(MAGIC) + 1)
+                return None
+            f = start
+            while f < stop:
+                ln = _HDR.unpack_from(buf, f)[0]
+                if f + 12 + ln > m:
+                    break
+                f += 12 + ln
+            if f < stop and _frame_crc_ok(buf, f):
+                pos = m + 1         # a whole frame whose CRC holds: its bytes
+                self._searched = base + pos
+                continue
+            more = self._stream_at(buf, m, end)
+            if more < 0:
+                pos = m + 1
+                self._searched = base + pos
+                continue
+            return f, m, more
+
+    def _stream_at(self, buf, m, end):
+        """0 when a stream header whose CRC holds is at m of buf, followed
+        by a META frame whose CRC holds; the bytes from m needed to tell
+        when end comes before; -1 when not."""
+        if end - m < 16:
+            return 16
+        if crc32c(buf[m:m + 12]) != struct.unpack_from("<I", buf, m + 12)[0] or \
+                struct.unpack_from("<H", buf, m + 8)[0] != MAJOR:
+            return -1
+        if end - m < 28:
+            return 28
+        ln, kind, _, reserved, _ = _HDR.unpack_from(buf, m + 16)
+        if kind != META or ln % 4 or reserved or ln > self.frame_max:
+            return -1
+        if end - m < 28 + ln:
+            return 28 + ln
+        return 0 if _frame_crc_ok(buf, m + 16) else -1
 
     def _scan(self, spans=None, walk=False):
         """(kind, flags, buffer, payload offset, payload length, stream
@@ -477,6 +720,11 @@ class Reader:
             res, raddr, cap = self._res, self._raddr, self._rows.shape[0]
             resaddr = res.ctypes.data
         for buf, s, stop, base in spans:
+            if buf is None:     # a new stream (_spans_live): s its offset
+                self.meta, self.minor, self.count, self._due = None, base, 0, 0
+                seen_meta = False
+                yield NEWSTREAM, 0, stop, s, 0, s
+                continue
             base -= s
             addr = buf.ctypes.data if (check and crc_at is not None) or \
                 wfn is not None else 0
@@ -548,19 +796,107 @@ def read(src, **kw):
     """The items of a stream a trainer cares about, in order: Seq for every
     SEQ frame (with its images: Image for each IMAGE frame after it),
     StepEnd for every STEP frame and Barrier for every BARRIER.
-    Other frames (META, STATE, END) are checked and passed over."""
+    Other frames (META, STATE, END) are checked and passed over. The
+    keywords are Reader's (with reconnect_timeout: a NewStream where a
+    restarted writer's stream begins, the positions given before dropped)."""
     with Reader(src, **kw) as r:
-        yield from _items(r, r._scan(walk=True))
+        ns = kw.get("next_step")
+        yield from _items(r, r._scan(walk=True),
+                          next_step=ns if isinstance(ns, int) else None)
 
 
-def _items(r, frames, runs=False):
+def _items(r, frames, runs=False, next_step=None):
+    """read's items of frames (Reader._scan's) of the reader r; a live
+    reader's without the positions it gave before a new stream (_fresh:
+    next_step, when given, is the step the reader needed first)."""
+    if r._live is None:
+        return _items_of(r, frames, runs)
+    return _fresh(r, _items_of(r, frames, runs), next_step)
+
+
+def _key(item):
+    """The position of an item in a rank's stream, in stream order."""
+    t = type(item)
+    if t is Seq:
+        return item.step, 1, item.mb
+    if t is StepEnd:
+        return item.step, 2, 0
+    return item.step, 0, item.n
+
+
+def _row_key(row):
+    """_key of a walked frame's row (ROW_WORDS)."""
+    return (row[0], 1, row[5]) if row[2] == SEQ else (row[0], 2, 0)
+
+
+def _fresh(r, items, next_step):
+    """The items of a live reader, but those of a new stream whose
+    positions it gave already (a SEQ by step and micro-batch, with its
+    images, a STEP by step, a BARRIER by number): the new stream of a
+    restarted writer repeats the steps since its checkpoint. A new stream
+    that begins after the position needed next is a FrameError naming
+    the gap."""
+    last = (next_step - 1, 2, 0) if next_step else None
+    catching = None     # the NewStream whose repeats are being dropped
+    for it in items:
+        t = type(it)
+        if t is Run:
+            if catching is not None:
+                lst = it.rows.tolist()
+                k = 0
+                while k < len(lst) and _row_key(lst[k]) <= last:
+                    k += 1
+                if k == len(lst):
+                    continue
+                _gap(r, catching, _row_key(lst[k]), last)
+                catching = None
+                if k:
+                    it = Run(it.buf, it.addr, it.rows[k:],
+                             it.raddr + k * 8 * ROW_WORDS)
+            last = _row_key(it.rows[-1].tolist())
+        elif t is NewStream:
+            catching = it if last is not None else None
+        elif t is Seq or t is StepEnd or t is Barrier:
+            key = _key(it)
+            if catching is not None:
+                if key <= last:
+                    continue
+                _gap(r, catching, key, last)
+                catching = None
+            last = key
+        yield it
+
+
+def _gap(r, ns, key, last):
+    """Raise when key, the first new position of the new stream ns, is
+    not the one after last."""
+    need = last[0] + (last[1] == 2)
+    mb = last[2] + 1 if last[1] == 1 else 0
+    if key[0] > need:
+        what = "step %d" % need if key[0] == need + 1 else \
+            "steps %d to %d" % (need, key[0] - 1)
+    elif key[0] == need and key[1] == 1 and key[2] > mb:
+        what = "micro-batches %d to %d of step %d" % (mb, key[2] - 1, need)
+    else:
+        return
+    raise FrameError("'%s': the writer's new stream (after %s) goes on at step "
+                     "%d, the reader needs step %d next: %s would be missing"
+                     % (r.name, ns.cause, key[0], need, what))
+
+
+def _items_of(r, frames, runs=False):
     """read's items of frames (Reader._scan's) of the reader r. A SEQ whose
     pieces announce images comes once they are read, in its ``images``.
     The C walk's runs come as Run items (runs true), or as the Seq and
-    StepEnd items of their frames."""
+    StepEnd items of their frames; a new stream (a live reader's) as a
+    NewStream item."""
     seq_size = _SEQ.size
     held, due = None, 0
     for kind, flags, buf, p, ln, off in frames:
+        if kind == NEWSTREAM:
+            held, due = None, 0
+            yield NewStream(off, buf)
+            continue
         if kind == RUN:
             rows = r._rows[:flags]
             if runs:
@@ -658,3 +994,24 @@ def _take_step(pending, st, rk, seqs):
 def _no_pending(pending):
     if pending:
         raise FrameError("the stream ended inside step %d" % pending[0][0])
+
+
+def items(reader, scanned, runs=False, next_step=None):
+    """read's items of the frames scanned (reader.scan's) of reader: Seq,
+    StepEnd, Barrier, NewStream, and with runs Run items for the C walk's
+    runs (their rows: WalkRow) instead of their Seq and StepEnd items.
+    next_step: the step a live reader needed first (for its gap check)."""
+    return _items(reader, scanned, runs, next_step)
+
+
+def take_step(pending, step, rank, seqs):
+    """The items of step of rank taken out of pending, a list of (step,
+    rank, item) in stream order; FrameError unless they are seqs, as the
+    step's STEP frame says."""
+    return _take_step(pending, step, rank, seqs)
+
+
+def check_no_pending(pending):
+    """FrameError when pending (see take_step) still holds a step's items
+    at the end of the stream."""
+    _no_pending(pending)

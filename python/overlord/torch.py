@@ -50,6 +50,20 @@ Over a socket (src ``"unix:PATH"`` or ``"tcp:HOST:PORT"``, a per-rank
 itself when it connects, and a loader run with ``ovl-run --resume-step
 from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
+
+A restarted loader is a pause, not an error. Over a FIFO or an endpoint
+the dataset reopens the FIFO or reconnects when the stream breaks (its
+writing ovl-ckpt died: end of file or a reset without END, or a frame cut
+short), announcing the step it needs, takes the restarted writer's new
+stream (see ovl-frame(5), "A restarted writer"), drops the steps it gave
+already, and goes on with exactly the tensors of an uninterrupted run. A
+new stream that would skip steps raises FrameError naming them.
+``reconnect_timeout`` (seconds, default 300; 0 raises at the first
+break; None reads as before, any break an error) bounds how long the
+loader may be gone: past it ``overlord.LoaderGone`` is raised, naming what
+broke the stream. A stream that ends with END ends the iteration. A
+trainer that finished calls ``close()`` between steps: the stream is let
+go, and the loader sees its reader gone at a step boundary.
 """
 
 import collections
@@ -62,6 +76,7 @@ from torch.utils.data import IterableDataset
 from . import _crc, frames
 
 IGNORE = -100
+RECONNECT_TIMEOUT = 300.0   # RankDataset's default: the seconds a loader may be gone
 
 
 def _is_endpoint(src):
@@ -181,11 +196,19 @@ class _Ahead:
 
 
 class RankDataset(IterableDataset):
-    """One rank's steps from its stream; see the module docstring."""
+    """One rank's steps from its stream; see the module docstring. Under a
+    DataLoader, use num_workers=0 or 1 and batch_size=None (its items are
+    steps): more workers would each open the one stream, and are refused
+    with a RuntimeError."""
 
     def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
-                 dtype=torch.int64, images="bytes"):
+                 dtype=torch.int64, images="bytes",
+                 reconnect_timeout=RECONNECT_TIMEOUT):
         super().__init__()
+        if reconnect_timeout is not None and not reconnect_timeout >= 0:
+            raise ValueError("reconnect_timeout: seconds (>= 0) or None, not %r"
+                             % (reconnect_timeout,))
+        self.reconnect_timeout = reconnect_timeout
         if dtype not in (torch.int64, torch.int32):
             raise ValueError("dtype: torch.int64 or torch.int32, not %r" % (dtype,))
         if images not in IMAGE_MODES:
@@ -217,14 +240,16 @@ class RankDataset(IterableDataset):
         at every step)."""
         try:
             # over a socket the reader announces the step it needs (the
-            # resume handshake); a writer that does not ask ignores it
-            kw = {"next_step": self.next_step} if _is_endpoint(self.src) else {}
+            # resume handshake, at every reconnection too); a writer that
+            # does not ask ignores it
             r = frames.Reader(self.src, check_crc=self.check_crc, chunk=_CHUNK,
-                              spare=2 * self.prefetch + 8, **kw)
+                              spare=2 * self.prefetch + 8,
+                              next_step=lambda: self.next_step,
+                              reconnect_timeout=self.reconnect_timeout, stop=stop)
             try:
                 if not ch.put(r, stop):
                     return
-                for span in r._spans():
+                for span in r.spans():
                     if stop.is_set() or not ch.put(span, stop):
                         return
             finally:
@@ -234,6 +259,14 @@ class RankDataset(IterableDataset):
             ch.put(e, stop, last=True)
 
     def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers > 1:
+            # each worker would open the rank's one stream
+            raise RuntimeError(
+                "RankDataset reads one rank's stream, which one process "
+                "reads: DataLoader(num_workers=%d) would open it in every "
+                "worker; use num_workers=0 or 1 (the dataset reads ahead on "
+                "a thread of its own), with batch_size=None" % info.num_workers)
         # the reader starts at once (not at the first next()): every rank's
         # stream is opened and read ahead as soon as its iterator exists
         ch = _Ahead(self.prefetch)
@@ -244,9 +277,15 @@ class RankDataset(IterableDataset):
         return self._items(ch, stop, t)
 
     def close(self, timeout=30):
-        """Stop reading and wait (up to timeout seconds) until the stream is
-        closed: a live stream must have ended or failed (its writer gone)
-        for the reader to let go of it. True when it did."""
+        """End reading: the way a trainer that finished says so. Call it
+        between steps (after the last step it trains on): the reading
+        thread lets go of the stream (a FIFO's read end, a socket) and
+        ends, and the loader sees its reader gone at a step boundary
+        (ovl-ckpt: stopped by the readers). A FIFO or an endpoint read
+        with reconnecting on (reconnect_timeout, the default) is let go
+        within 0.2 s; any other stream once a read that waits returns (a
+        live stream must end or fail). Waits up to timeout seconds: True
+        when the stream was let go."""
         if getattr(self, "_reader", None) is None:
             return True
         stop, t = self._reader
@@ -278,47 +317,52 @@ class RankDataset(IterableDataset):
 def _steps_of(ds, r, spans):
     """(step, micro-batches) of the frames of spans (reader r): runs of SEQ
     and STEP frames walked and made into tensors in C (see _run), the
-    other frames (a SEQ with images, say) one by one as frames._items
+    other frames (a SEQ with images, say) one by one as frames.items
     gives them."""
     ign, dtype, images = ds.ignore_index, ds.dtype, ds.images
     fill = _crc.walk_at.get("fill")
     pending = []        # (step, rank, micro-batch) of the step under way
     seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
-    for item in frames._items(r, r._scan(spans, walk=fill is not None), runs=True):
+    # a walked row's words (frames.WalkRow)
+    STP, KIND, RANK, SEQS = (frames.ROW_STEP, frames.ROW_KIND, frames.ROW_RANK,
+                             frames.ROW_SEQS)
+    take = frames.take_step
+    for item in frames.items(r, r.scan(spans, walk=fill is not None), runs=True,
+                             next_step=ds.next_step):
         kind = type(item)
         if kind is run:
             rows = item.rows.tolist()
             i = 0       # the first row of the SEQs not made yet
             for j, row in enumerate(rows):
-                if row[2] != STEP:
+                if row[KIND] != STEP:
                     continue
-                st, rk = row[0], row[4]
-                if not pending and j == i and not row[5]:
+                st, rk = row[STP], row[RANK]
+                if not pending and j == i and not row[SEQS]:
                     yield st, []        # an empty step
                     i = j + 1
                     continue
-                if not pending and j - i == row[5]:
+                if not pending and j - i == row[SEQS]:
                     # the step's SEQs, all of them in this run (the rule)
                     for q in rows[i:j]:
-                        if q[0] != st or q[4] != rk:
+                        if q[STP] != st or q[RANK] != rk:
                             break
                     else:
                         yield st, _run(fill, item, rows, i, j, ign, dtype)
                         i = j + 1
                         continue
                 if j > i:
-                    pending += [(q[0], q[4], mb) for q, mb in
+                    pending += [(q[STP], q[RANK], mb) for q, mb in
                                 zip(rows[i:j], _run(fill, item, rows, i, j, ign, dtype))]
                 i = j + 1
-                yield st, frames._take_step(pending, st, rk, row[5])
+                yield st, take(pending, st, rk, row[SEQS])
             if i < len(rows):
-                pending += [(q[0], q[4], mb) for q, mb in
+                pending += [(q[STP], q[RANK], mb) for q, mb in
                             zip(rows[i:], _run(fill, item, rows, i, len(rows), ign, dtype))]
         elif kind is seq:
             pending.append((item.step, item.rank, micro_batch(item, ign, dtype, images)))
         elif kind is step_end:
-            yield item.step, frames._take_step(pending, item.step, item.rank, item.seqs)
-    frames._no_pending(pending)
+            yield item.step, take(pending, item.step, item.rank, item.seqs)
+    frames.check_no_pending(pending)
 
 
 _CHUNK = 256 << 10      # the reading thread's blocks (see the module's docstring)
@@ -336,13 +380,14 @@ def _run(fill, run, rows, i, j, ign, dtype):
     numpy's arrays wrapped by torch.from_numpy cost less than torch's own
     (torch.empty) or its slices or split: measured."""
     npdt, bits = _NP[dtype]
+    NTOK, NPIECES = frames.ROW_NTOKENS, frames.ROW_NPIECES
     fn, empty, i32, i64 = torch.from_numpy, np.empty, np.int32, np.int64
     addr, raddr = run.addr, run.raddr + i * _ROW
     out = []
     for r in rows[i:j]:
-        n = r[6]
+        n = r[NTOK]
         t0, t1 = fn(empty(n, npdt)), fn(empty(n, npdt))
-        t2, t3 = fn(empty(r[7] + 1, i32)), fn(empty(n, i64))
+        t2, t3 = fn(empty(r[NPIECES] + 1, i32)), fn(empty(n, i64))
         fill(addr, raddr, 1, bits, t0.data_ptr(), t1.data_ptr(), t3.data_ptr(),
              t2.data_ptr(), ign)
         raddr += _ROW

@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import overlord  # noqa: E402
 from overlord import torch as otorch  # noqa: E402
 
 STOP = 20
@@ -140,7 +141,9 @@ def test_ranks_that_disagree_are_refused(kind, tools):
     kind, tmp, plan = kind
     run = Run(tools, plan, tmp / "ck", "--resume-step", "from-readers")
     eps = endpoints(kind, tmp, run)
-    dss = [otorch.RankDataset(ep) for ep in eps]
+    # the loader refuses and stays gone: past reconnect_timeout the readers
+    # raise, naming the stream that closed
+    dss = [otorch.RankDataset(ep, reconnect_timeout=1) for ep in eps]
     dss[0].load_state_dict({"step": 4})
     dss[1].load_state_dict({"step": 5})
     errors = []
@@ -149,7 +152,7 @@ def test_ranks_that_disagree_are_refused(kind, tools):
         try:
             for _ in ds:
                 pass
-        except Exception as e:       # the stream ends without its header
+        except Exception as e:
             errors.append(e)
     ts = [threading.Thread(target=drain, args=(ds,)) for ds in dss]
     for t in ts:
@@ -160,3 +163,6 @@ def test_ranks_that_disagree_are_refused(kind, tools):
     for t in ts:
         t.join(30)
     assert len(errors) == 2
+    for e in errors:
+        assert isinstance(e, overlord.LoaderGone), e
+        assert "(reconnect_timeout): the connection closed without END" in str(e), e

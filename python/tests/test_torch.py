@@ -66,3 +66,21 @@ def test_fast_paths_give_the_same_tensors(pipeline, tools, tmp_path):
     blocks = [s for s in overlord.read(src, chunk=4096) if isinstance(s, overlord.Seq)]
     again = [s for s in overlord.read(src) if isinstance(s, overlord.Seq)]
     assert [s.tokens.tolist() for s in blocks] == [s.tokens.tolist() for s in again]
+
+
+def test_data_loader_workers(pipeline, tools, tmp_path):
+    """Under DataLoader one worker reads the stream (the same steps as
+    without); two workers would each open it: refused, saying why."""
+    plan, fr = pipeline
+    subprocess.run([tools("ovl-ckpt"), "--dir", str(tmp_path / "ck"), "-p",
+                    str(tmp_path / "r%d"), str(plan)], stdin=open(fr, "rb"), check=True)
+    src = str(tmp_path / "r0")
+    want = [i["step"] for i in otorch.RankDataset(src)]
+    dl = torch.utils.data.DataLoader(otorch.RankDataset(src), batch_size=None,
+                                     num_workers=1)
+    assert [i["step"] for i in dl] == want
+    dl = torch.utils.data.DataLoader(otorch.RankDataset(src), batch_size=None,
+                                     num_workers=2)
+    with pytest.raises(RuntimeError, match=r"DataLoader\(num_workers=2\) would "
+                       r"open it in every worker; use num_workers=0 or 1"):
+        list(dl)
