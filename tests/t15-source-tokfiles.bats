@@ -113,3 +113,24 @@ EOF2
 	run -1 "$OVL_SOURCE" t "$D/neg.npy"
 	[[ "$output" == *"neg.npy': document 1: token 1 is -5: not an id of bytes (vocabulary 257)"* ]]
 }
+
+@test "npy: a token file that shrinks under the run is an error naming it (exit 1), not a SIGBUS" {
+	local py pid
+	py=$(ovl_python_numpy)
+	# 8 M uint16 ids, documents of 1000 ids: far more output than a pipe holds
+	"$py" -c 'import numpy as np, sys
+a = (np.arange(8 << 20) % 256).astype(np.uint16)
+a[999::1000] = 256
+np.save(sys.argv[1], a)' "$D/shrink.npy"
+	mkfifo "$D/out"
+	"$OVL_SOURCE" t "$D/shrink.npy" > "$D/out" 2> "$D/err" 3>&- &
+	pid=$!
+	exec 4< "$D/out"
+	# documents flow, so the file is mapped; the source waits on the pipe
+	head -c 300000 <&4 > /dev/null
+	truncate -s 4096 "$D/shrink.npy"
+	cat <&4 > /dev/null
+	exec 4<&-
+	run -1 wait "$pid"
+	grep -q "ovl-source: '$D/shrink.npy' shrank below its 16777344 bytes while being read" "$D/err"
+}

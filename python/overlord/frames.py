@@ -49,6 +49,7 @@ _SEQ = struct.Struct("<QIIIIII")        # step rank mb ntokens npieces seq_len f
 _SEQ_COUNTS = struct.Struct("<II")      # ntokens npieces, at byte 16 of a SEQ
 _BARRIER = struct.Struct("<QQQQI")      # n step mix_pos tokens offset
 _STEP = struct.Struct("<QII")           # step rank seqs
+_END_LEN, _STEP_LEN, _BARRIER_LEN = 16, 16, 40   # payloads, as frame.h
 # flags format width height index ntokens doc_pos seq_pos step rank mb piece
 # name_len offset length path_len data_len
 _IMAGE = struct.Struct("<IIIIIIIIQIIIIQQII")
@@ -776,6 +777,9 @@ class Reader:
                     self._error("the stream does not begin with META (%s first)"
                                 % KIND_NAMES[kind], off)
                 if kind == END:
+                    if ln != _END_LEN:
+                        self._error("malformed payload: END frame of %d bytes"
+                                    % ln, off)
                     n = struct.unpack_from("<Q", buf, p)[0]
                     if n != self.count:
                         self._error("malformed payload: END frame count does not "
@@ -952,8 +956,12 @@ def _items_of(r, frames, runs=False):
         elif kind == IMAGE:
             r._error("an IMAGE frame that no SEQ before it announced", off)
         elif kind == STEP:
+            if ln != _STEP_LEN:
+                r._error("malformed STEP frame (%d bytes)" % ln, off)
             yield StepEnd(buf[p:p + ln].tobytes())
         elif kind == BARRIER:
+            if ln != _BARRIER_LEN:
+                r._error("malformed BARRIER frame (%d bytes)" % ln, off)
             yield Barrier(buf[p:p + ln].tobytes())
 
 

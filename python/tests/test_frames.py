@@ -4,6 +4,7 @@ gives each rank its steps, an empty one too."""
 
 import json
 import os
+import struct
 import subprocess
 import threading
 
@@ -212,3 +213,35 @@ def test_positions_of_a_seq_sent_without_them():
             assert (p32 == want).all() and (p64 == want).all()
     bad = np.array([0, 50, 20, 400], np.uint32)
     assert len(frames._positions(bad, 100, np.int64)) == 100
+
+
+def _stream(*frs):
+    """A stream of (kind, payload) frames after META, with right CRCs."""
+    crc, out = frames.crc32c, bytearray()
+    h = frames.MAGIC + struct.pack("<HH", frames.MAJOR, frames.MINOR)
+    out += h + struct.pack("<I", crc(h))
+    text = b"version x\n"
+    meta = struct.pack("<II", len(text), 0) + text + b"\0" * (-len(text) % 4)
+    for kind, payload in ((frames.META, meta),) + frs:
+        hd = struct.pack("<IBBH", len(payload), kind, 0, 0)
+        out += hd + struct.pack("<I", crc(payload, crc(hd))) + payload
+    return bytes(out)
+
+
+@pytest.mark.parametrize("kind,n", [(frames.STEP, 8), (frames.STEP, 12),
+                                    (frames.BARRIER, 16), (frames.BARRIER, 36)])
+def test_short_step_and_barrier_are_frame_errors(tmp_path, kind, n):
+    f = tmp_path / "s.fr"
+    end = struct.pack("<QQ", 2, 0)
+    f.write_bytes(_stream((kind, b"\0" * n), (frames.END, end)))
+    with pytest.raises(overlord.FrameError, match="malformed"):
+        list(frames.steps(str(f)))
+
+
+def test_end_of_another_length_is_refused(tmp_path):
+    f = tmp_path / "e.fr"
+    f.write_bytes(_stream((frames.END, struct.pack("<Q", 1))))
+    with pytest.raises(overlord.FrameError, match="END frame of 8 bytes"):
+        list(overlord.read(str(f)))
+    f.write_bytes(_stream((frames.END, struct.pack("<QQ", 1, 0))))
+    assert [fr.kind for fr in frames.Reader(str(f))][-1] == frames.END

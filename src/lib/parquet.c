@@ -394,7 +394,11 @@ read_rowgroup(const struct ovl_pq_file *f, struct tr *t, struct pq_chunk *c)
 					int64_t s = cc.dict_off > 0 && cc.dict_off <
 					    cc.data_off ? cc.dict_off : cc.data_off;
 
-					total = s + cc.comp_size - first;
+					/* offsets near 2^63: a bad footer */
+					if (__builtin_add_overflow(s, cc.comp_size,
+					    &total) || __builtin_sub_overflow(total,
+					    first, &total))
+						t->err = 1;
 				}
 			}
 			got_cols = 1;

@@ -43,6 +43,9 @@ struct ovl_remote {
 	char		*sigv4;		/* S3: "aws:amz:REGION:s3" */
 	uint64_t	 size;
 	int		 sized;		/* size known (after the HEAD) */
+	/* the object's version from the HEAD ("" if not given) */
+	char		 etag[256], lastmod[64];
+	struct curl_slist *rqhdrs;	/* hdrs and If-Range, for one request */
 
 	/* the transfer in flight */
 	int		 active, done, nobody, collect, fatal, atend;
@@ -51,6 +54,7 @@ struct ovl_remote {
 	int		 checked;	/* its status judged (first body byte) */
 	uint64_t	 cr_start, cr_total;
 	int		 have_cr;
+	char		 r_etag[256], r_lastmod[64];	/* of the response */
 	uint64_t	 rq_end;	/* bytes [recv, rq_end) are wanted */
 	uint64_t	 recv;		/* offset of the next byte to arrive */
 	uint64_t	 att_from;	/* where this attempt began */

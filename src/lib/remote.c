@@ -130,6 +130,21 @@ ovl_remote_shown(const char *url, char *buf, size_t n)
 
 /* ---- callbacks ------------------------------------------------------- */
 
+/* A header's value, blanks and CRLF trimmed, into dst (cut to n - 1). */
+static void
+header_value(char *dst, size_t n, const char *p, size_t len)
+{
+	while (len > 0 && (*p == ' ' || *p == '\t'))
+		p++, len--;
+	while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == '\n' ||
+	    p[len - 1] == ' ' || p[len - 1] == '\t'))
+		len--;
+	if (len >= n)
+		len = n - 1;
+	memcpy(dst, p, len);
+	dst[len] = '\0';
+}
+
 static size_t
 on_header(char *p, size_t sz, size_t nm, void *arg)
 {
@@ -142,7 +157,13 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 		r->checked = 0;
 		r->have_cr = 0;
 		r->eblen = 0;
-	} else if (len > 14 && strncasecmp(p, "content-range:", 14) == 0) {
+		r->r_etag[0] = r->r_lastmod[0] = '\0';
+	} else if (len > 5 && strncasecmp(p, "etag:", 5) == 0)
+		header_value(r->r_etag, sizeof(r->r_etag), p + 5, len - 5);
+	else if (len > 14 && strncasecmp(p, "last-modified:", 14) == 0)
+		header_value(r->r_lastmod, sizeof(r->r_lastmod), p + 14,
+		    len - 14);
+	else if (len > 14 && strncasecmp(p, "content-range:", 14) == 0) {
 		char tmp[128];
 
 		snprintf(tmp, sizeof(tmp), "%.*s", (int)(len - 14), p + 14);
@@ -153,6 +174,26 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 		}
 	}
 	return len;
+}
+
+/* Is the response of another version than the HEAD? 0, or -1 with r->err. */
+static int
+changed(struct ovl_remote *r)
+{
+	const char *was, *now;
+
+	if (r->etag[0] != '\0' && r->r_etag[0] != '\0')
+		was = r->etag, now = r->r_etag;
+	else if (r->lastmod[0] != '\0' && r->r_lastmod[0] != '\0')
+		was = r->lastmod, now = r->r_lastmod;
+	else
+		return 0;
+	if (strcmp(was, now) == 0)
+		return 0;
+	snprintf(r->err, sizeof(r->err), "'%s' changed while reading (version "
+	    "%.200s, now %.200s) at byte offset %" PRIu64, r->shown, was, now,
+	    r->recv);
+	return -1;
 }
 
 /* The first body byte of a response: may it be taken? 0, or -1 (fatal). */
@@ -176,8 +217,25 @@ judge(struct ovl_remote *r)
 			return -1;
 		}
 		r->skip = 0;
-	} else if (r->status == 200)
-		r->skip = r->collect ? 0 : r->recv;	/* the whole object came */
+	} else if (r->status == 200 && !r->collect) {
+		curl_off_t len = -1;
+
+		/* the whole object, or it is not what was asked for */
+		ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+		    &len);
+		if (r->sized && len >= 0 && (uint64_t)len != r->size) {
+			snprintf(r->err, sizeof(r->err), "'%s': the server "
+			    "answered a range request with %" PRId64 " bytes, "
+			    "not the whole object of %" PRIu64 " (HTTP 200 at "
+			    "byte offset %" PRIu64 ")", r->shown, (int64_t)len,
+			    r->size, r->recv);
+			return -1;
+		}
+		r->skip = r->recv;
+	}
+	if (r->status >= 200 && r->status <= 299 && !r->collect &&
+	    changed(r) != 0)
+		return -1;
 	return 0;
 }
 
@@ -313,7 +371,21 @@ start(struct ovl_remote *r, uint64_t from, uint64_t to)
 		ovl_curl.easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
 		ovl_curl.easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
 	}
-	if (r->hdrs != NULL)
+	ovl_curl.slist_free_all(r->rqhdrs);
+	r->rqhdrs = NULL;
+	if (!r->nobody && !r->collect && (r->etag[0] != '\0' ||
+	    r->lastmod[0] != '\0')) {
+		/* another version answers 200 with its ETag: refused in judge */
+		char ir[300];
+		struct curl_slist *l;
+
+		for (l = r->hdrs; l != NULL; l = l->next)
+			r->rqhdrs = ovl_curl.slist_append(r->rqhdrs, l->data);
+		snprintf(ir, sizeof(ir), "If-Range: %s", r->etag[0] != '\0' ?
+		    r->etag : r->lastmod);
+		r->rqhdrs = ovl_curl.slist_append(r->rqhdrs, ir);
+		ovl_curl.easy_setopt(h, CURLOPT_HTTPHEADER, r->rqhdrs);
+	} else if (r->hdrs != NULL)
 		ovl_curl.easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
 	if (r->nobody)
 		ovl_curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -527,6 +599,10 @@ ovl_remote_open(const char *url, char *err, size_t errlen)
 	}
 	r->size = (uint64_t)len;
 	r->sized = 1;
+	/* a weak ETag cannot make a range conditional: Last-Modified can */
+	if (strncmp(r->r_etag, "W/", 2) != 0)
+		memcpy(r->etag, r->r_etag, sizeof(r->etag));
+	memcpy(r->lastmod, r->r_lastmod, sizeof(r->lastmod));
 	r->end = r->size;
 	return r;
 }
@@ -649,6 +725,7 @@ ovl_remote_close(struct ovl_remote *r)
 	if (r->h != NULL)
 		ovl_curl.easy_cleanup(r->h);
 	ovl_curl.slist_free_all(r->hdrs);
+	ovl_curl.slist_free_all(r->rqhdrs);
 	free(r->url);
 	free(r->userpwd);
 	free(r->sigv4);

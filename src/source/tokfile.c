@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <signal.h>
+
 #include "source.h"
 
 /* A file mapped whole. */
@@ -20,6 +22,74 @@ struct map {
 	const uint8_t	*p;
 	size_t		 n;
 };
+
+/*
+ * The files mapped now (a token file and its index or offsets), for the
+ * SIGBUS that a file shrunk under the run raises at a page past its new
+ * end: the run ends with an error naming the file (exit 1), not killed
+ * without a word. A fault elsewhere keeps the default action.
+ */
+#define MAPS_MAX	2
+static struct {
+	const uint8_t	*volatile p;
+	size_t		 n;
+	char		 msg[PATH_MAX + 128];
+	size_t		 msglen;
+} maps[MAPS_MAX];
+
+static void
+on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	const uint8_t *a = si->si_addr;
+	int i;
+
+	(void)uc;
+	for (i = 0; i < MAPS_MAX; i++)
+		if (maps[i].p != NULL && a >= maps[i].p &&
+		    a < maps[i].p + maps[i].n) {
+			(void)!write(STDERR_FILENO, maps[i].msg, maps[i].msglen);
+			_exit(OVL_EXIT_DATA);
+		}
+	signal(sig, SIG_DFL);	/* not ours: the fault comes back, fatal */
+}
+
+static void
+maps_add(const char *path, const uint8_t *p, size_t n)
+{
+	static int installed;
+	int i, k;
+
+	if (!installed) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, NULL);
+		installed = 1;
+	}
+	for (i = 0; i < MAPS_MAX && maps[i].p != NULL; i++)
+		;
+	if (i == MAPS_MAX)
+		return;
+	k = snprintf(maps[i].msg, sizeof(maps[i].msg), "%s: '%s' shrank below "
+	    "its %zu bytes while being read\n", ovl_err_prog(), path, n);
+	maps[i].msglen = k < 0 ? 0 : (size_t)k < sizeof(maps[i].msg) ?
+	    (size_t)k : sizeof(maps[i].msg) - 1;
+	maps[i].n = n;
+	maps[i].p = p;
+}
+
+static void
+maps_del(const uint8_t *p)
+{
+	int i;
+
+	for (i = 0; i < MAPS_MAX; i++)
+		if (maps[i].p == p)
+			maps[i].p = NULL;
+}
 
 static int
 map_file(struct src *s, const char *path, struct map *m)
@@ -48,6 +118,7 @@ map_file(struct src *s, const char *path, struct map *m)
 		}
 		(void)madvise(p, m->n, MADV_SEQUENTIAL);
 		m->p = p;
+		maps_add(path, p, m->n);
 	}
 	close(fd);
 	return 0;
@@ -56,6 +127,8 @@ map_file(struct src *s, const char *path, struct map *m)
 static void
 unmap(struct map *m)
 {
+	if (m->p != NULL)
+		maps_del(m->p);
 	if (m->p != NULL)
 		munmap((void *)(uintptr_t)m->p, m->n);
 	m->p = NULL;
