@@ -218,18 +218,50 @@ translate(const char *re)
 	return (char *)b.p;
 }
 
+/*
+ * tiktoken's own text of the built-in patterns, as Hugging Face files
+ * (Llama 3: cl100k; GPT-OSS: o200k) spell them in a Split regex. Read as
+ * Oniguruma reads them (translate), each means what the built-in kind's
+ * PCRE2 pattern means, so such a regex gets the kind and its scanner.
+ */
+static const struct {
+	enum ovl_pretok_kind kind;
+	const char *text;
+} tiktoken_text[] = {
+	{ OVL_PRETOK_CL100K,
+	    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+	    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+	    "\\s+(?!\\S)|\\s+" },
+	{ OVL_PRETOK_O200K,
+	    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
+	    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+	    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+	    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+	    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
+	    "\\s+(?!\\S)|\\s+" }
+};
+
 struct ovl_pretok *
 ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
     size_t errlen)
 {
-	struct ovl_pretok *p = ovl_xcalloc(1, sizeof(*p));
-	char *onig = kind == OVL_PRETOK_ONIG ? translate(regex) : NULL;
-	const char *pattern = onig != NULL ? onig :
-	    kind == OVL_PRETOK_REGEX ? regex : ovl_pretok_pattern(kind);
+	struct ovl_pretok *p;
+	char *onig;
+	const char *pattern;
 	PCRE2_SIZE eo;
 	PCRE2_UCHAR msg[160];
 	int ec, c;
+	size_t i;
 
+	if (kind == OVL_PRETOK_ONIG)
+		for (i = 0; i < sizeof(tiktoken_text) / sizeof(tiktoken_text[0]);
+		    i++)
+			if (strcmp(regex, tiktoken_text[i].text) == 0)
+				kind = tiktoken_text[i].kind;
+	p = ovl_xcalloc(1, sizeof(*p));
+	onig = kind == OVL_PRETOK_ONIG ? translate(regex) : NULL;
+	pattern = onig != NULL ? onig :
+	    kind == OVL_PRETOK_REGEX ? regex : ovl_pretok_pattern(kind);
 	p->kind = kind;
 	p->scanner = kind != OVL_PRETOK_REGEX && kind != OVL_PRETOK_ONIG;
 	for (c = 0; c < 256; c++)

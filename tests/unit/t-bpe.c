@@ -490,9 +490,14 @@ test_tok_interface(void)
 	ovl_u32vec_free(&v);
 }
 
-/* The ASCII scanners cut exactly where PCRE2 does. */
-static void
-test_scanner(void)
+/*
+ * Random texts, mostly ASCII: fast and slow cut each into the same pieces.
+ * The number of pieces compared is added to *pieces; the differences are
+ * returned (the first few printed).
+ */
+static size_t
+same_pieces(struct ovl_pretok *fast, struct ovl_pretok *slow, int kind,
+    size_t *pieces)
 {
 	static const char *const alpha[] = {
 		"a", "b", "Z", "Q", "s", "S", "t", "re", "RE", "ve", "ll", "LL",
@@ -503,13 +508,57 @@ test_scanner(void)
 		"\xe4\xb8\xad", "\xd9\xa1", "\xcc\x81", "\xe2\x80\x83",
 		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99"
 	};
+	char err[256], text[2048];
+	size_t k, i, n, pos1, pos2, a1, e1, a2, e2, bad = 0;
+	int r1, r2;
+
+	for (k = 0; k < 4000; k++) {
+		size_t want = 1 + rnd(k % 4 == 0 ? 400 : 30);
+		n = 0;
+		for (i = 0; i < want; i++) {
+			/* Mostly ASCII, as real text is. */
+			const char *p = alpha[rnd(k % 3 == 0 ?
+			    sizeof(alpha) / sizeof(alpha[0]) : 40)];
+			size_t l = strlen(p);
+			if (n + l >= sizeof(text))
+				break;
+			memcpy(text + n, p, l);
+			n += l;
+		}
+		pos1 = pos2 = 0;
+		for (;;) {
+			r1 = ovl_pretok_next(fast, (unsigned char *)text, n,
+			    pos1, &a1, &e1, err, sizeof(err));
+			r2 = ovl_pretok_next(slow, (unsigned char *)text, n,
+			    pos2, &a2, &e2, err, sizeof(err));
+			if (r1 != r2 || (r1 == 1 && (a1 != a2 || e1 != e2))) {
+				if (bad++ < 5)
+					printf("# kind %d: '%.*s': piece at %zu: "
+					    "fast %zu-%zu, slow %zu-%zu\n", kind,
+					    (int)n, text, pos1, a1, e1, a2, e2);
+				break;
+			}
+			if (r1 != 1)
+				break;
+			(*pieces)++;
+			pos1 = e1;
+			pos2 = e2;
+		}
+	}
+	return bad;
+}
+
+/* The ASCII scanners cut exactly where PCRE2 does. */
+static void
+test_scanner(void)
+{
 	static const enum ovl_pretok_kind kinds[] = {
 		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K
 	};
-	char err[256], text[2048];
+	char err[256];
 	struct ovl_pretok *fast, *slow;
-	size_t k, i, n, pos1, pos2, a1, e1, a2, e2, bad = 0, pieces = 0;
-	int r1, r2, kk;
+	size_t bad = 0, pieces = 0;
+	int kk;
 
 	for (kk = 0; kk < 3; kk++) {
 		fast = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
@@ -518,45 +567,52 @@ test_scanner(void)
 		if (fast == NULL || slow == NULL)
 			return;
 		ovl_pretok_set_scanner(slow, 0);
-		for (k = 0; k < 4000; k++) {
-			size_t want = 1 + rnd(k % 4 == 0 ? 400 : 30);
-			n = 0;
-			for (i = 0; i < want; i++) {
-				/* Mostly ASCII, as real text is. */
-				const char *p = alpha[rnd(k % 3 == 0 ?
-				    sizeof(alpha) / sizeof(alpha[0]) : 40)];
-				size_t l = strlen(p);
-				if (n + l >= sizeof(text))
-					break;
-				memcpy(text + n, p, l);
-				n += l;
-			}
-			pos1 = pos2 = 0;
-			for (;;) {
-				r1 = ovl_pretok_next(fast, (unsigned char *)text,
-				    n, pos1, &a1, &e1, err, sizeof(err));
-				r2 = ovl_pretok_next(slow, (unsigned char *)text,
-				    n, pos2, &a2, &e2, err, sizeof(err));
-				if (r1 != r2 || (r1 == 1 && (a1 != a2 || e1 != e2))) {
-					if (bad++ < 5)
-						printf("# kind %d: '%.*s': piece at "
-						    "%zu: scanner %zu-%zu, pcre2 "
-						    "%zu-%zu\n", kk, (int)n, text,
-						    pos1, a1, e1, a2, e2);
-					break;
-				}
-				if (r1 != 1)
-					break;
-				pieces++;
-				pos1 = e1;
-				pos2 = e2;
-			}
-		}
+		bad += same_pieces(fast, slow, kk, &pieces);
 		ovl_pretok_free(fast);
 		ovl_pretok_free(slow);
 	}
 	CHECK(bad == 0);
 	CHECK(pieces > 100000);
+}
+
+/*
+ * A tokenizer.json Split regex that is tiktoken's cl100k or o200k text
+ * (Llama 3, GPT-OSS) takes the built-in kind's scanner: it cuts as the
+ * same regex read the general way (Oniguruma translated for PCRE2; the
+ * regex in a group, so that it is not recognized).
+ */
+static void
+test_hf_regex(void)
+{
+	static const char *const rx[] = {
+		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+		"\\s+(?!\\S)|\\s+",
+		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
+		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
+		"\\s+(?!\\S)|\\s+"
+	};
+	char err[256], grouped[1024];
+	struct ovl_pretok *fast, *slow;
+	size_t bad = 0, pieces = 0, i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(grouped, sizeof(grouped), "(?:%s)", rx[i]);
+		fast = ovl_pretok_open(OVL_PRETOK_ONIG, rx[i], err, sizeof(err));
+		slow = ovl_pretok_open(OVL_PRETOK_ONIG, grouped, err,
+		    sizeof(err));
+		CHECK(fast != NULL && slow != NULL);
+		if (fast == NULL || slow == NULL)
+			return;
+		bad += same_pieces(fast, slow, (int)i, &pieces);
+		ovl_pretok_free(fast);
+		ovl_pretok_free(slow);
+	}
+	CHECK(bad == 0);
+	CHECK(pieces > 50000);
 }
 
 static void
@@ -756,6 +812,7 @@ main(int argc, char **argv)
 	RUN(test_special_policies);
 	RUN(test_tok_interface);
 	RUN(test_scanner);
+	RUN(test_hf_regex);
 	cleanup();
 	UNIT_DONE();
 }
