@@ -44,7 +44,7 @@ fifo_source() {
 	run -0 --separate-stderr "$OVL_MIX" --json "$SAMPLES/plans/small.plan" web=web.f book=book.f
 	printf '%s\n' "$output" > a.json
 	[[ "${lines[0]}" == '{"kind":"meta","text":"tokenizer bytes\nvocab 257\neod 256\nsource 0 web\nsource 1 book\n'* ]]
-	[[ "${lines[0]}" == *'checkpoint-every 2\nranks 2\nmicro-batches 1\n"}' ]]
+	[[ "${lines[0]}" == *'checkpoint-every 2\nranks 2\nmicro-batches 1\nseq-len 256\n"}' ]]
 	[[ "${lines[-1]}" == '{"kind":"end","docs":115,"tokens":'* ]]
 	# every document of both sources, each once, in source order
 	python3 - <<'PY'

@@ -242,3 +242,28 @@ while off < len(data):
 	run -3 --separate-stderr "$OVL_CONSTRUCT" p.plan < twometa.fr
 	[ "$stderr" = "ovl-construct: 'standard input': a second META at byte offset $meta_end" ]
 }
+
+@test "a seq-len other than the one the stream was mixed for: exit 2 at the META, nothing written" {
+	[ -x "$OVL_SOURCE" ] && [ -x "$OVL_MIX" ] || skip "ovl-source or ovl-mix not built"
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source web path=%s/web/web-0.jsonl\nseq-len 256\nranks 2\n' \
+	    "$SAMPLES" > p.plan
+	"$OVL_SOURCE" web "$SAMPLES"/web/web-0.jsonl > web.f
+	"$OVL_MIX" p.plan web=web.f > mix.f
+	run -0 "$OVL_MIX" --json p.plan web=web.f
+	[[ "${lines[0]}" == *'seq-len 256\n'* ]]
+	run -2 "$OVL_CONSTRUCT" --seq-len 128 --output out.f p.plan < mix.f
+	[[ "$output" == *"seq-len 128, but the stream was mixed for seq-len 256"* ]]
+	[ -e out.f ] && [ ! -s out.f ]
+	run -2 "$OVL_CONSTRUCT" --seq-len 128 --ranks 2 --output out2.f < mix.f
+	[ -e out2.f ] && [ ! -s out2.f ]
+	printf 'step-tokens 2048\n' >> p.plan
+	"$OVL_MIX" p.plan web=web.f > mix2.f
+	run -2 "$OVL_CONSTRUCT" --step-tokens 1024 --output out3.f p.plan < mix2.f
+	[[ "$output" == *"step-tokens 1024, but the stream was mixed for step-tokens 2048"* ]]
+	[ -e out3.f ] && [ ! -s out3.f ]
+	run -0 "$OVL_CONSTRUCT" --output out3.f p.plan < mix2.f
+	[ -s out3.f ]
+	run -0 "$OVL_CONSTRUCT" --seq-len 256 --output out4.f p.plan < mix.f
+	[ -s out4.f ]
+}

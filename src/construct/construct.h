@@ -228,7 +228,7 @@ struct construct {
 	double		 drift[MAX_WINDOW];
 	uint32_t	 moved[MAX_WINDOW];
 	uint64_t	 seqs, steps, tokens, padding;
-	char		 seqlen_text[256];
+	char		*seqlen_text;	/* ovl_stepcfg_text */
 };
 
 /* ---- step.c ---- */

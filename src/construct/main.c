@@ -16,7 +16,8 @@ static const struct ovl_cli cli = {
 	"  --ranks R              data-parallel ranks (plan: ranks; default 1)\n"
 	"  --micro-batches M      sequences per rank in a step's budget (default 1)\n"
 	"  --seq-len SCHEDULE     LEN or LEN,LEN@TOKENS,...: sequence length from a\n"
-	"                         mixed token count on (default 2048)\n"
+	"                         mixed token count on (default "
+	OVL_PLAN_STR(OVL_PLAN_SEQ_LEN_DEFAULT) ")\n"
 	"  --step-tokens N        a step's token budget (default ranks x\n"
 	"                         micro-batches x seq-len)\n"
 	"  --cost A,B             piece cost A*L^2 + B*L (default 1,0), or\n"
@@ -255,7 +256,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 	o->ranks = 1;
 	o->mb = 1;
 	o->nst = 1;
-	o->sl[0] = 2048;
+	o->sl[0] = OVL_PLAN_SEQ_LEN_DEFAULT;
 	o->cost.a = 1;
 	o->cost.b = 0;
 	snprintf(o->cost_text, sizeof(o->cost_text), "1,0");
@@ -289,7 +290,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 			break;
 		case 'm':
 			o->mb = (uint32_t)opt_u64("--micro-batches", optarg, 1,
-			    1u << 20);
+			    OVL_PLAN_MAX_MICRO_BATCHES);
 			break;
 		case 'p':
 			if ((o->pack = ovl_pack_parse(optarg)) < 0)
@@ -321,7 +322,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 			break;
 		case 'T':
 			o->step_tokens = opt_u64("--step-tokens", optarg, 1,
-			    UINT64_MAX / 4);
+			    OVL_PLAN_MAX_STEP_TOKENS);
 			break;
 		case 'u':
 			o->uniform = 1;
@@ -356,19 +357,21 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 
 /* ---- main ----------------------------------------------------------- */
 
+/* The step cutter's configuration, as ovl-mix makes it from a plan. */
 static void
-format_schedule(const struct construct_opts *o, char *buf, size_t size)
+stepcfg(struct construct_opts *o, struct ovl_stepcfg *cfg)
 {
-	size_t i, k = 0;
+	struct ovl_plan p;
 
-	buf[0] = '\0';
-	for (i = 0; i < o->nst && k < size; i++) {
-		if (i == 0)
-			k += (size_t)snprintf(buf + k, size - k, "%u", o->sl[0]);
-		else
-			k += (size_t)snprintf(buf + k, size - k, ",%u@%" PRIu64,
-			    o->sl[i], o->at[i]);
-	}
+	memset(&p, 0, sizeof(p));
+	p.ranks = o->ranks;
+	p.micro_batches = o->mb;
+	p.step_tokens = o->step_tokens;
+	p.nseq = o->nst;
+	p.seq_at = o->at;
+	p.seq_len = o->sl;
+	p.uniform = o->uniform ? 1 : 0;	/* fixed shapes: every step full */
+	ovl_plan_stepcfg(&p, cfg);	/* points into o, not into p */
 }
 
 static void
@@ -426,13 +429,8 @@ main(int argc, char **argv)
 	c.o = &o;
 	c.pad_id = o.pad_id;
 	c.tok_width = 4;	/* until the META says (on_meta) */
-	c.cfg.nseq = o.ranks * o.mb;
-	c.cfg.budget = o.step_tokens;
-	c.cfg.nstages = o.nst;
-	c.cfg.at = o.at;
-	c.cfg.seq_len = o.sl;
-	c.cfg.exact = o.uniform;	/* fixed shapes: every step full */
-	format_schedule(&o, c.seqlen_text, sizeof(c.seqlen_text));
+	stepcfg(&o, &c.cfg);
+	c.seqlen_text = ovl_stepcfg_text(&c.cfg);
 	ovl_stepcut_init(&c.cut, &c.cfg);
 	if (o.resume_path != NULL)
 		load_resume(&c, o.resume_path);
@@ -484,6 +482,7 @@ main(int argc, char **argv)
 	ovl_balancer_free(c.bal);
 	ovl_packer_free(c.pk);
 	free(c.pieces);
+	free(c.seqlen_text);
 	ovl_buf_free(&c.arena);
 	ovl_u32vec_free(&c.jtok);
 	free(c.jpiece);

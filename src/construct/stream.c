@@ -360,6 +360,31 @@ run_source(struct construct *c, const char *meta, uint32_t mlen,
 	c->run_id[id] = ovl_step_run_token(meta, mlen, name);
 }
 
+/*
+ * The stream's META from ovl-mix names the seq-len schedule and step
+ * budget its steps were cut with: ours must be the same, or the steps
+ * would part at the first BARRIER. Refused here, before any output.
+ */
+static void
+check_mixed_for(const struct construct *c, const char *text, uint32_t tlen)
+{
+	size_t n = strlen(c->seqlen_text) + 2;
+	char *v = ovl_xmalloc(n > 32 ? n : 32);
+	uint64_t st;
+
+	if (ovl_meta_value(text, tlen, "seq-len", v, n) &&
+	    strcmp(v, c->seqlen_text) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': seq-len %s, but the stream was "
+		    "mixed for seq-len %s", ovl_reader_name(c->rd),
+		    c->seqlen_text, v);
+	if (ovl_meta_value(text, tlen, "step-tokens", v, 32) &&
+	    (ovl_num_u64(v, &st) != 0 || st != c->o->step_tokens))
+		ovl_errx(OVL_EXIT_USAGE, "'%s': step-tokens %" PRIu64 ", but "
+		    "the stream was mixed for step-tokens %s",
+		    ovl_reader_name(c->rd), c->o->step_tokens, v);
+	free(v);
+}
+
 void
 on_meta(struct construct *c, const struct ovl_frame *f)
 {
@@ -377,6 +402,7 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
 		    ovl_reader_name(c->rd), ovl_reader_offset(c->rd));
+	check_mixed_for(c, text, tlen);
 	c->eod = UINT64_MAX;
 	(void)ovl_reader_meta_u64(c->rd, "eod", &c->eod);
 	for (p = text, e = text + tlen; p < e; p = nl) {

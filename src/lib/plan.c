@@ -21,8 +21,6 @@
 #include "plan-int.h"
 
 #define PLAN_MAX_FILE	(16u << 20)
-#define DEFAULT_SEQ_LEN	2048
-
 
 int
 ovl_plan__perr(struct ctx *c, const char *fmt, ...)
@@ -910,7 +908,7 @@ finish(struct ctx *c)
 	if (p->nseq == 0) {
 		p->seq_at = ovl_xcalloc(1, sizeof(uint64_t));
 		p->seq_len = ovl_xcalloc(1, sizeof(uint32_t));
-		p->seq_len[0] = DEFAULT_SEQ_LEN;
+		p->seq_len[0] = OVL_PLAN_SEQ_LEN_DEFAULT;
 		p->nseq = 1;
 	}
 	if (p->ranks == 0)

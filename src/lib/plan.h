@@ -31,6 +31,13 @@
 #define OVL_PLAN_MAX_RANKS	4096	/* ovl-construct's ranks */
 #define OVL_PLAN_MAX_WINDOW	64	/* ovl-construct's window */
 #define OVL_PLAN_MAX_SEQ_LEN	(1u << 24)	/* OVL_PACK_CAP_MAX */
+#define OVL_PLAN_MAX_MICRO_BATCHES 65536	/* ovl-construct's micro-batches */
+#define OVL_PLAN_MAX_STEP_TOKENS (UINT64_MAX / 4)	/* a step's budget */
+/* seq-len when neither the plan nor --seq-len sets it (a literal: help
+   texts print it with OVL_PLAN_STR) */
+#define OVL_PLAN_SEQ_LEN_DEFAULT 2048
+#define OVL_PLAN_STR(x)		OVL_PLAN_STR_(x)
+#define OVL_PLAN_STR_(x)	#x
 #define OVL_PLAN_MAX_PARTITIONS	4096
 #define OVL_PLAN_MAX_SHADOWS	64
 

@@ -1,7 +1,9 @@
 #include "step.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
+#include "buf.h"
 #include "frame.h"
 #include "num.h"
 
@@ -13,6 +15,25 @@ ovl_stepcfg_seq_len(const struct ovl_stepcfg *cfg, uint64_t start)
 	while (i + 1 < cfg->nstages && cfg->at[i + 1] <= start)
 		i++;
 	return cfg->seq_len[i];
+}
+
+char *
+ovl_stepcfg_text(const struct ovl_stepcfg *cfg)
+{
+	/* a stage is at most ",4294967295@18446744073709551615" */
+	size_t size = 32 * (cfg->nstages + 1), k = 0, i;
+	char *t = ovl_xmalloc(size);
+
+	t[0] = '\0';
+	for (i = 0; i < cfg->nstages; i++) {
+		if (i == 0)
+			k += (size_t)snprintf(t + k, size - k, "%" PRIu32,
+			    cfg->seq_len[0]);
+		else
+			k += (size_t)snprintf(t + k, size - k, ",%" PRIu32
+			    "@%" PRIu64, cfg->seq_len[i], cfg->at[i]);
+	}
+	return t;
 }
 
 uint64_t

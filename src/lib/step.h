@@ -103,5 +103,11 @@ uint32_t ovl_step_run_token(const char *meta, size_t len, const char *name);
 /* Sequence length and budget of a step beginning after `start` mixed tokens. */
 uint32_t ovl_stepcfg_seq_len(const struct ovl_stepcfg *cfg, uint64_t start);
 uint64_t ovl_stepcfg_budget(const struct ovl_stepcfg *cfg, uint64_t start);
+/*
+ * The seq-len schedule as the option and the META line spell it: "LEN", or
+ * "LEN,LEN@TOKENS,..." with a stage per point after the first. A new
+ * string (ovl_xmalloc); the caller frees it.
+ */
+char	*ovl_stepcfg_text(const struct ovl_stepcfg *cfg);
 
 #endif

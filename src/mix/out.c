@@ -10,7 +10,7 @@ void
 write_meta(struct mixer *m)
 {
 	struct ovl_buf b = { NULL, 0, 0 };
-	char line[256];
+	char line[256], *sl;
 	size_t i;
 	int n;
 
@@ -29,6 +29,17 @@ write_meta(struct mixer *m)
 	    m->by == OVL_MIXBY_DOCS ? "docs" : "tokens", m->every,
 	    m->plan->ranks, m->plan->micro_batches);
 	ovl_buf_append(&b, line, (size_t)n);
+	/* what the steps are cut with: ovl-construct must cut the same */
+	sl = ovl_stepcfg_text(&m->cfg);
+	ovl_buf_append(&b, "seq-len ", 8);
+	ovl_buf_append(&b, sl, strlen(sl));
+	ovl_buf_append(&b, "\n", 1);
+	free(sl);
+	if (m->plan->step_tokens > 0) {
+		n = snprintf(line, sizeof(line), "step-tokens %" PRIu64 "\n",
+		    m->plan->step_tokens);
+		ovl_buf_append(&b, line, (size_t)n);
+	}
 	if (m->o->resume != NULL) {	/* right after BARRIER n (relink.h) */
 		n = snprintf(line, sizeof(line), "resumed %" PRIu64 "\n",
 		    m->last_n);
