@@ -60,6 +60,8 @@ struct ckpt_opts {
 	uint64_t	 base_every;
 	int		 resume_set;
 	uint64_t	 resume;
+	int		 resume_auto;	/* --resume auto: decided under the lock */
+	int		 overwrite;	/* --overwrite-output: take another run's files */
 	int		 json;
 	int		 nskip;
 	uint64_t	 skip[2];

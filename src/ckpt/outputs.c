@@ -6,6 +6,11 @@
 #include "committer.h"
 #include "chunk.h"
 
+#include <sys/xattr.h>
+
+/* The extended attribute naming the checkpoint directory of a file output. */
+#define OWNER_XATTR	"user.ovl.ckpt-dir"
+
 /* ---- outputs ---- */
 
 void
@@ -116,6 +121,43 @@ stopped_waiting(struct ckpt_run *R, const struct out *o)
 }
 
 /*
+ * A file output belongs to the checkpoint directory whose sink wrote it
+ * (OWNER_XATTR). Taking a file another directory's run wrote (one that
+ * still has a checkpoint log) is refused, exit 2, unless --overwrite-output;
+ * a file this directory's checkpoint holds (resume), an unmarked one or one
+ * on a file system without user attributes is taken. fd is locked.
+ */
+static void
+owner_take(struct ckpt_run *R, const struct out *o, int resumed)
+{
+	char owner[PATH_MAX], *log;
+	ssize_t n;
+	int other;
+
+	n = fgetxattr(o->fd, OWNER_XATTR, owner, sizeof(owner) - 1);
+	if (n >= 0) {
+		owner[n] = '\0';
+		if (strcmp(owner, R->dir) == 0)
+			return;
+		log = xasprintf("%s/ckpt.log", owner);
+		other = access(log, F_OK) == 0;
+		free(log);
+		if (other && !resumed && !R->o->overwrite)
+			ovl_errx(OVL_EXIT_USAGE, "'%s' belongs to the run of "
+			    "checkpoint directory '%s': resume that run, write "
+			    "another output, or overwrite it (--overwrite-output, "
+			    "the plan's output overwrite=yes)", o->path, owner);
+		if (other)
+			ovl_info(0, "'%s': taking over the output of '%s'",
+			    o->path, owner);
+	}
+	if (fsetxattr(o->fd, OWNER_XATTR, R->dir, strlen(R->dir), 0) != 0)
+		ovl_info(1, "'%s': cannot mark its checkpoint directory (%s): "
+		    "another run's sink will not see it", o->path,
+		    strerror(errno));
+}
+
+/*
  * Open an output: fresh (created empty, its header written), or, when the
  * resumed checkpoint has it, cut back to the committed length and continued.
  */
@@ -178,9 +220,10 @@ out_open(struct ckpt_run *R, struct out *o)
 		else {
 			/* One writer per output file, held until exit. */
 			if (flock(o->fd, LOCK_EX | LOCK_NB) != 0)
-				ovl_errx(OVL_EXIT_DATA, "'%s' is being written by "
+				ovl_errx(OVL_EXIT_USAGE, "'%s' is being written by "
 				    "another ovl-ckpt (two runs with one output)",
 				    o->path);
+			owner_take(R, o, v != NULL);
 			if (v == NULL && ftruncate(o->fd, 0) != 0)
 				ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'",
 				    o->path);
@@ -446,6 +489,14 @@ open_outputs(struct ckpt_run *R)
 }
 
 
+/* --wait-readers S has passed since t0 (never when S is 0: forever). */
+static int
+waited_out(const struct ckpt_run *R, const struct timespec *t0)
+{
+	return R->o->wait_readers > 0 &&
+	    ovl_io_since(t0) >= (double)R->o->wait_readers;
+}
+
 int
 fifo_open(struct ckpt_run *R, struct out *o)
 {
@@ -472,7 +523,7 @@ fifo_open(struct ckpt_run *R, struct out *o)
 			    o->path);
 			said = 1;
 		}
-		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
+		if (waited_out(R, &t0))
 			ovl_errx(OVL_EXIT_DATA, "%s: no reader opened '%s' "
 			    "within %" PRIu64 " s (--wait-readers)", o->name,
 			    o->path, R->o->wait_readers);
@@ -487,12 +538,15 @@ fifo_open(struct ckpt_run *R, struct out *o)
 void
 fifo_drain(struct ckpt_run *R, struct out *o)
 {
-	struct pollfd p = { o->fd, POLLOUT, 0 };
+	/* no events: poll sleeps until the reader closes (POLLERR) */
+	struct pollfd p = { o->fd, 0, 0 };
 	struct timespec t0;
 	int n, last = -1;
 
 	if (o->peer != NULL) {	/* every byte acknowledged by the peer */
-		if (ovl_net_drain(o->fd, (double)R->o->wait_readers) == 0)
+		/* 0: forever (a century without progress) */
+		if (ovl_net_drain(o->fd, R->o->wait_readers > 0 ?
+		    (double)R->o->wait_readers : 3.2e9) == 0)
 			return;
 		if (errno == ETIMEDOUT)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' took "
@@ -518,11 +572,14 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
 			    "away with %d bytes unread", o->name, o->path, n);
 		}
-		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
-			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
-			    "nothing for %" PRIu64 " s (--wait-readers); %d "
-			    "bytes unread", o->name, o->path,
-			    R->o->wait_readers, n);
+		if (!waited_out(R, &t0))
+			continue;
+		/* a reader that took the last bytes meanwhile is done */
+		if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
+			return;
+		ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
+		    "nothing for %" PRIu64 " s (--wait-readers); %d bytes "
+		    "unread", o->name, o->path, R->o->wait_readers, n);
 	}
 }
 

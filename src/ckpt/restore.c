@@ -6,7 +6,7 @@
 
 static const struct ovl_cli restore_cli = {
 	"ovl-ckpt",
-	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]",
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] CKPTDIR [--at N]",
 	"Cut the log and every file output back to a checkpoint (the last one,\n"
 	"or N) and print the options each stage resumes with.\n"
 	"  -a, --at N            checkpoint N, not the last\n"
@@ -15,6 +15,8 @@ static const struct ovl_cli restore_cli = {
 	"      --wait S          wait up to S seconds for the directory's lock\n"
 	"      --verify-all      check every committed byte, not the last segment\n"
 	"      --adopt           a copied or moved directory takes over the outputs\n"
+	"      --fresh-ok        no checkpoint yet is an answer, not an error: the\n"
+	"                        record \"fresh\" (exit 0), decided under the lock\n"
 	"      --step S          a trainer needs step S next: the last checkpoint\n"
 	"                        at or before it, the steps in between skipped\n"
 	"                        (stream outputs only)\n"
@@ -30,6 +32,7 @@ struct restore_opts {
 	uint64_t	 wait_s;
 	int		 verify_all;
 	int		 adopt;
+	int		 fresh_ok;	/* no checkpoint: print "fresh", exit 0 */
 	int		 step_set;	/* --step: the trainer's next step */
 	uint64_t	 step;
 };
@@ -41,7 +44,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 
 	memset(o, 0, sizeof(*o));
 	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
-	    "a:s:", "0wAOS")) != -1) {
+	    "a:s:", "0wAOSN")) != -1) {
 		switch (c) {
 		case 'a':
 			o->at = ckpt_opt_at(&restore_cli, optarg);
@@ -66,6 +69,9 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 			break;
 		case 'O':
 			o->adopt = 1;
+			break;
+		case 'N':
+			o->fresh_ok = 1;
 			break;
 		case 'S':
 			if (ovl_num_u64(optarg, &o->step) != 0)
@@ -491,6 +497,28 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	return (int64_t)n;
 }
 
+/* Whether dir's log holds a checkpoint (the caller holds its lock). */
+static int
+has_checkpoint(const char *dir)
+{
+	struct ovl_ckptlog log;
+	int any;
+
+	read_log(dir, &log);
+	any = log.nrec > 0;
+	ovl_ckptlog_free(&log);
+	return any;
+}
+
+/* --fresh-ok and no checkpoint: the record "fresh", no options. */
+static void
+restore_fresh(const char *dir, const struct restore_opts *o)
+{
+	ovl_info(0, "no checkpoint in '%s': the run starts fresh", dir);
+	restore_line(stdout, o->print0, "fresh", NULL, 0);
+	ovl_io_close_stdout();
+}
+
 int
 cmd_restore(int argc, char **argv)
 {
@@ -501,7 +529,15 @@ cmd_restore(int argc, char **argv)
 	if (argc != 1)
 		ovl_cli_usage(&restore_cli);
 	dir = argv[0];
+	if (o->fresh_ok && access(dir, F_OK) != 0 && errno == ENOENT) {
+		restore_fresh(dir, o);
+		return 0;
+	}
 	(void)lock_dir_wait(dir, o->wait_s);
+	if (o->fresh_ok && !has_checkpoint(dir)) {
+		restore_fresh(dir, o);
+		return 0;
+	}
 	(void)restore_do(dir, o, stdout, 0);
 	ovl_io_close_stdout();
 	return 0;

@@ -599,6 +599,24 @@ on_end(struct ckpt_run *R)
 
 /* ---- the run ---- */
 
+/*
+ * --resume auto, under the directory's lock (no other sink can be
+ * committing): resume after the last checkpoint, or start fresh when the
+ * log holds none. Says which.
+ */
+static void
+resume_decide(struct ckpt_run *R, const struct ovl_ckptlog *log)
+{
+	if (log->nrec == 0) {
+		ovl_info(0, "'%s' holds no checkpoint: starting fresh", R->dir);
+		return;
+	}
+	R->o->resume = log->rec[log->nrec - 1].n;
+	R->o->resume_set = 1;
+	ovl_info(0, "resuming after checkpoint %" PRIu64 " of '%s'",
+	    R->o->resume, R->dir);
+}
+
 static void
 open_log(struct ckpt_run *R)
 {
@@ -608,6 +626,8 @@ open_log(struct ckpt_run *R)
 
 	R->logpath = xasprintf("%s/ckpt.log", R->dir);
 	read_log(R->dir, &log);
+	if (R->o->resume_auto)
+		resume_decide(R, &log);
 	if (!R->o->resume_set) {
 		if (log.nrec > 0)
 			ovl_errx(OVL_EXIT_USAGE, "'%s' already holds checkpoints: "
