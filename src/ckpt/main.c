@@ -11,7 +11,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...\n"
 	"ovl-ckpt summary [--json] CKPTDIR",
 	"Write packed sequences and commit differential checkpoints.\n"
