@@ -126,4 +126,20 @@ setup() {
 	cp keep.jsonl out/small.jsonl
 	run -0 "$OVL_RUN" -q --resume --verify-all p.plan
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
+	# the summary says how much was proven: the hand-made restore checked
+	# the last segment only, the resume every kept byte
+	run -0 "$OVL_CKPT" summary ckpt
+	[[ "$output" == *"proof    partial: 1 of 2 restores checked only the last segment"* ]]
+	run -0 "$OVL_CKPT" summary --json ckpt
+	[[ "$output" == *'"proof":{"whole":false,"restores":2,"verify_all":1}'* ]]
+	# a fresh run starts the record anew; every restore with --verify-all
+	# proves the whole output
+	run -0 "$OVL_RUN" -q -c ck2 -o out/two p.plan
+	run -0 "$OVL_CKPT" summary --json ck2
+	[[ "$output" == *'"proof":{"whole":true,"restores":0,"verify_all":0}'* ]]
+	run -0 "$OVL_CKPT" restore --verify-all --at 4 ck2
+	run -0 "$OVL_RUN" -q --resume -c ck2 -o out/two v.plan
+	run -0 "$OVL_CKPT" summary ck2
+	[[ "$output" == *"proof    whole: every kept byte checked against the hash chain at each of 2 restores (--verify-all)"* ]]
+	cmp out/two.jsonl out/small.jsonl
 }

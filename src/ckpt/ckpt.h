@@ -44,6 +44,13 @@
 #define MAX_RANKS	65536u
 #define MAX_SKIPS	1024u
 #define EXIT_STOPPED	(128 + SIGTERM)
+/*
+ * CKPTDIR/restores.log: a line "N all" or "N last" per restore of
+ * checkpoint N (every kept byte checked, or the last segment); a fresh
+ * run starts it anew. ovl-ckpt summary says from it whether the whole
+ * output was proven.
+ */
+#define RESTORES_LOG	"restores.log"
 
 enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES, FMT_WDS };
 /* FMT_* names: "none", then the plan's output formats (plan.h) in order */

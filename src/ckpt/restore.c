@@ -370,6 +370,22 @@ check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
 	ovl_ckstate_clear(&pst);
 }
 
+/* A line of RESTORES_LOG: checkpoint n restored, all or the last checked. */
+static void
+note_restore(const char *dir, uint64_t n, int all)
+{
+	char *path = xasprintf("%s/" RESTORES_LOG, dir), line[64];
+	int fd, len;
+
+	len = snprintf(line, sizeof(line), "%" PRIu64 " %s\n", n, all ? "all" :
+	    "last");
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, line, (size_t)len) != len)
+		ovl_err(OVL_EXIT_DATA, "cannot append to '%s'", path);
+	close(fd);
+	free(path);
+}
+
 /*
  * Restore dir (locked by the caller) as o says, the stages' lines to fp.
  * Returns the checkpoint restored; -1 when o->step is before every
@@ -409,6 +425,7 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	log_state(dir, &log, i, &st);
 	check_home(dir, &st, n, o->adopt);
 	check_committed(dir, &log, i, &st, o->verify_all);
+	note_restore(dir, n, o->verify_all);
 	cut_log(dir, &log, i);
 	os = &st.sec[OVL_SEC_OUT];
 	for (j = 0; j < os->n; j++) {

@@ -636,6 +636,13 @@ open_log(struct ckpt_run *R)
 		ovl_ckptlog_header(hdr);
 		if (ovl_atomic_write(R->logpath, hdr, sizeof(hdr)) != 0)
 			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", R->logpath);
+		{	/* a fresh run has restored nothing yet */
+			char *rl = xasprintf("%s/" RESTORES_LOG, R->dir);
+
+			if (unlink(rl) != 0 && errno != ENOENT)
+				ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", rl);
+			free(rl);
+		}
 		R->logend = sizeof(hdr);
 	} else {
 		long r = ovl_ckptlog_find(&log, R->o->resume);
