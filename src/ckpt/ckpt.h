@@ -100,7 +100,19 @@ struct out {
 	uint64_t	 seg;		/* hashed bytes since the last commit */
 	struct ovl_hash64 h;
 	struct ovl_buf	 buf;
+	/*
+	 * A rank stream on a FIFO: its reader may stop right after a STEP
+	 * frame (a trainer that ends). ends[]/endstep[]: len after each
+	 * recent STEP (a ring of STEP_ENDS); done: the reader stopped after
+	 * step done_step, nothing more is written.
+	 */
+	int		 stops;
+	uint64_t	*ends, *endstep;
+	size_t		 nends;
+	int		 done;
+	uint64_t	 done_step;
 };
+#define STEP_ENDS	4096
 
 struct skip { uint64_t a, b; };
 
@@ -238,6 +250,13 @@ const char *src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch,
 	    uint32_t chunk, uint64_t *off, uint64_t *len);
 void	 srcfiles_free(struct ckpt_run *R);
 void	 open_outputs(struct ckpt_run *R);
+/* A STEP frame of step went out on a rank stream o (flushed). */
+void	 out_step_end(struct out *o, uint64_t step);
+/*
+ * The step after which the readers of rank streams stopped (the least,
+ * when several did), or -1 when none stopped.
+ */
+int64_t	 readers_stopped(const struct ckpt_run *R);
 
 /*
  * A FIFO output: open it when its reader has, waiting up to --wait-readers

@@ -13,12 +13,92 @@
 
 /* ---- outputs ---- */
 
+/*
+ * out->ends holds the stream offset end: the reader of o stopped right
+ * after a STEP frame. Then o is done and 1; else 0.
+ */
+static int
+stopped_at_step(struct out *o, uint64_t consumed)
+{
+	size_t i, n = o->nends < STEP_ENDS ? o->nends : STEP_ENDS;
+
+	for (i = 0; i < n; i++)
+		if (o->ends[i] == consumed) {
+			o->done = 1;
+			o->done_step = o->endstep[i];
+			ovl_info(1, "%s: the reader of '%s' stopped after step %"
+			    PRIu64, o->name, o->path, o->done_step);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Write a rank stream whose reader may stop at a step end: 0 written (or
+ * the reader stopped there: o is done), -1 with errno.
+ */
+static int
+flush_stoppable(struct out *o)
+{
+	size_t off = 0;
+	ssize_t w;
+	int unread, e;
+
+	while (off < o->buf.len) {
+		w = write(o->fd, o->buf.p + off, o->buf.len - off);
+		if (w >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		e = errno;
+		if (e == EPIPE && ioctl(o->fd, FIONREAD, &unread) == 0 &&
+		    stopped_at_step(o, o->len - o->buf.len + off -
+		    (uint64_t)unread))
+			return 0;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+void
+out_step_end(struct out *o, uint64_t step)
+{
+	if (!o->stops)
+		return;
+	if (o->ends == NULL) {
+		o->ends = ovl_xcalloc(STEP_ENDS, sizeof(*o->ends));
+		o->endstep = ovl_xcalloc(STEP_ENDS, sizeof(*o->endstep));
+	}
+	o->ends[o->nends % STEP_ENDS] = o->len;
+	o->endstep[o->nends % STEP_ENDS] = step;
+	o->nends++;
+}
+
+int64_t
+readers_stopped(const struct ckpt_run *R)
+{
+	int64_t least = -1;
+	size_t r;
+
+	for (r = 0; r < R->nrank; r++)
+		if (R->rank[r] != NULL && R->rank[r]->done &&
+		    (least < 0 || R->rank[r]->done_step < (uint64_t)least))
+			least = (int64_t)R->rank[r]->done_step;
+	return least;
+}
+
 void
 out_flush(struct out *o)
 {
-	if (o->buf.len == 0)
+	if (o->buf.len == 0 || o->done) {
+		o->buf.len = 0;
 		return;
-	if (ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
+	}
+	if (o->stops ? flush_stoppable(o) != 0 :
+	    ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
 		/* a named stream's reader leaving loses data: an error */
 		if ((errno == EPIPE || errno == ECONNRESET) && o->path != NULL)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
@@ -322,6 +402,9 @@ rank_out(struct ckpt_run *R, uint32_t r)
 		R->pre_peer[r] = NULL;
 	}
 	out_open(R, R->rank[r]);
+	/* a FIFO's reader may end at a step end (sockets cannot tell) */
+	R->rank[r]->stops = !R->rank[r]->regular && R->rank[r]->peer == NULL &&
+	    R->rank[r]->path != NULL;
 	return R->rank[r];
 }
 
@@ -543,6 +626,8 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 	struct timespec t0;
 	int n, last = -1;
 
+	if (o->done)
+		return;
 	if (o->peer != NULL) {	/* every byte acknowledged by the peer */
 		/* 0: forever (a century without progress) */
 		if (ovl_net_drain(o->fd, R->o->wait_readers > 0 ?
@@ -568,6 +653,8 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 		if (poll(&p, 1, 50) > 0 && (p.revents & (POLLERR | POLLHUP))) {
 			/* the reader closed: after taking every byte, or not */
 			if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
+				return;
+			if (o->stops && stopped_at_step(o, o->len - (uint64_t)n))
 				return;
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
 			    "away with %d bytes unread", o->name, o->path, n);

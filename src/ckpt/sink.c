@@ -430,6 +430,28 @@ append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 	R->have_last = 1;
 }
 
+static void finish_idx(struct ckpt_run *R);
+
+/*
+ * The readers of rank streams ended right after a STEP frame (trainers
+ * that finished): end at the checkpoint just committed, exit 0.
+ */
+static void
+finish_by_readers(struct ckpt_run *R, int64_t step)
+{
+	size_t i;
+
+	for (i = 0; i < R->nouts; i++)
+		out_flush(R->outs[i]);
+	finish_idx(R);
+	(void)committer_drain(R->logpath, 0);
+	committer_join();
+	ovl_info(0, "stopped by the readers at step %" PRId64 " (checkpoint %"
+	    PRIu64 "; resume with the lines of 'ovl-ckpt restore %s')", step,
+	    R->last_n, R->dir);
+	exit(OVL_EXIT_OK);
+}
+
 static void
 commit(struct ckpt_run *R, const struct ovl_barrier *b)
 {
@@ -462,6 +484,8 @@ commit(struct ckpt_run *R, const struct ovl_barrier *b)
 		    PRIu64 "}\n", b->n, b->step);
 		out_put(R->std, t, strlen(t));
 	}
+	if (readers_stopped(R) >= 0)
+		finish_by_readers(R, readers_stopped(R));
 }
 
 /*
@@ -592,6 +616,9 @@ on_end(struct ckpt_run *R)
 	for (i = 0; i < R->nouts; i++)
 		if (!R->outs[i]->regular && R->outs[i]->path != NULL)
 			fifo_drain(R, R->outs[i]);
+	/* a reader that ended before the last step: not the end of the run */
+	if (readers_stopped(R) >= 0)
+		finish_by_readers(R, readers_stopped(R));
 	finish_idx(R);
 	build_state(R, &b);
 	append_record(R, b.n, OVL_CKPTREC_END);
@@ -755,6 +782,7 @@ on_step(struct ckpt_run *R, const struct ovl_frame *f)
 		targets[i]->nframes++;
 		if (!targets[i]->regular)
 			out_flush(targets[i]);
+		out_step_end(targets[i], st.step);
 	}
 }
 
@@ -812,6 +840,8 @@ run_free(struct ckpt_run *R)
 		free(o->name);
 		free(o->path);
 		free(o->peer);
+		free(o->ends);
+		free(o->endstep);
 		ovl_buf_free(&o->buf);
 		free(o);
 	}
