@@ -446,9 +446,13 @@ finish_by_readers(struct ckpt_run *R, int64_t step)
 	finish_idx(R);
 	(void)committer_drain(R->logpath, 0);
 	committer_join();
-	ovl_info(0, "stopped by the readers at step %" PRId64 " (checkpoint %"
-	    PRIu64 "; resume with the lines of 'ovl-ckpt restore %s')", step,
-	    R->last_n, R->dir);
+	if (R->have_last)
+		ovl_info(0, "stopped by the readers at step %" PRId64
+		    " (checkpoint %" PRIu64 "; resume with the lines of "
+		    "'ovl-ckpt restore %s')", step, R->last_n, R->dir);
+	else
+		ovl_info(0, "stopped by the readers at step %" PRId64
+		    " (before the first checkpoint)", step);
 	exit(OVL_EXIT_OK);
 }
 
