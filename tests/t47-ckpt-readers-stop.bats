@@ -40,7 +40,7 @@ EOF
 }
 
 @test "readers that close right after a STEP frame stop the sink at a checkpoint: exit 0, 'stopped by the readers at step N', resumable" {
-	python3 upto.py f/rank0 40 3>&- &
+	python3 upto.py f/rank0 30 3>&- &
 	r0=$!
 	python3 upto.py f/rank1 30 3>&- &
 	r1=$!
