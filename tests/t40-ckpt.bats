@@ -465,7 +465,7 @@ print("ok")' "$OVL_SRCDIR/samples"
 	done
 	[ -s ck1/ckpt.log ]
 	cp out/npy.tokens.npy before.npy
-	run -1 --separate-stderr "$OVL_CKPT" --dir ck2 --format npy -o out/npy < full.frames
+	run -2 --separate-stderr "$OVL_CKPT" --dir ck2 --format npy -o out/npy < full.frames
 	[ "$stderr" = "ovl-ckpt: '$BATS_TEST_TMPDIR/out/npy.tokens.npy' is being written by another ovl-ckpt (two runs with one output)" ]
 	cmp out/npy.tokens.npy before.npy
 	tail -c +1881 full.frames >&4

@@ -45,6 +45,13 @@
 #define MAX_RANKS	65536u
 #define MAX_SKIPS	1024u
 #define EXIT_STOPPED	(128 + SIGTERM)
+/*
+ * CKPTDIR/restores.log: a line "N all" or "N last" per restore of
+ * checkpoint N (every kept byte checked, or the last segment); a fresh
+ * run starts it anew. ovl-ckpt summary says from it whether the whole
+ * output was proven.
+ */
+#define RESTORES_LOG	"restores.log"
 
 enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES, FMT_WDS };
 /* FMT_* names: "none", then the plan's output formats (plan.h) in order */
@@ -61,6 +68,8 @@ struct ckpt_opts {
 	uint64_t	 base_every;
 	int		 resume_set;
 	uint64_t	 resume;
+	int		 resume_auto;	/* --resume auto: decided under the lock */
+	int		 overwrite;	/* --overwrite-output: take another run's files */
 	int		 json;
 	int		 nskip;
 	uint64_t	 skip[2];
@@ -93,7 +102,19 @@ struct out {
 	uint64_t	 seg;		/* hashed bytes since the last commit */
 	struct ovl_hash64 h;
 	struct ovl_buf	 buf;
+	/*
+	 * A rank stream on a FIFO: its reader may stop right after a STEP
+	 * frame (a trainer that ends). ends[]/endstep[]: len after each
+	 * recent STEP (a ring of STEP_ENDS); done: the reader stopped after
+	 * step done_step, nothing more is written.
+	 */
+	int		 stops;
+	uint64_t	*ends, *endstep;
+	size_t		 nends;
+	int		 done;
+	uint64_t	 done_step;
 };
+#define STEP_ENDS	4096
 
 struct skip { uint64_t a, b; };
 
@@ -232,6 +253,13 @@ const char *src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch,
 	    uint32_t chunk, uint64_t *off, uint64_t *len);
 void	 srcfiles_free(struct ckpt_run *R);
 void	 open_outputs(struct ckpt_run *R);
+/* A STEP frame of step went out on a rank stream o (flushed). */
+void	 out_step_end(struct out *o, uint64_t step);
+/*
+ * The step after which the readers of rank streams stopped (the least,
+ * when several did), or -1 when none stopped.
+ */
+int64_t	 readers_stopped(const struct ckpt_run *R);
 
 /*
  * A FIFO output: open it when its reader has, waiting up to --wait-readers

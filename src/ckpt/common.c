@@ -328,6 +328,8 @@ static const struct option longopts[] = {
 	{ "wait", required_argument, NULL, 'w' },
 	{ "verify-all", no_argument, NULL, 'A' },
 	{ "adopt", no_argument, NULL, 'O' },
+	{ "fresh-ok", no_argument, NULL, 'N' },
+	{ "overwrite-output", no_argument, NULL, 'X' },
 	{ "step", required_argument, NULL, 'S' },
 	{ "live", required_argument, NULL, 'L' },
 	{ "input", required_argument, NULL, 'i' },

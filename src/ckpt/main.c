@@ -11,7 +11,7 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
-	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--live DIR] CKPTDIR [--at N]\n"
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] [--live DIR] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...\n"
 	"ovl-ckpt summary [--json] CKPTDIR",
 	"Write packed sequences and commit differential checkpoints.\n"
@@ -20,12 +20,16 @@ static const struct ovl_cli cli = {
 	"  -o, --output PREFIX     output prefix (the file itself for frames)\n"
 	"  -p, --per-rank PATTERN  one frame stream per rank, e.g. out/rank%d\n"
 	"  -m, --manifest FILE     provenance of every sequence, as JSON lines\n"
-	"  -r, --resume N          continue after checkpoint N (ovl-ckpt restore)\n"
+	"  -r, --resume N|auto     continue after checkpoint N (ovl-ckpt restore);\n"
+	"                          auto: after the last one, or fresh if none\n"
+	"      --overwrite-output  files of another checkpoint directory's run\n"
+	"                          may be overwritten (refused otherwise)\n"
 	"  -b, --base-every M      a full base record every M records (16)\n"
 	"  -s, --skip-steps A-B    drop the sequences of steps A..B\n"
 	"  -R, --rank R            only the sequences of rank R\n"
 	"  -j, --json              standard output as JSON lines (for people)\n"
-	"  -W, --wait-readers S    a FIFO output waits S s for its reader (60)\n"
+	"  -W, --wait-readers S    a stream output waits S s for its reader (60;\n"
+	"                          0: forever)\n"
 	"  -i, --input SPEC        read SPEC (a file, FIFO or endpoint), not\n"
 	"                          standard input\n"
 	"  -T, --trainer-hosts LIST  rank streams on tcp-listen: endpoints take\n"
@@ -61,7 +65,8 @@ static const struct {
 static struct ovl_plan *the_plan;	/* options point into it until exit */
 
 static void
-apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
+apply_plan(struct ckpt_opts *o, const char *path, int *format_set,
+    int *wait_set)
 {
 	struct ovl_plan *p;
 	char err[1024];
@@ -92,6 +97,12 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set)
 	if (o->trainer_hosts == NULL && p->hosts_trainers != NULL &&
 	    o->per_rank != NULL && strncmp(o->per_rank, "tcp-listen:", 11) == 0)
 		o->trainer_hosts = p->hosts_trainers;
+	if (!*wait_set && p->has_out_wait_readers) {
+		o->wait_readers = p->out_wait_readers;
+		*wait_set = 1;
+	}
+	if (p->out_overwrite == 1)
+		o->overwrite = 1;
 	o->plan_ranks = p->ranks;
 	/* p is deliberately kept: o points into it */
 }
@@ -114,7 +125,7 @@ check_readers(const struct ckpt_opts *o)
 	if (o->format != FMT_NONE || o->manifest != NULL || o->rank_set)
 		ovl_cli_usagex(&cli, "--step-from-readers is for per-rank "
 		    "streams only: file outputs hold every step");
-	if (o->resume_set || o->nskip)
+	if (o->resume_set || o->resume_auto || o->nskip)
 		ovl_cli_usagex(&cli, "--step-from-readers chooses the checkpoint "
 		    "and the steps to skip: not with --resume or --skip-steps");
 }
@@ -140,8 +151,11 @@ main(int argc, char **argv)
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
 	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:T:",
-	    "F")) != -1) {
+	    "FX")) != -1) {
 		switch (c) {
+		case 'X':
+			o.overwrite = 1;
+			break;
 		case 'F':
 			o.readers_file = optarg;
 			break;
@@ -185,6 +199,12 @@ main(int argc, char **argv)
 			o.manifest = optarg;
 			break;
 		case 'r':
+			if (strcmp(optarg, "auto") == 0) {
+				o.resume_auto = 1;
+				o.resume_set = 0;
+				break;
+			}
+			o.resume_auto = 0;
 			if (ovl_num_u64(optarg, &o.resume) != 0)
 				ovl_cli_usagex(&cli, "bad --resume '%s'", optarg);
 			o.resume_set = 1;
@@ -223,7 +243,7 @@ main(int argc, char **argv)
 	if (argc > 1)
 		ovl_cli_usage(&cli);
 	if (argc == 1)
-		apply_plan(&o, argv[0], &format_set);
+		apply_plan(&o, argv[0], &format_set, &wait_set);
 	if (o.dir == NULL)
 		ovl_cli_usagex(&cli, "no checkpoint directory (--dir, or the "
 		    "plan's checkpoint dir=)");

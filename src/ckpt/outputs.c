@@ -6,14 +6,99 @@
 #include "committer.h"
 #include "chunk.h"
 
+#include <sys/xattr.h>
+
+/* The extended attribute naming the checkpoint directory of a file output. */
+#define OWNER_XATTR	"user.ovl.ckpt-dir"
+
 /* ---- outputs ---- */
+
+/*
+ * out->ends holds the stream offset end: the reader of o stopped right
+ * after a STEP frame. Then o is done and 1; else 0.
+ */
+static int
+stopped_at_step(struct out *o, uint64_t consumed)
+{
+	size_t i, n = o->nends < STEP_ENDS ? o->nends : STEP_ENDS;
+
+	for (i = 0; i < n; i++)
+		if (o->ends[i] == consumed) {
+			o->done = 1;
+			o->done_step = o->endstep[i];
+			ovl_info(1, "%s: the reader of '%s' stopped after step %"
+			    PRIu64, o->name, o->path, o->done_step);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Write a rank stream whose reader may stop at a step end: 0 written (or
+ * the reader stopped there: o is done), -1 with errno.
+ */
+static int
+flush_stoppable(struct out *o)
+{
+	size_t off = 0;
+	ssize_t w;
+	int unread, e;
+
+	while (off < o->buf.len) {
+		w = write(o->fd, o->buf.p + off, o->buf.len - off);
+		if (w >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		e = errno;
+		if (e == EPIPE && ioctl(o->fd, FIONREAD, &unread) == 0 &&
+		    stopped_at_step(o, o->len - o->buf.len + off -
+		    (uint64_t)unread))
+			return 0;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+void
+out_step_end(struct out *o, uint64_t step)
+{
+	if (!o->stops)
+		return;
+	if (o->ends == NULL) {
+		o->ends = ovl_xcalloc(STEP_ENDS, sizeof(*o->ends));
+		o->endstep = ovl_xcalloc(STEP_ENDS, sizeof(*o->endstep));
+	}
+	o->ends[o->nends % STEP_ENDS] = o->len;
+	o->endstep[o->nends % STEP_ENDS] = step;
+	o->nends++;
+}
+
+int64_t
+readers_stopped(const struct ckpt_run *R)
+{
+	int64_t least = -1;
+	size_t r;
+
+	for (r = 0; r < R->nrank; r++)
+		if (R->rank[r] != NULL && R->rank[r]->done &&
+		    (least < 0 || R->rank[r]->done_step < (uint64_t)least))
+			least = (int64_t)R->rank[r]->done_step;
+	return least;
+}
 
 void
 out_flush(struct out *o)
 {
-	if (o->buf.len == 0)
+	if (o->buf.len == 0 || o->done) {
+		o->buf.len = 0;
 		return;
-	if (ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
+	}
+	if (o->stops ? flush_stoppable(o) != 0 :
+	    ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
 		/* a named stream's reader leaving loses data: an error */
 		if ((errno == EPIPE || errno == ECONNRESET) && o->path != NULL)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
@@ -116,6 +201,43 @@ stopped_waiting(struct ckpt_run *R, const struct out *o)
 }
 
 /*
+ * A file output belongs to the checkpoint directory whose sink wrote it
+ * (OWNER_XATTR). Taking a file another directory's run wrote (one that
+ * still has a checkpoint log) is refused, exit 2, unless --overwrite-output;
+ * a file this directory's checkpoint holds (resume), an unmarked one or one
+ * on a file system without user attributes is taken. fd is locked.
+ */
+static void
+owner_take(struct ckpt_run *R, const struct out *o, int resumed)
+{
+	char owner[PATH_MAX], *log;
+	ssize_t n;
+	int other;
+
+	n = fgetxattr(o->fd, OWNER_XATTR, owner, sizeof(owner) - 1);
+	if (n >= 0) {
+		owner[n] = '\0';
+		if (strcmp(owner, R->dir) == 0)
+			return;
+		log = xasprintf("%s/ckpt.log", owner);
+		other = access(log, F_OK) == 0;
+		free(log);
+		if (other && !resumed && !R->o->overwrite)
+			ovl_errx(OVL_EXIT_USAGE, "'%s' belongs to the run of "
+			    "checkpoint directory '%s': resume that run, write "
+			    "another output, or overwrite it (--overwrite-output, "
+			    "the plan's output overwrite=yes)", o->path, owner);
+		if (other)
+			ovl_info(0, "'%s': taking over the output of '%s'",
+			    o->path, owner);
+	}
+	if (fsetxattr(o->fd, OWNER_XATTR, R->dir, strlen(R->dir), 0) != 0)
+		ovl_info(1, "'%s': cannot mark its checkpoint directory (%s): "
+		    "another run's sink will not see it", o->path,
+		    strerror(errno));
+}
+
+/*
  * Open an output: fresh (created empty, its header written), or, when the
  * resumed checkpoint has it, cut back to the committed length and continued.
  */
@@ -178,9 +300,10 @@ out_open(struct ckpt_run *R, struct out *o)
 		else {
 			/* One writer per output file, held until exit. */
 			if (flock(o->fd, LOCK_EX | LOCK_NB) != 0)
-				ovl_errx(OVL_EXIT_DATA, "'%s' is being written by "
+				ovl_errx(OVL_EXIT_USAGE, "'%s' is being written by "
 				    "another ovl-ckpt (two runs with one output)",
 				    o->path);
+			owner_take(R, o, v != NULL);
 			if (v == NULL && ftruncate(o->fd, 0) != 0)
 				ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'",
 				    o->path);
@@ -279,6 +402,9 @@ rank_out(struct ckpt_run *R, uint32_t r)
 		R->pre_peer[r] = NULL;
 	}
 	out_open(R, R->rank[r]);
+	/* a FIFO's reader may end at a step end (sockets cannot tell) */
+	R->rank[r]->stops = !R->rank[r]->regular && R->rank[r]->peer == NULL &&
+	    R->rank[r]->path != NULL;
 	return R->rank[r];
 }
 
@@ -446,6 +572,14 @@ open_outputs(struct ckpt_run *R)
 }
 
 
+/* --wait-readers S has passed since t0 (never when S is 0: forever). */
+static int
+waited_out(const struct ckpt_run *R, const struct timespec *t0)
+{
+	return R->o->wait_readers > 0 &&
+	    ovl_io_since(t0) >= (double)R->o->wait_readers;
+}
+
 int
 fifo_open(struct ckpt_run *R, struct out *o)
 {
@@ -472,7 +606,7 @@ fifo_open(struct ckpt_run *R, struct out *o)
 			    o->path);
 			said = 1;
 		}
-		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
+		if (waited_out(R, &t0))
 			ovl_errx(OVL_EXIT_DATA, "%s: no reader opened '%s' "
 			    "within %" PRIu64 " s (--wait-readers)", o->name,
 			    o->path, R->o->wait_readers);
@@ -487,12 +621,17 @@ fifo_open(struct ckpt_run *R, struct out *o)
 void
 fifo_drain(struct ckpt_run *R, struct out *o)
 {
-	struct pollfd p = { o->fd, POLLOUT, 0 };
+	/* no events: poll sleeps until the reader closes (POLLERR) */
+	struct pollfd p = { o->fd, 0, 0 };
 	struct timespec t0;
 	int n, last = -1;
 
+	if (o->done)
+		return;
 	if (o->peer != NULL) {	/* every byte acknowledged by the peer */
-		if (ovl_net_drain(o->fd, (double)R->o->wait_readers) == 0)
+		/* 0: forever (a century without progress) */
+		if (ovl_net_drain(o->fd, R->o->wait_readers > 0 ?
+		    (double)R->o->wait_readers : 3.2e9) == 0)
 			return;
 		if (errno == ETIMEDOUT)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' took "
@@ -515,14 +654,19 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 			/* the reader closed: after taking every byte, or not */
 			if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
 				return;
+			if (o->stops && stopped_at_step(o, o->len - (uint64_t)n))
+				return;
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
 			    "away with %d bytes unread", o->name, o->path, n);
 		}
-		if (ovl_io_since(&t0) >= (double)R->o->wait_readers)
-			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
-			    "nothing for %" PRIu64 " s (--wait-readers); %d "
-			    "bytes unread", o->name, o->path,
-			    R->o->wait_readers, n);
+		if (!waited_out(R, &t0))
+			continue;
+		/* a reader that took the last bytes meanwhile is done */
+		if (ioctl(o->fd, FIONREAD, &n) != 0 || n == 0)
+			return;
+		ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' read "
+		    "nothing for %" PRIu64 " s (--wait-readers); %d bytes "
+		    "unread", o->name, o->path, R->o->wait_readers, n);
 	}
 }
 

@@ -6,7 +6,7 @@
 
 static const struct ovl_cli restore_cli = {
 	"ovl-ckpt",
-	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--live DIR] CKPTDIR [--at N]",
+	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] [--live DIR] CKPTDIR [--at N]",
 	"Cut the log and every file output back to a checkpoint (the last one,\n"
 	"or N) and print the options each stage resumes with.\n"
 	"  -a, --at N            checkpoint N, not the last\n"
@@ -15,6 +15,8 @@ static const struct ovl_cli restore_cli = {
 	"      --wait S          wait up to S seconds for the directory's lock\n"
 	"      --verify-all      check every committed byte, not the last segment\n"
 	"      --adopt           a copied or moved directory takes over the outputs\n"
+	"      --fresh-ok        no checkpoint yet is an answer, not an error: the\n"
+	"                        record \"fresh\" (exit 0), decided under the lock\n"
 	"      --step S          a trainer needs step S next: the last checkpoint\n"
 	"                        at or before it, the steps in between skipped\n"
 	"                        (stream outputs only)\n"
@@ -33,6 +35,7 @@ struct restore_opts {
 	uint64_t	 wait_s;
 	int		 verify_all;
 	int		 adopt;
+	int		 fresh_ok;	/* no checkpoint: print "fresh", exit 0 */
 	int		 step_set;	/* --step: the trainer's next step */
 	uint64_t	 step;
 	const char	*live;		/* --live: the states go here */
@@ -45,7 +48,7 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 
 	memset(o, 0, sizeof(*o));
 	while ((c = ckpt_getopt(&restore_cli, "restore", *argcp, *argvp,
-	    "a:s:", "0wAOSL")) != -1) {
+	    "a:s:", "0wAOSNL")) != -1) {
 		switch (c) {
 		case 'a':
 			o->at = ckpt_opt_at(&restore_cli, optarg);
@@ -73,6 +76,9 @@ restore_getopt(struct restore_opts *o, int *argcp, char ***argvp)
 			break;
 		case 'L':
 			o->live = optarg;
+			break;
+		case 'N':
+			o->fresh_ok = 1;
 			break;
 		case 'S':
 			if (ovl_num_u64(optarg, &o->step) != 0)
@@ -375,6 +381,22 @@ check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
 	ovl_ckstate_clear(&pst);
 }
 
+/* A line of RESTORES_LOG: checkpoint n restored, all or the last checked. */
+static void
+note_restore(const char *dir, uint64_t n, int all)
+{
+	char *path = xasprintf("%s/" RESTORES_LOG, dir), line[64];
+	int fd, len;
+
+	len = snprintf(line, sizeof(line), "%" PRIu64 " %s\n", n, all ? "all" :
+	    "last");
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, line, (size_t)len) != len)
+		ovl_err(OVL_EXIT_DATA, "cannot append to '%s'", path);
+	close(fd);
+	free(path);
+}
+
 /*
  * Restore dir (locked by the caller) as o says, the stages' lines to fp.
  * Returns the checkpoint restored; -1 when o->step is before every
@@ -416,6 +438,7 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	if (o->live != NULL)
 		goto states;	/* the live sink keeps its log and outputs */
 	check_committed(dir, &log, i, &st, o->verify_all);
+	note_restore(dir, n, o->verify_all);
 	cut_log(dir, &log, i);
 	{
 		char *cp = xasprintf("%s/" OVL_RELINK_COMMITTED, dir);
@@ -514,6 +537,28 @@ states:
 	return (int64_t)n;
 }
 
+/* Whether dir's log holds a checkpoint (the caller holds its lock). */
+static int
+has_checkpoint(const char *dir)
+{
+	struct ovl_ckptlog log;
+	int any;
+
+	read_log(dir, &log);
+	any = log.nrec > 0;
+	ovl_ckptlog_free(&log);
+	return any;
+}
+
+/* --fresh-ok and no checkpoint: the record "fresh", no options. */
+static void
+restore_fresh(const char *dir, const struct restore_opts *o)
+{
+	ovl_info(0, "no checkpoint in '%s': the run starts fresh", dir);
+	restore_line(stdout, o->print0, "fresh", NULL, 0);
+	ovl_io_close_stdout();
+}
+
 int
 cmd_restore(int argc, char **argv)
 {
@@ -524,8 +569,16 @@ cmd_restore(int argc, char **argv)
 	if (argc != 1)
 		ovl_cli_usage(&restore_cli);
 	dir = argv[0];
+	if (o->fresh_ok && access(dir, F_OK) != 0 && errno == ENOENT) {
+		restore_fresh(dir, o);
+		return 0;
+	}
 	if (o->live == NULL)
 		(void)lock_dir_wait(dir, o->wait_s);
+	if (o->fresh_ok && !has_checkpoint(dir)) {
+		restore_fresh(dir, o);
+		return 0;
+	}
 	(void)restore_do(dir, o, stdout, 0);
 	ovl_io_close_stdout();
 	return 0;

@@ -430,6 +430,32 @@ append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 	R->have_last = 1;
 }
 
+static void finish_idx(struct ckpt_run *R);
+
+/*
+ * The readers of rank streams ended right after a STEP frame (trainers
+ * that finished): end at the checkpoint just committed, exit 0.
+ */
+static void
+finish_by_readers(struct ckpt_run *R, int64_t step)
+{
+	size_t i;
+
+	for (i = 0; i < R->nouts; i++)
+		out_flush(R->outs[i]);
+	finish_idx(R);
+	(void)committer_drain(R->logpath, 0);
+	committer_join();
+	if (R->have_last)
+		ovl_info(0, "stopped by the readers at step %" PRId64
+		    " (checkpoint %" PRIu64 "; resume with the lines of "
+		    "'ovl-ckpt restore %s')", step, R->last_n, R->dir);
+	else
+		ovl_info(0, "stopped by the readers at step %" PRId64
+		    " (before the first checkpoint)", step);
+	exit(OVL_EXIT_OK);
+}
+
 static void
 commit(struct ckpt_run *R, const struct ovl_barrier *b)
 {
@@ -462,6 +488,8 @@ commit(struct ckpt_run *R, const struct ovl_barrier *b)
 		    PRIu64 "}\n", b->n, b->step);
 		out_put(R->std, t, strlen(t));
 	}
+	if (readers_stopped(R) >= 0)
+		finish_by_readers(R, readers_stopped(R));
 }
 
 /*
@@ -592,12 +620,33 @@ on_end(struct ckpt_run *R)
 	for (i = 0; i < R->nouts; i++)
 		if (!R->outs[i]->regular && R->outs[i]->path != NULL)
 			fifo_drain(R, R->outs[i]);
+	/* a reader that ended before the last step: not the end of the run */
+	if (readers_stopped(R) >= 0)
+		finish_by_readers(R, readers_stopped(R));
 	finish_idx(R);
 	build_state(R, &b);
 	append_record(R, b.n, OVL_CKPTREC_END);
 }
 
 /* ---- the run ---- */
+
+/*
+ * --resume auto, under the directory's lock (no other sink can be
+ * committing): resume after the last checkpoint, or start fresh when the
+ * log holds none. Says which.
+ */
+static void
+resume_decide(struct ckpt_run *R, const struct ovl_ckptlog *log)
+{
+	if (log->nrec == 0) {
+		ovl_info(0, "'%s' holds no checkpoint: starting fresh", R->dir);
+		return;
+	}
+	R->o->resume = log->rec[log->nrec - 1].n;
+	R->o->resume_set = 1;
+	ovl_info(0, "resuming after checkpoint %" PRIu64 " of '%s'",
+	    R->o->resume, R->dir);
+}
 
 static void
 open_log(struct ckpt_run *R)
@@ -609,6 +658,8 @@ open_log(struct ckpt_run *R)
 	R->logpath = xasprintf("%s/ckpt.log", R->dir);
 	R->committed = xasprintf("%s/" OVL_RELINK_COMMITTED, R->dir);
 	read_log(R->dir, &log);
+	if (R->o->resume_auto)
+		resume_decide(R, &log);
 	if (!R->o->resume_set) {
 		if (log.nrec > 0)
 			ovl_errx(OVL_EXIT_USAGE, "'%s' already holds checkpoints: "
@@ -619,6 +670,13 @@ open_log(struct ckpt_run *R)
 			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", R->logpath);
 		if (unlink(R->committed) != 0 && errno != ENOENT)
 			ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", R->committed);
+		{	/* a fresh run has restored nothing yet */
+			char *rl = xasprintf("%s/" RESTORES_LOG, R->dir);
+
+			if (unlink(rl) != 0 && errno != ENOENT)
+				ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", rl);
+			free(rl);
+		}
 		R->logend = sizeof(hdr);
 	} else {
 		long r = ovl_ckptlog_find(&log, R->o->resume);
@@ -734,6 +792,7 @@ on_step(struct ckpt_run *R, const struct ovl_frame *f)
 		targets[i]->nframes++;
 		if (!targets[i]->regular)
 			out_flush(targets[i]);
+		out_step_end(targets[i], st.step);
 	}
 }
 
@@ -791,6 +850,8 @@ run_free(struct ckpt_run *R)
 		free(o->name);
 		free(o->path);
 		free(o->peer);
+		free(o->ends);
+		free(o->endstep);
 		ovl_buf_free(&o->buf);
 		free(o);
 	}

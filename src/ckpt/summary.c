@@ -51,6 +51,8 @@ struct sum {
 	/* the log */
 	uint64_t	 checkpoints, last_step;
 	int		 complete;
+	/* restores.log: restores, and those that checked every kept byte */
+	unsigned	 restores, restores_all;
 };
 
 static FILE *
@@ -305,6 +307,49 @@ read_ckpt(const char *dir, struct sum *s)
 	ovl_ckptlog_free(&log);
 }
 
+/* CKPTDIR/restores.log (restore.c): one line "N all|last" per restore. */
+static void
+read_restores(const char *dir, struct sum *s)
+{
+	char path[4096], line[128], how[8];
+	unsigned long long n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/" RESTORES_LOG, dir);
+	if ((fp = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), fp) != NULL)
+		if (sscanf(line, "%llu %7s", &n, how) == 2) {
+			s->restores++;
+			s->restores_all += strcmp(how, "all") == 0;
+		}
+	fclose(fp);
+}
+
+/* Every kept byte proven: never restored, or every restore checked all. */
+static int
+proven(const struct sum *s)
+{
+	return s->restores == s->restores_all;
+}
+
+static void
+print_proof(const struct sum *s)
+{
+	if (s->restores == 0)
+		printf("  proof    whole: every byte hashed into the chain as "
+		    "written, never restored\n");
+	else if (proven(s))
+		printf("  proof    whole: every kept byte checked against the "
+		    "hash chain at each of %u restore%s (--verify-all)\n",
+		    s->restores, s->restores == 1 ? "" : "s");
+	else
+		printf("  proof    partial: %u of %u restore%s checked only the "
+		    "last segment ('ovl-ckpt verify' checks the whole)\n",
+		    s->restores - s->restores_all, s->restores,
+		    s->restores == 1 ? "" : "s");
+}
+
 static void
 print_text(const char *dir, const struct sum *s)
 {
@@ -323,6 +368,7 @@ print_text(const char *dir, const struct sum *s)
 		printf("  failure  %s\n", s->fail[k]);
 	printf("  ckpt     %" PRIu64 " checkpoints, the last at step %" PRIu64
 	    "\n", s->checkpoints, s->last_step);
+	print_proof(s);
 	if (s->have_mix) {
 		printf("  tokens   %" PRIu64 " in %" PRIu64 " documents", s->tokens,
 		    s->docs);
@@ -380,8 +426,10 @@ print_json(const char *dir, const struct sum *s)
 	ovl_json_string(stdout, dir, strlen(dir));
 	printf(",\"complete\":%s,\"checkpoints\":%" PRIu64 ",\"last_step\":%"
 	    PRIu64 ",\"wall_s\":%.3f,\"starts\":%u,\"resumes\":%u,"
+	    "\"proof\":{\"whole\":%s,\"restores\":%u,\"verify_all\":%u},"
 	    "\"failures\":[", s->complete ? "true" : "false", s->checkpoints,
-	    s->last_step, wall, s->starts, s->resumes);
+	    s->last_step, wall, s->starts, s->resumes, proven(s) ? "true" :
+	    "false", s->restores, s->restores_all);
 	for (k = 0; k < s->nfail; k++) {
 		if (k > 0)
 			putchar(',');
@@ -433,6 +481,7 @@ cmd_summary(int argc, char **argv)
 		ovl_cli_usage(&summary_cli);
 	memset(&s, 0, sizeof(s));
 	read_ckpt(argv[0], &s);
+	read_restores(argv[0], &s);
 	read_runlog(argv[0], &s);
 	read_mix(argv[0], &s);
 	read_construct(argv[0], &s);

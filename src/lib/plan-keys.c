@@ -172,6 +172,8 @@ static const struct key checkpoint_keys[] = {
 	{ "every", PK_U64, PLAN(ckpt_every), 1, 0, NULL, NULL, 0, 0, 0 },
 	{ "base", PK_U64, PLAN(ckpt_base), 1, 0, NULL, NULL, 0, 0, 0 },
 	{ "dir", PK_PATH, PLAN(ckpt_dir), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "verify-all", PK_ENUM, PLAN(ckpt_verify_all), 0, 0, yesno, NULL, 0,
+	    0, 0 },
 };
 
 static const struct key stop_keys[] = {
@@ -185,6 +187,10 @@ static const struct key output_keys[] = {
 	{ "path", PK_PATH, PLAN(out_path), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "manifest", PK_PATH, PLAN(out_manifest), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "per-rank", PK_PATH, PLAN(out_per_rank), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "overwrite", PK_ENUM, PLAN(out_overwrite), 0, 0, yesno, NULL, 0, 0,
+	    0 },
+	{ "wait-readers", PK_U64, PLAN(out_wait_readers), 0, 86400, NULL, NULL,
+	    PKF_HAS, PLAN(has_out_wait_readers), 0 },
 };
 
 /* hosts loaders=a,b mixer=m trainers=t,u: where ovl-run places the stages */

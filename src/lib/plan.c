@@ -978,6 +978,8 @@ ovl_plan_parse(const char *text, size_t len, const char *name, const char *dir,
 	p->path = ovl_xstrdup(name);
 	p->dir = ovl_xstrdup(dir != NULL ? dir : ".");
 	p->uniform = -1;
+	p->ckpt_verify_all = -1;
+	p->out_overwrite = -1;
 	c.p = p;
 	c.name = name;
 	c.err = err;

@@ -205,6 +205,8 @@ struct ovl_plan {
 	uint64_t	 ckpt_every;	/* checkpoint every=K (steps), 0 unset */
 	char		*ckpt_dir;	/* checkpoint dir=D, resolved, NULL unset */
 	uint64_t	 ckpt_base;	/* checkpoint base=M, 0 unset */
+	int		 ckpt_verify_all; /* checkpoint verify-all=no|yes: 0, 1;
+					   -1 unset (ovl-run) */
 
 	uint64_t	 stop_steps;	/* stop steps=N, 0 unset */
 	uint64_t	 stop_tokens;	/* stop tokens=N, 0 unset */
@@ -213,6 +215,9 @@ struct ovl_plan {
 	char		*out_path;	/* output path=P, resolved */
 	char		*out_manifest;	/* output manifest=F, resolved */
 	char		*out_per_rank;	/* output per-rank=PATTERN, resolved */
+	int		 out_overwrite;	/* output overwrite=no|yes: 0, 1; -1 unset */
+	uint64_t	 out_wait_readers; /* output wait-readers=S (0: forever) */
+	int		 has_out_wait_readers;
 
 	/* hosts loaders=a,b mixer=m trainers=t,u (ovl-run's placement) */
 	char		*hosts_loaders;	/* comma-separated, NULL unset */

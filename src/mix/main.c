@@ -170,6 +170,9 @@ cmd_get(const struct mix_opts *o)
 		str = p->hosts_trainers;
 	else if (strcmp(k, "transport") == 0)
 		str = p->transport;
+	else if (strcmp(k, "checkpoint.verify-all") == 0)
+		str = p->ckpt_verify_all < 0 ? NULL :
+		    p->ckpt_verify_all ? "yes" : "no";
 	else if (strncmp(k, "source.", 7) == 0 && strlen(k) > 13 &&
 	    strcmp(k + strlen(k) - 6, ".hosts") == 0 &&
 	    ovl_plan_find(p, k + 7, strlen(k) - 13) >= 0)
@@ -180,7 +183,8 @@ cmd_get(const struct mix_opts *o)
 		    "checkpoint.dir, checkpoint.every, output.format, output.path, "
 		    "output.manifest, output.per-rank, ranks, micro-batches, "
 		    "stop.steps, stop.tokens, sources, hosts.loaders, "
-		    "hosts.mixer, hosts.trainers, source.NAME.hosts, transport)", k);
+		    "hosts.mixer, hosts.trainers, source.NAME.hosts, transport, "
+		    "checkpoint.verify-all)", k);
 	}
 	if (isnum && num != 0) {
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
