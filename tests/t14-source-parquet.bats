@@ -6,21 +6,19 @@
 # pages and small row groups; ovl-source must read from each exactly the
 # documents it reads from the jsonl. Then the errors: every one names the
 # file, and a page's names the row group, the column and the page. The
-# writer is installed once into $OVL_BUILDDIR/npm-pq; without npm (or
+# writer is installed once per machine (npm_ref pq); without npm (or
 # network for the first install) the conformance tests skip, saying so.
 # Resume and partitions of parquet are in t11 and t12, over samples/parquet.
 
 load test_helper
 
-NPM_DIR="$OVL_BUILDDIR/npm-pq"
+NPM_DIR="$OVL_NPM_CACHE/npm-pq"
 PQW="$OVL_SRCDIR/tests/helper/pq-write.js"
 TT="$OVL_BUILDDIR/tests/helper/ovl-test-tool"
 
 setup_file() {
-	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || return 0
-	[ -f "$NPM_DIR/node_modules/parquet-wasm/node/parquet_wasm.js" ] ||
-		timeout 600 npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" \
-			parquet-wasm@0.8.0 apache-arrow@21.2.0 >/dev/null 2>&1 || true
+	command -v node >/dev/null 2>&1 || return 0
+	npm_ref pq parquet-wasm@0.8.0 apache-arrow@21.2.0 >/dev/null || true
 }
 
 need_writer() {

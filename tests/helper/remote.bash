@@ -107,15 +107,6 @@ remote_nginx_stop() {
 	remote_nginx_kill "$1"
 }
 
-# remote_s3_install NPMDIR: s3rver into NPMDIR (once); fails without npm
-remote_s3_install() {
-	[ -f "$1/node_modules/s3rver/package.json" ] && return 0
-	command -v npm >/dev/null 2>&1 || return 1
-	timeout 600 npm install --silent --no-audit --no-fund --prefix "$1" s3rver@3 \
-		>/dev/null 2>&1
-	[ -f "$1/node_modules/s3rver/package.json" ]
-}
-
 # remote_s3_start NPMDIR DIR: s3rver on a free port of 127.0.0.1, bucket
 # "data", objects kept under DIR/objects; sets S3_PORT and S3_PID.
 # (--openssl-legacy-provider: s3rver's continuation tokens use DES.)
