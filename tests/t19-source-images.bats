@@ -168,7 +168,7 @@ check() {
 	# killed and resumed through ovl-run: the bytes of an uncut run
 	printf 'output format=npy path=out/p\n' >> i.plan
 	"$OVL_RUN" -q -c ref-ck -o ref/p i.plan
-	sed -i 's/^source x .*/& throttle=40K/' i.plan
+	sed -i "s/^source x .*/& throttle=10K/" i.plan
 	"$OVL_RUN" -q -c ck i.plan 2> run.err 3>&- &
 	pid=$!
 	wait_ckpt ck 2 || true

@@ -432,12 +432,9 @@ append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 
 static void finish_idx(struct ckpt_run *R);
 
-/*
- * The readers of rank streams ended right after a STEP frame (trainers
- * that finished): end at the checkpoint just committed, exit 0.
- */
+/* Before the sink stops early: every output flushed, every commit durable. */
 static void
-finish_by_readers(struct ckpt_run *R, int64_t step)
+flush_all(struct ckpt_run *R)
 {
 	size_t i;
 
@@ -446,6 +443,16 @@ finish_by_readers(struct ckpt_run *R, int64_t step)
 	finish_idx(R);
 	(void)committer_drain(R->logpath, 0);
 	committer_join();
+}
+
+/*
+ * The readers of rank streams ended right after a STEP frame (trainers
+ * that finished): end at the checkpoint just committed, exit 0.
+ */
+static void
+finish_by_readers(struct ckpt_run *R, int64_t step)
+{
+	flush_all(R);
 	if (R->have_last)
 		ovl_info(0, "stopped by the readers at step %" PRId64
 		    " (checkpoint %" PRIu64 "; resume with the lines of "
@@ -825,13 +832,7 @@ on_state(struct ckpt_run *R, const struct ovl_frame *f)
 static void
 finish_stop(struct ckpt_run *R)
 {
-	size_t i;
-
-	for (i = 0; i < R->nouts; i++)
-		out_flush(R->outs[i]);
-	finish_idx(R);
-	(void)committer_drain(R->logpath, 0);
-	committer_join();
+	flush_all(R);
 	ovl_info(0, "stopped at checkpoint %" PRIu64 "; resume with the "
 	    "lines of 'ovl-ckpt restore %s'", R->last_n, R->dir);
 	exit(EXIT_STOPPED);
