@@ -108,9 +108,9 @@ for s in summ["sources"]:
     assert abs(float(plan[s["name"] + " (plan)"]["data-last"]) - 0.5) < 1e-9
 # a point per checkpoint read (one that mixed nothing yet has no share)
 assert min(200, summ["checkpoints"]) // 2 <= int(real["web"]["data-points"]) <= min(200, summ["checkpoints"]), (real["web"], summ["checkpoints"])
-# timeline: two starts, one failure (the constructor), one end
+# timeline: one start, the constructor restarted alone, one end
 ev = [a["data-kind"] for t, a in p.svg["timeline"] if t == "g" and a.get("class") == "event"]
-assert ev.count("start") == 2 and ev.count("failure") == 1 and ev.count("end") == 1, ev
+assert ev.count("start") == 1 and ev.count("heal") == 1 and ev.count("end") == 1, ev
 assert len(summ["failures"]) == 1 and "construct" in summ["failures"][0], summ
 print("ok")
 PY

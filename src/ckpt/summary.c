@@ -38,6 +38,7 @@ struct sum {
 	int		 ended_ok;
 	char		*fail[MAX_FAIL];	/* "ROLE STATUS" */
 	unsigned	 nfail;
+	unsigned	 heals;		/* stages restarted alone (run.log heal) */
 	/* mix.kv */
 	uint64_t	 tokens, docs;
 	struct src_sum	 src[MAX_SRC];
@@ -87,6 +88,15 @@ read_runlog(const char *dir, struct sum *s)
 			s->ended_ok = 0;
 		} else if (strcmp(what, "failure") == 0 && s->nfail < MAX_FAIL)
 			s->fail[s->nfail++] = ovl_xstrdup(a);
+		else if (strcmp(what, "heal") == 0 && s->nfail < MAX_FAIL) {
+			/* "heal ROLE WHY": a stage restarted alone */
+			size_t n = strlen(a);
+
+			s->fail[s->nfail] = ovl_xmalloc(n + 20);
+			snprintf(s->fail[s->nfail++], n + 20, "%s (restarted alone)",
+			    a);
+			s->heals++;
+		}
 		else if (strcmp(what, "end") == 0)
 			s->ended_ok = strncmp(a, "ok", 2) == 0;
 	}
@@ -362,8 +372,9 @@ print_text(const char *dir, const struct sum *s)
 	    "no checkpoint");
 	if (s->starts > 0)
 		printf("  time     %.1f s over %u start%s (%u resumed), %u "
-		    "failure%s\n", wall, s->starts, s->starts == 1 ? "" : "s",
-		    s->resumes, s->nfail, s->nfail == 1 ? "" : "s");
+		    "failure%s, %u restarted alone\n", wall, s->starts,
+		    s->starts == 1 ? "" : "s", s->resumes, s->nfail,
+		    s->nfail == 1 ? "" : "s", s->heals);
 	for (k = 0; k < s->nfail; k++)
 		printf("  failure  %s\n", s->fail[k]);
 	printf("  ckpt     %" PRIu64 " checkpoints, the last at step %" PRIu64
@@ -425,10 +436,11 @@ print_json(const char *dir, const struct sum *s)
 	printf("{\"dir\":");
 	ovl_json_string(stdout, dir, strlen(dir));
 	printf(",\"complete\":%s,\"checkpoints\":%" PRIu64 ",\"last_step\":%"
-	    PRIu64 ",\"wall_s\":%.3f,\"starts\":%u,\"resumes\":%u,"
+	    PRIu64 ",\"wall_s\":%.3f,\"starts\":%u,\"resumes\":%u,\"heals\":%u,"
 	    "\"proof\":{\"whole\":%s,\"restores\":%u,\"verify_all\":%u},"
 	    "\"failures\":[", s->complete ? "true" : "false", s->checkpoints,
-	    s->last_step, wall, s->starts, s->resumes, proven(s) ? "true" :
+	    s->last_step, wall, s->starts, s->resumes, s->heals,
+	    proven(s) ? "true" :
 	    "false", s->restores, s->restores_all);
 	for (k = 0; k < s->nfail; k++) {
 		if (k > 0)
