@@ -24,6 +24,20 @@ victim_pid() {
 	done | head -n 1
 }
 
+# run_killing ROLE: ovl-run -v of p.plan (stderr in err), ROLE's stage
+# SIGKILLed once checkpoint 3 is committed; the run must end with 0
+run_killing() {
+	local pid victim st=0
+	"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
+	pid=$!
+	wait_ckpt ckpt 3 "$pid"
+	victim=$(victim_pid "$pid" "$1")
+	[ -n "$victim" ]
+	kill -KILL "$victim"
+	wait "$pid" || st=$?
+	[ "$st" -eq 0 ] || { cat err; false; }
+}
+
 # starts ERR ROLE: how many processes ovl-run started for ROLE (ovl-run -v)
 starts() {
 	grep -c "^ovl-run: $2 is pid " "$1" || true
@@ -36,15 +50,7 @@ starts() {
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	for role in source mix construct ckpt; do
 		rm -rf ckpt out run
-		"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
-		pid=$!
-		wait_ckpt ckpt 3 "$pid"
-		victim=$(victim_pid "$pid" "$role")
-		[ -n "$victim" ]
-		kill -KILL "$victim"
-		st=0
-		wait "$pid" || st=$?
-		[ "$st" -eq 0 ] || { cat err; false; }
+		run_killing "$role"
 		grep -q "restarted alone at checkpoint" err
 		! grep -q 'restarting from the last checkpoint' err
 		cmp out/small.jsonl ref.jsonl
@@ -88,15 +94,7 @@ readers() {
 	for role in source mix construct ckpt; do
 		rm -rf ckpt run
 		readers got
-		"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
-		pid=$!
-		wait_ckpt ckpt 3 "$pid"
-		victim=$(victim_pid "$pid" "$role")
-		[ -n "$victim" ]
-		kill -KILL "$victim"
-		st=0
-		wait "$pid" || st=$?
-		[ "$st" -eq 0 ] || { cat err; false; }
+		run_killing "$role"
 		for p in "${RPIDS[@]}"; do
 			wait "$p" || { cat got.*.err; false; }
 		done
