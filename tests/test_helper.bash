@@ -27,6 +27,22 @@ export OVL_TRANSPORT OVL_GENDOCS
 : "${OVL_NPM_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/overlord}"
 export OVL_NPM_CACHE
 
+# `wait` with no operand waits for every background job of the test, but
+# not for bats' own timeout process (BATS_TEST_TIMEOUT starts it as a job
+# of the test's shell; bats 1.8's builtin `wait` would sit on it until the
+# timeout). With operands it is the builtin.
+wait() {
+	if [ $# -gt 0 ]; then
+		builtin wait "$@"
+		return
+	fi
+	local p
+	for p in $(jobs -p); do
+		[ "$p" = "${BATS_killer_pid:-}" ] || builtin wait "$p" || :
+	done
+	return 0
+}
+
 # Python with numpy (Debian's), for reader tests; empty when absent.
 ovl_python_numpy() {
 	local py
