@@ -111,7 +111,8 @@ PY
 		"$py" -c '
 import json, sys
 a, b = json.load(open("ref.json")), json.load(open("s.json"))
-assert b["starts"] == 2, b
+# the mixer was restarted alone (a heal), the other stages ran on
+assert b["starts"] == 1 and b["heals"] == 1, b
 for k in ("long_truncated", "long_dropped", "long_cut_tokens", "tokens"):
     assert a["sources"][0][k] == b["sources"][0][k], (k, a["sources"][0], b["sources"][0])'
 	done
