@@ -24,16 +24,18 @@ victim_pid() {
 	done | head -n 1
 }
 
-# run_killing ROLE: ovl-run -v of p.plan (stderr in err), ROLE's stage
-# SIGKILLed once checkpoint 3 is committed; the run must end with 0
+# run_killing ROLE [SIGNAL [OVL-RUN OPTIONS...]]: ovl-run -v of p.plan
+# (stderr in err), ROLE's stage sent SIGNAL (default KILL) once checkpoint
+# 3 is committed; the run must end with 0
 run_killing() {
-	local pid victim st=0
-	"$OVL_RUN" -v -d run p.plan 3>&- 2> err &
+	local pid victim st=0 role=$1 sig=${2:-KILL}
+	shift $(($# < 2 ? $# : 2))
+	"$OVL_RUN" -v -d run "$@" p.plan 3>&- 2> err &
 	pid=$!
 	wait_ckpt ckpt 3 "$pid"
-	victim=$(victim_pid "$pid" "$1")
-	[ -n "$victim" ]
-	kill -KILL "$victim"
+	victim=$(victim_pid "$pid" "$role")
+	[ -n "$victim" ] || { echo "no $role stage in: $(pgrep -a -P "$pid")"; cat err; false; }
+	kill -"$sig" "$victim"
 	wait "$pid" || st=$?
 	[ "$st" -eq 0 ] || { cat err; false; }
 }
@@ -66,6 +68,29 @@ starts() {
 	[ -z "$(find run -name '*.frames@*' 2>/dev/null)" ]
 }
 
+@test "a stage stopped (SIGSTOP): the watchdog names it, restarts it alone, byte-identical" {
+	small_plan p.plan
+	run -0 "$OVL_RUN" -q -d run p.plan
+	mv out/small.jsonl ref.jsonl
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
+	for role in source mix ckpt; do
+		rm -rf ckpt out run
+		run_killing "$role" STOP --stall-timeout 1 --status-interval 0.2
+		grep -q "^ovl-run: stalled: no byte moved for 1 s (.*$role.* stopped.*): $role.* is stuck, restarting it alone" err
+		grep -q "restarted alone at checkpoint" err
+		cmp out/small.jsonl ref.jsonl
+		grep -q "^stall .* $role.* stopped" ckpt/stats/run.log
+		echo "# $role stopped: named, restarted alone, the same bytes" >&3
+	done
+}
+
+@test "the watchdog: --stall-timeout must be whole seconds; 0 turns it off" {
+	small_plan p.plan
+	run -2 "$OVL_RUN" --stall-timeout 1.5 p.plan
+	[[ "$output" == *"--stall-timeout: '1.5' is not a whole number of seconds"* ]]
+	run -2 "$OVL_RUN" --stall-timeout p.plan
+}
+
 # readers PREFIX: two RankDataset readers of out/rank0, out/rank1 (FIFOs),
 # their digests into PREFIX.0, PREFIX.1; pids in RPIDS
 readers() {
@@ -77,6 +102,19 @@ readers() {
 		    3>&- 2> "$1.$r.err" &
 		RPIDS+=("$!")
 	done
+	# the run starts once both hold their FIFO open (torch loaded): a
+	# kill at checkpoint 3 then lands while the run goes on
+	for r in 0 1; do
+		wait_until 120 holds_open "${RPIDS[r]}" "out/rank$r"
+	done
+}
+
+holds_open() {	# holds_open PID PATH: PID has PATH open
+	local f
+	for f in /proc/"$1"/fd/*; do
+		[ "$(readlink "$f")" = "$PWD/$2" ] && return 0
+	done
+	return 1
 }
 
 @test "trainers ride through: two RankDataset readers over per-rank FIFOs see no error when any stage is killed" {

@@ -93,6 +93,7 @@ struct backup {
 	uint64_t	 keep;		/* replay from here: right after BARRIER m */
 	uint64_t	 keep_count;	/* frames before keep */
 	uint64_t	 m;
+	uint64_t	 last_n;	/* the last BARRIER written, 0 before one */
 	struct bk_barrier *bar;		/* written since keep, in order */
 	size_t		 nbar, capbar;
 	struct ovl_buf	 meta;		/* the META frame, whole */
@@ -147,5 +148,13 @@ void	ovl_frameio__advance(struct ovl_reader *r, const struct ovl_frame *f);
 void	ovl_frameio__bk_put(struct ovl_writer *w, const void *p, size_t n);
 void	ovl_frameio__bk_frame(struct ovl_writer *w, const uint8_t *p,
 	    uint8_t kind, size_t size, uint64_t end);
+/*
+ * After the END went out: return only once the stream is durable, the
+ * reader having closed its end and the sink's committed checkpoint past
+ * the last BARRIER (its END record); a reader that closed before that is
+ * gone, and its successor gets the replay. So a writer never ends while
+ * a restarted reader could still need its backup.
+ */
+void	ovl_frameio__bk_end(struct ovl_writer *w);
 
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +220,7 @@ ovl_frameio__bk_frame(struct ovl_writer *w, const uint8_t *p, uint8_t kind, size
 		b->bar = ovl_xrealloc(b->bar, b->capbar * sizeof(*b->bar));
 	}
 	b->bar[b->nbar].n = ovl_le64(p + OVL_FRAME_HDR_LEN);
+	b->last_n = b->bar[b->nbar].n;
 	b->bar[b->nbar].end = end;
 	b->bar[b->nbar].count = w->count;
 	b->nbar++;
@@ -412,4 +414,29 @@ ovl_meta_frame_without(const struct ovl_frame *f, const char *key,
 	ovl_frame_seal(out->p + at, OVL_META, 0, plen);
 	out->len = at + OVL_FRAME_HDR_LEN + plen;
 	ovl_buf_free(&text);
+}
+
+void
+ovl_frameio__bk_end(struct ovl_writer *w)
+{
+	struct backup *b = w->bk;
+	struct pollfd p;
+	uint64_t c;
+	int rc;
+
+	for (;;) {
+		/* events 0: POLLERR alone, once the reader closed its end */
+		p.fd = w->fd;
+		p.events = 0;
+		p.revents = 0;
+		rc = poll(&p, 1, -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot wait for the reader of "
+			    "'%s'", w->name);
+		if (ovl_link_committed(b->committed, &c) && c > b->last_n)
+			return;
+		bk_relink(w, w->written);
+	}
 }

@@ -1099,6 +1099,8 @@ ovl_writer_end(struct ovl_writer *w)
 	ovl_end_encode(p, w->count - w->count_base);
 	ovl_writer_finish(w, OVL_END, 0);
 	ovl_writer_flush(w);
+	if (w->bk != NULL)
+		ovl_frameio__bk_end(w);
 }
 
 uint64_t
