@@ -51,7 +51,11 @@ chaos() {
 			victims=()
 			for v in $(pgrep -P "$pid"); do
 				case $(cat "/proc/$v/comm" 2>/dev/null) in
-				ovl-source | ovl-mix | ovl-construct | ovl-ckpt) victims+=("$v") ;;
+				ovl-source | ovl-mix | ovl-construct | ovl-ckpt)
+					# not ovl-run's short questions (the plan, a
+					# source's arguments, the checkpoints' state)
+					grep -qzx -- '--check\|--source-args\|--get\|--list-sources\|show' "/proc/$v/cmdline" 2>/dev/null ||
+						victims+=("$v") ;;
 				esac
 			done
 			[ ${#victims[@]} -gt 0 ] || continue
