@@ -233,16 +233,11 @@ long_line() {
 	[ "$(sed -n 2p "$1" | wc -c)" -eq $(($2 + 1)) ]
 }
 
-@test "a line over --max-doc-bytes (32Mi by default, by a byte): file:line, status 1; skip streams past a 3 MB line over 1Mi" {
-	long_line "$D/huge.jsonl" $((32 * 1024 * 1024 + 1))
-	run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/huge.jsonl"
-	[ "$stderr" = "ovl-source: '$D/huge.jsonl': line 2: record longer than --max-doc-bytes (33554432)" ]
-	[ "${#lines[@]}" -eq 1 ]
-	rm "$D/huge.jsonl"
+@test "a line over --max-doc-bytes: file:line, status 1; skip streams past a line three times the limit" {
 	# the limit is the record's bytes: 1Mi is read, 1Mi + 1 is not
 	long_line "$D/edge.jsonl" $((1024 * 1024))
-	run -0 --separate-stderr "$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/edge.jsonl"
-	[ "${#lines[@]}" -eq 3 ]
+	"$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/edge.jsonl" > "$D/edge.out"
+	[ "$(wc -l < "$D/edge.out")" -eq 3 ]
 	long_line "$D/edge.jsonl" $((1024 * 1024 + 1))
 	run -1 --separate-stderr "$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/edge.jsonl"
 	[ "${#lines[@]}" -eq 1 ]
