@@ -17,6 +17,9 @@ tools. Subcommands:
   barriers FILE     print the checkpoint numbers, one per line
   after FILE N      raw bytes of every frame after BARRIER N (not END)
   body FILE         raw bytes of every frame except META and END
+  cuts FILE DIR     for every checkpoint N of FILE: DIR/st.N (state N) and
+                    DIR/after.N (after N); prints the numbers, one a line
+  bodies FILE...    body of each FILE into FILE.body
 """
 import struct
 import sys
@@ -318,6 +321,38 @@ def check(args):
         len(dl), ntok, len(sq), len(set(s["step"] for s in sq))))
 
 
+def state(path, n):
+    """The construct STATE text of checkpoint n in path, or None."""
+    for kind, p, _ in frames(path):
+        if kind == STATE:
+            stage, tl, m = struct.unpack_from("<IIQ", p, 0)
+            if stage == 2 and m == n:
+                return p[16:16 + tl].decode()
+    return None
+
+
+def after(path, n, out):
+    """Raw bytes of every frame after BARRIER n (not END) to out."""
+    on = False
+    for kind, p, raw in frames(path):
+        if on and kind != END:
+            out.write(raw)
+        if kind == BARRIER and struct.unpack_from("<Q", p, 0)[0] == n:
+            on = True
+
+
+def body(path, out):
+    """Raw bytes of every frame except META and END to out."""
+    for kind, p, raw in frames(path):
+        if kind not in (META, END):
+            out.write(raw)
+
+
+def barriers(path):
+    return [struct.unpack_from("<Q", p, 0)[0]
+            for kind, p, _ in frames(path) if kind == BARRIER]
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -325,29 +360,31 @@ def main():
     if cmd == "check":
         check(args)
     elif cmd == "state":
-        for kind, p, _ in frames(args[0]):
-            if kind == STATE:
-                stage, tl, n = struct.unpack_from("<IIQ", p, 0)
-                if stage == 2 and n == int(args[1]):
-                    sys.stdout.write(p[16:16 + tl].decode())
-                    return
-        sys.exit("no construct state %s" % args[1])
+        st = state(args[0], int(args[1]))
+        if st is None:
+            sys.exit("no construct state %s" % args[1])
+        sys.stdout.write(st)
     elif cmd == "barriers":
-        for kind, p, _ in frames(args[0]):
-            if kind == BARRIER:
-                print(struct.unpack_from("<Q", p, 0)[0])
+        for n in barriers(args[0]):
+            print(n)
     elif cmd == "after":
-        out, on = sys.stdout.buffer, False
-        for kind, p, raw in frames(args[0]):
-            if on and kind != END:
-                out.write(raw)
-            if kind == BARRIER and struct.unpack_from("<Q", p, 0)[0] == int(args[1]):
-                on = True
+        after(args[0], int(args[1]), sys.stdout.buffer)
     elif cmd == "body":
-        out = sys.stdout.buffer
-        for kind, p, raw in frames(args[0]):
-            if kind not in (META, END):
-                out.write(raw)
+        body(args[0], sys.stdout.buffer)
+    elif cmd == "cuts":
+        for n in barriers(args[0]):
+            st = state(args[0], n)
+            if st is None:
+                sys.exit("no construct state %d" % n)
+            with open("%s/st.%d" % (args[1], n), "w") as f:
+                f.write(st)
+            with open("%s/after.%d" % (args[1], n), "wb") as f:
+                after(args[0], n, f)
+            print(n)
+    elif cmd == "bodies":
+        for a in args:
+            with open(a + ".body", "wb") as f:
+                body(a, f)
     else:
         sys.exit(__doc__)
 

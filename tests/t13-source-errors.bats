@@ -220,26 +220,45 @@ open(sys.argv[2], "wb").write(b)' "$SAMPLES/wds/shard-000000.tar" "$D/s.tar"
 	[[ "$output" == *'"text":"fine line"}' ]]
 }
 
-@test "a 100 MB line exceeds --max-doc-bytes: file:line, status 1; skip streams past it" {
+# long_line FILE BYTES: a jsonl file whose second line is a record of
+# exactly BYTES bytes, between two short ones
+long_line() {
 	{
 		echo '{"text": "before"}'
 		printf '{"text": "'
-		head -c 100000000 /dev/zero | tr '\0' a
+		head -c $(($2 - 12)) /dev/zero | tr '\0' a
 		echo '"}'
 		echo '{"text": "after"}'
-	} > "$D/huge.jsonl"
-	run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/huge.jsonl"
-	[ "$stderr" = "ovl-source: '$D/huge.jsonl': line 2: record longer than --max-doc-bytes (33554432)" ]
+	} > "$1"
+	[ "$(sed -n 2p "$1" | wc -c)" -eq $(($2 + 1)) ]
+}
+
+@test "a line over --max-doc-bytes: file:line, status 1; skip streams past a line three times the limit" {
+	# the limit is the record's bytes: 1Mi is read, 1Mi + 1 is not
+	long_line "$D/edge.jsonl" $((1024 * 1024))
+	"$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/edge.jsonl" > "$D/edge.out"
+	[ "$(wc -l < "$D/edge.out")" -eq 3 ]
+	long_line "$D/edge.jsonl" $((1024 * 1024 + 1))
+	run -1 --separate-stderr "$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/edge.jsonl"
 	[ "${#lines[@]}" -eq 1 ]
-	run -0 --separate-stderr "$OVL_SOURCE" --json --text --on-error skip web "$D/huge.jsonl"
+	long_line "$D/long.jsonl" 3000000
+	run -1 --separate-stderr "$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/long.jsonl"
+	[ "$stderr" = "ovl-source: '$D/long.jsonl': line 2: record longer than --max-doc-bytes (1048576)" ]
+	[ "${#lines[@]}" -eq 1 ]
+	run -0 --separate-stderr "$OVL_SOURCE" --json --text --max-doc-bytes 1Mi --on-error skip \
+	    web "$D/long.jsonl"
 	[ "$stderr" = "ovl-source: web: skipped 1 bad record (1 too long)" ]
 	[ "${#lines[@]}" -eq 2 ]
 	[[ "${lines[1]}" == *'"pos":[0,0,2],'*'"text":"after"}' ]]
 	# compressed, the same
-	zstd -q -1 -c "$D/huge.jsonl" > "$D/huge.jsonl.zst"
-	rm "$D/huge.jsonl"
-	run -1 --separate-stderr "$OVL_SOURCE" --json web "$D/huge.jsonl.zst"
-	[ "$stderr" = "ovl-source: '$D/huge.jsonl.zst': line 2: record longer than --max-doc-bytes (33554432)" ]
+	zstd -q -1 -c "$D/long.jsonl" > "$D/long.jsonl.zst"
+	rm "$D/long.jsonl"
+	run -1 --separate-stderr "$OVL_SOURCE" --json --max-doc-bytes 1Mi web "$D/long.jsonl.zst"
+	[ "$stderr" = "ovl-source: '$D/long.jsonl.zst': line 2: record longer than --max-doc-bytes (1048576)" ]
+	run -0 --separate-stderr "$OVL_SOURCE" --json --text --max-doc-bytes 1Mi --on-error skip \
+	    web "$D/long.jsonl.zst"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[1]}" == *'"text":"after"}' ]]
 }
 
 @test "long records in the other formats: paragraphs, files, tar members" {

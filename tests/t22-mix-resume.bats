@@ -111,10 +111,12 @@ PY
 
 @test "a source killed mid-stream: exit 3 naming it, without --reopen" {
 	mapfile -d '' args < books.args
-	mkfifo k.fifo
-	"$OVL_SOURCE" --throttle 10docs "${args[@]}" > k.fifo 3>&- &
+	mkfifo k.fifo src.fifo
+	"$OVL_SOURCE" "${args[@]}" > src.fifo 3>&- &
 	pid=$!
-	( sleep 0.5; kill -9 "$pid" ) 3>&- &
+	# killed mid-stream: once its first 5000 bytes have passed to the mixer
+	# (it may have ended of SIGPIPE already)
+	{ head -c 5000 < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo 3>&- &
 	IN=()
 	start web 1 a
 	start code 1 a
@@ -130,15 +132,16 @@ PY
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
 	mapfile -d '' args < books.args
-	mkfifo k.fifo
-	# a slow writer killed after a few documents, then a new one from the start
+	mkfifo k.fifo src.fifo
+	# a writer killed after a few documents (its first 20000 bytes passed
+	# to the mixer), then, once the mixer waits for it, a new one from the
+	# start
 	(
-		"$OVL_SOURCE" --throttle 2docs "${args[@]}" > k.fifo &
+		"$OVL_SOURCE" "${args[@]}" > src.fifo &
 		pid=$!
-		sleep 1.5
-		kill -9 "$pid"
+		{ head -c 20000 < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo
 		wait "$pid" || true
-		sleep 0.5
+		wait_until 60 grep -q "waiting for a new writer on 'k.fifo'" err || true
 		"$OVL_SOURCE" "${args[@]}" > k.fifo
 	) 3>&- &
 	IN=()

@@ -128,16 +128,7 @@ assert sum(b) > sum(a) * 1.1, (sum(a), sum(b))
 	"$GEN" $B > "$T/bar.f"
 	for w in 1 3; do
 		"$OVL_CONSTRUCT" $C --window $w < "$T/bar.f" > "$T/full.f"
-		python3 "$CHECK" barriers "$T/full.f" > "$T/ns"
-		[ "$(wc -l < "$T/ns")" -ge 5 ]
-		while read -r n; do
-			python3 "$CHECK" state "$T/full.f" "$n" > "$T/st.$n"
-			"$GEN" $B --from-checkpoint "$n" |
-			    "$OVL_CONSTRUCT" $C --window $w --resume "$T/st.$n" > "$T/r.f"
-			python3 "$CHECK" after "$T/full.f" "$n" > "$T/want"
-			python3 "$CHECK" body "$T/r.f" > "$T/got"
-			cmp "$T/want" "$T/got"
-		done < "$T/ns"
+		resume_each "$T/full.f" 5 $B -- $C --window $w
 	done
 	run -0 python3 "$CHECK" check "$T/bar.f" "$T/full.f" $C --window 3
 }

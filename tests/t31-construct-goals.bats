@@ -55,16 +55,7 @@ print(cuts)
 	"$GEN" $B --exact > "$T/bar.f"
 	"$OVL_CONSTRUCT" $C --uniform < "$T/bar.f" > "$T/full.f"
 	run -0 python3 "$CHECK" check "$T/bar.f" "$T/full.f" $C --uniform
-	python3 "$CHECK" barriers "$T/full.f" > "$T/ns"
-	[ "$(wc -l < "$T/ns")" -ge 5 ]
-	while read -r n; do
-		python3 "$CHECK" state "$T/full.f" "$n" > "$T/st.$n"
-		"$GEN" $B --exact --from-checkpoint "$n" |
-		    "$OVL_CONSTRUCT" $C --uniform --resume "$T/st.$n" > "$T/r.f"
-		python3 "$CHECK" after "$T/full.f" "$n" > "$T/want"
-		python3 "$CHECK" body "$T/r.f" > "$T/got"
-		cmp "$T/want" "$T/got"
-	done < "$T/ns"
+	resume_each "$T/full.f" 5 $B --exact -- $C --uniform
 	# a mixer without 'uniform yes' and --uniform here, and the reverse
 	"$GEN" $B > "$T/var.f"
 	run -2 "$OVL_CONSTRUCT" $C --uniform < "$T/var.f" > "$T/x.f"

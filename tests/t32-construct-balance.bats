@@ -103,16 +103,6 @@ import json, sys
 plans = [json.loads(l)["plan"] for l in open(sys.argv[1])]
 assert "cut" in plans or "mid-cut" in plans, plans
 ' "$T/st"
-		python3 "$CHECK" barriers "$T/full.f" > "$T/ns"
-		[ "$(wc -l < "$T/ns")" -ge 3 ]
-		while read -r n; do
-			python3 "$CHECK" state "$T/full.f" "$n" > "$T/st.$n"
-			"$GEN" $B --exact --from-checkpoint "$n" |
-			    "$OVL_CONSTRUCT" $C --micro-batches 4 --uniform \
-			    --balance $m --resume "$T/st.$n" > "$T/r.f"
-			python3 "$CHECK" after "$T/full.f" "$n" > "$T/want"
-			python3 "$CHECK" body "$T/r.f" > "$T/got"
-			cmp "$T/want" "$T/got"
-		done < "$T/ns"
+		resume_each "$T/full.f" 3 $B --exact -- $C --micro-batches 4 --uniform --balance $m
 	done
 }

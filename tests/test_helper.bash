@@ -168,6 +168,29 @@ construct_setup() {
 	"$GEN" $GENARGS > "$T/in.f"
 }
 
+# resume_each FULL MIN GENARGS... -- ARGS...: for each checkpoint N of
+# ovl-construct's output FULL (at least MIN of them), ovl-gendocs GENARGS
+# --from-checkpoint N piped into ovl-construct ARGS --resume (the state of
+# N) writes the frames FULL holds after N (construct_setup's checker reads
+# FULL and the outputs once each)
+resume_each() {
+	local full=$1 min=$2 d n g=()
+	shift 2
+	while [ "$1" != -- ]; do g+=("$1"); shift; done
+	shift
+	d=$(mktemp -d "$BATS_TEST_TMPDIR/cuts.XXXXXX")
+	python3 "$CHECK" cuts "$full" "$d" > "$d/ns" || return 1
+	[ "$(wc -l < "$d/ns")" -ge "$min" ] || { echo "fewer than $min checkpoints"; return 1; }
+	while read -r n; do
+		"$GEN" "${g[@]}" --from-checkpoint "$n" |
+		    "$OVL_CONSTRUCT" "$@" --resume "$d/st.$n" > "$d/r.$n" || return 1
+	done < "$d/ns"
+	python3 "$CHECK" bodies "$d"/r.* || return 1
+	while read -r n; do
+		cmp "$d/after.$n" "$d/r.$n.body" || { echo "resumed at $n: other frames"; return 1; }
+	done < "$d/ns"
+}
+
 # kill_stage_once PID CKPTDIR TOOL: once the run of ovl-run PID has written
 # its first per-step figures (CKPTDIR/stats/construct.1.jsonl: checkpoints
 # are committed), SIGKILL its stage TOOL (ovl-mix, ovl-construct, ...),

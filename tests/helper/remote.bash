@@ -152,7 +152,8 @@ remote_pid_stop() {
 # remote_nometa IN OUT: the frame stream IN without its META frame (which
 # names the files: local paths or URLs), into OUT
 remote_nometa() {
-	python3 -c 'import sys,struct
-b=open(sys.argv[1],"rb").read(); n=struct.unpack_from("<I",b,16)[0]
-open(sys.argv[2],"wb").write(b[:16]+b[28+n:])' "$1" "$2"
+	local n
+	# the first frame's payload length: 4 bytes little-endian at byte 16
+	n=$(od -An -tu4 --endian=little -j 16 -N 4 "$1") || return 1
+	{ head -c 16 "$1" && tail -c +$((29 + n)) "$1"; } > "$2"
 }
