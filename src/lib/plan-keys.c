@@ -29,8 +29,13 @@ static const char *const imagemodes[] = { "inline", "ref", "none", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
-const char *const ovl_plan_out_formats[] = { "megatron", "npy", "jsonl",
-	"frames", "wds", NULL };
+const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
+	[OVL_OUT_MEGATRON] = "megatron",
+	[OVL_OUT_NPY] = "npy",
+	[OVL_OUT_JSONL] = "jsonl",
+	[OVL_OUT_FRAMES] = "frames",
+	[OVL_OUT_WDS] = "wds",
+};
 static const char *const yesno[] = { "no", "yes", NULL };
 static const char *const mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
