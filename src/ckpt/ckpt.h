@@ -113,8 +113,6 @@ extern const struct ckpt_format ckpt_fmt_megatron, ckpt_fmt_npy,
 const char *fmt_label(int f);
 /* The format of a name (the plan's), or -1. */
 int	 parse_format(const char *s);
-/* "a, b or c": the formats' names, allocated (help and messages). */
-char	*format_names(const char *sep, const char *last);
 
 /* The sink's options (the subcommands keep their own). */
 struct ckpt_opts {

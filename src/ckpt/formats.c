@@ -24,24 +24,5 @@ fmt_label(int f)
 int
 parse_format(const char *s)
 {
-	return ovl_plan_choice(ovl_plan_out_formats, s);
-}
-
-char *
-format_names(const char *sep, const char *last)
-{
-	struct ovl_buf b = { 0 };
-	int i;
-
-	for (i = 0; i < OVL_OUT_NFORMATS; i++) {
-		if (i > 0) {
-			const char *s = i + 1 == OVL_OUT_NFORMATS ? last : sep;
-
-			ovl_buf_append(&b, s, strlen(s));
-		}
-		ovl_buf_append(&b, ovl_plan_out_formats[i],
-		    strlen(ovl_plan_out_formats[i]));
-	}
-	ovl_buf_append(&b, "", 1);
-	return (char *)b.p;
+	return ovl_cli_choice(ovl_plan_out_formats, s);
 }

@@ -14,7 +14,7 @@ static struct ovl_cli cli = {
 	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] [--live DIR] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...\n"
 	"ovl-ckpt summary [--json] CKPTDIR",
-	NULL,	/* help_text(): the formats' names from their table */
+	NULL,	/* the formats' names from the plan's (main) */
 };
 
 static const char help_head[] =
@@ -54,18 +54,6 @@ static const char help_rest[] =
 	"  restore   cut the log and the outputs back to a checkpoint, print how to resume\n"
 	"  verify    check output files against a checkpoint's hash chains\n"
 	"  summary   what the run did (sources, steps, balance, restarts, time)\n";
-
-static char *
-help_text(void)
-{
-	char *names = format_names(", ", " or ");
-	char *h = xasprintf(help_head, names);
-	char *t = xasprintf("%s%s", h, help_rest);
-
-	free(names);
-	free(h);
-	return t;
-}
 
 static const struct {
 	const char	*name;
@@ -154,7 +142,8 @@ main(int argc, char **argv)
 	size_t k;
 	int c, format_set = 0, wait_set = 0, stream;
 
-	cli.help = help_text();
+	cli.help = ovl_cli_help_names(help_head, ovl_plan_out_formats,
+	    help_rest);
 	ovl_cli_init(&cli);
 	ovl_cli_stage_memory();
 	/* the sink's streams are for trainers and files: never a ring */
@@ -201,7 +190,7 @@ main(int argc, char **argv)
 			o.format = parse_format(optarg);
 			if (o.format < 0)
 				ovl_cli_usagex(&cli, "unknown format '%s' (%s)",
-				    optarg, format_names(", ", ", "));
+				    optarg, ovl_cli_choices(ovl_plan_out_formats, ", ", ", "));
 			format_set = 1;
 			break;
 		case 'o':

@@ -48,7 +48,18 @@
  * so a name is spelled once. Balance and pack names are balance.h's and
  * pack.h's.
  */
-extern const char *const ovl_plan_formats[];	/* jsonl text tar wds parquet megatron npy */
+/* ovl-source's input formats (source format=, ovl-source --format). */
+enum ovl_in_format {
+	OVL_IN_JSONL,
+	OVL_IN_TEXT,
+	OVL_IN_TAR,
+	OVL_IN_WDS,
+	OVL_IN_PARQUET,
+	OVL_IN_MEGATRON,
+	OVL_IN_NPY,
+	OVL_IN_NFORMATS
+};
+extern const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1];
 extern const char *const ovl_plan_docpers[];	/* line blank-line file */
 extern const char *const ovl_plan_onerrors[];	/* fail skip */
 /* split split-continue truncate drop error: enum ovl_long_docs order */
@@ -77,8 +88,6 @@ enum ovl_out_format {
 	OVL_OUT_NFORMATS
 };
 extern const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1];
-/* Index of v in a NULL-terminated list, or -1. */
-int	ovl_plan_choice(const char *const *list, const char *v);
 
 /* What happens when a source runs out (on-exhaust=). */
 enum ovl_exhaust {

@@ -767,3 +767,11 @@ wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
 out:
 	json_decref(root);
 }
+
+void
+resume_error(struct src *s, uint64_t off, const char *why)
+{
+	ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " %s "
+	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.name, off, why,
+	    s->cx.k, s->cx.epoch);
+}
