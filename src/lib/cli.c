@@ -26,7 +26,7 @@ ovl_cli_init(const struct ovl_cli *cli)
 	ovl_err_setprog(cli->prog);
 #ifdef M_MMAP_THRESHOLD
 	/*
-	 * Memory bounded by the plan (issue 18): blocks of 1 MiB and more
+	 * Memory bounded by the plan: blocks of 1 MiB and more
 	 * (buffers grown for an outlier document) are mapped and unmapped
 	 * on their own. glibc's threshold otherwise rises to the largest
 	 * block freed (up to 32 MiB), and the next such buffers stay in the

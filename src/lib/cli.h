@@ -39,8 +39,8 @@ void	ovl_cli_init(const struct ovl_cli *cli);
  * outlier reuses pages or faults them in 2 MiB at a time. A few MB more
  * at the peak, a constant: memory stays bounded by the plan. Not for
  * ovl-source: a run has many, whose summed peak is the plan's memory
- * bound (huge pages raised a source's peak from 10.7 to 18.4 MB with 8 MB
- * outliers: make bench BENCH_ARGS=memory). Call after ovl_cli_init.
+ * bound, and huge pages would raise each one's (make bench
+ * BENCH_ARGS=memory). Call after ovl_cli_init.
  */
 void	ovl_cli_stage_memory(void);
 /*
