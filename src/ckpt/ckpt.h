@@ -106,9 +106,8 @@ struct ckpt_format {
  * standard output (the sink's own frames). */
 #define CKPT_FMT_STREAM	0x1u
 
+/* Each fmt-NAME.c defines its ckpt_fmt_NAME, formats.c the table. */
 extern const struct ckpt_format *const ckpt_formats[OVL_OUT_NFORMATS];
-extern const struct ckpt_format ckpt_fmt_megatron, ckpt_fmt_npy,
-	ckpt_fmt_jsonl, ckpt_fmt_frames, ckpt_fmt_wds;
 /* The name of a format: "none" for FMT_NONE. */
 const char *fmt_label(int f);
 /* The format of a name (the plan's), or -1. */

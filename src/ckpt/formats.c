@@ -4,6 +4,9 @@
  */
 #include "ckpt.h"
 
+extern const struct ckpt_format ckpt_fmt_megatron, ckpt_fmt_npy,
+	ckpt_fmt_jsonl, ckpt_fmt_frames, ckpt_fmt_wds;
+
 const struct ckpt_format *const ckpt_formats[] = {
 	[OVL_OUT_MEGATRON] = &ckpt_fmt_megatron,
 	[OVL_OUT_NPY] = &ckpt_fmt_npy,

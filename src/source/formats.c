@@ -4,6 +4,9 @@
  */
 #include "source.h"
 
+extern const struct src_format src_fmt_jsonl, src_fmt_text, src_fmt_tar,
+	src_fmt_wds, src_fmt_parquet, src_fmt_megatron, src_fmt_npy;
+
 const struct src_format *const src_formats[] = {
 	[OVL_IN_JSONL] = &src_fmt_jsonl,
 	[OVL_IN_TEXT] = &src_fmt_text,

@@ -234,9 +234,8 @@ struct src_format {
 #define SRC_FMT_IMAGES		0x2u	/* --image-cost: a sample's images */
 #define SRC_FMT_TOKEN_DOCS	0x4u	/* --doc-per eod (default), offsets or file */
 
+/* Each reader defines its src_fmt_NAME, formats.c the table. */
 extern const struct src_format *const src_formats[OVL_IN_NFORMATS];
-extern const struct src_format src_fmt_jsonl, src_fmt_text, src_fmt_tar,
-	src_fmt_wds, src_fmt_parquet, src_fmt_megatron, src_fmt_npy;
 /* The format a file name suggests, or FMT_AUTO. */
 int	guess_format(const char *path);
 
