@@ -5,7 +5,7 @@
 #include "ckpt.h"
 
 extern const struct ckpt_format ckpt_fmt_megatron, ckpt_fmt_npy,
-	ckpt_fmt_jsonl, ckpt_fmt_frames, ckpt_fmt_wds, ckpt_fmt_null;
+	ckpt_fmt_jsonl, ckpt_fmt_frames, ckpt_fmt_wds;
 
 const struct ckpt_format *const ckpt_formats[] = {
 	[OVL_OUT_MEGATRON] = &ckpt_fmt_megatron,
@@ -13,7 +13,6 @@ const struct ckpt_format *const ckpt_formats[] = {
 	[OVL_OUT_JSONL] = &ckpt_fmt_jsonl,
 	[OVL_OUT_FRAMES] = &ckpt_fmt_frames,
 	[OVL_OUT_WDS] = &ckpt_fmt_wds,
-	[OVL_OUT_NULL] = &ckpt_fmt_null,
 };
 _Static_assert(sizeof(ckpt_formats) / sizeof(ckpt_formats[0]) ==
     OVL_OUT_NFORMATS, "a row per output format of the plan");

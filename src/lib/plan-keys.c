@@ -43,7 +43,6 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 	[OVL_OUT_JSONL] = "jsonl",
 	[OVL_OUT_FRAMES] = "frames",
 	[OVL_OUT_WDS] = "wds",
-	[OVL_OUT_NULL] = "null",
 };
 static const char *const yesno[] = { "no", "yes", NULL };
 static const char *const mixbys[] = { "tokens", "docs", NULL };

@@ -85,7 +85,6 @@ enum ovl_out_format {
 	OVL_OUT_JSONL,
 	OVL_OUT_FRAMES,
 	OVL_OUT_WDS,
-	OVL_OUT_NULL,
 	OVL_OUT_NFORMATS
 };
 extern const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1];
