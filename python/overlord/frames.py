@@ -21,7 +21,7 @@ import socket
 import struct
 import sys
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -133,7 +133,12 @@ class WalkRow(NamedTuple):
     the frame header's flags; the rank; the micro-batch (a STEP: its seqs,
     ROW_SEQS); a SEQ's ntokens and npieces (0 for a STEP).
     ``WalkRow(*run.rows[i].tolist())`` names one; hot loops index the
-    words by the ROW_ constants."""
+    words by the ROW_ constants.
+
+    >>> row = WalkRow(3, 64, SEQ, 0, 1, 0, 4096, 2)
+    >>> row.step, row.rank, row[ROW_NTOKENS]
+    (3, 1, 4096)
+    """
 
     step: int
     offset: int
@@ -506,10 +511,10 @@ class Reader:
         else:
             old = np.empty(size, np.uint8)
         # eight by default: RankDataset's thread reads ahead of the blocks
-        # in use (with four, 46 of 51 blocks were new pages there; with
-        # eight, 13); it keeps twice its read-ahead and eight more (its
+        # in use, so enough blocks are kept for them to be reused rather
+        # than new pages; it keeps twice its read-ahead and eight more (its
         # consumer takes what was read ahead at once while the thread reads
-        # on: with its read-ahead and eight more, 115 of 210 were new)
+        # on)
         if self._buf.shape[0]:
             self._spare.append(self._buf)
             if len(self._spare) > self._nspare:
@@ -1023,3 +1028,11 @@ def check_no_pending(pending):
     """FrameError when pending (see take_step) still holds a step's items
     at the end of the stream."""
     _no_pending(pending)
+
+
+def walk_fill() -> Optional[Callable[..., None]]:
+    """The C function that fills a Run's SEQ rows into micro-batch arrays
+    (ovl_py_fill of libovlcrc.so, see overlord/_fast.c), or None without
+    the C library: then read(..., runs=False) gives Seq items to make them
+    from in Python."""
+    return _crc.walk_at.get("fill")

@@ -74,13 +74,23 @@ def load_secret(secret=None, secret_file=None):
 
 
 def is_endpoint(src):
-    """True for "tcp:HOST:PORT" and "unix:PATH" (what connect takes)."""
+    """True for "tcp:HOST:PORT" and "unix:PATH" (what connect takes).
+
+    >>> is_endpoint("tcp:trainer0:7000"), is_endpoint("out/rank0")
+    (True, False)
+    """
     return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
 
 
 def parse(endpoint):
     """("HOST", PORT) of "tcp:HOST:PORT" (IPv6 as [ADDR]), or the path of
-    "unix:PATH"."""
+    "unix:PATH".
+
+    >>> parse("tcp:[::1]:7000")
+    ('::1', 7000)
+    >>> parse("unix:run/rank0.sock")
+    'run/rank0.sock'
+    """
     if endpoint.startswith("unix:") and len(endpoint) > 5:
         return endpoint[5:]
     if not endpoint.startswith("tcp:"):

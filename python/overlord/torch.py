@@ -38,7 +38,7 @@ every rank together). The stream is read ahead on a thread (up to
 ``prefetch`` reads of 256 KiB, more for a larger frame, 16 by default: 4
 MiB, so a live stream's writer is not held back by a trainer busy with its
 step; blocks of 256 KiB rather than 4 MiB stay in the CPU's cache until
-they are walked: RankDataset 12% faster); the frames are checked and the
+they are walked); the frames are checked and the
 tensors made as the loop asks for the steps.
 
 ``state_dict()`` holds the next step the trainer needs; save it with the
@@ -73,7 +73,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
-from . import _crc, frames
+from . import frames
 
 IGNORE = -100
 RECONNECT_TIMEOUT = 300.0   # RankDataset's default: the seconds a loader may be gone
@@ -320,7 +320,7 @@ def _steps_of(ds, r, spans):
     other frames (a SEQ with images, say) one by one as frames.items
     gives them."""
     ign, dtype, images = ds.ignore_index, ds.dtype, ds.images
-    fill = _crc.walk_at.get("fill")
+    fill = frames.walk_fill()
     pending = []        # (step, rank, micro-batch) of the step under way
     seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
     # a walked row's words (frames.WalkRow)
