@@ -8,6 +8,7 @@ implementation in Python gives the same values, slowly.
 
 import ctypes
 import os
+import warnings
 
 _POLY = 0x82F63B78
 
@@ -44,8 +45,8 @@ def _load():
             # the same function by address: no copy of the bytes; through
             # PyDLL, which keeps the GIL: a frame's CRC takes microseconds,
             # and a reading thread that let go of the GIL at every frame
-            # would hand it to the consumer and back each time (measured:
-            # RankDataset at half its speed)
+            # would hand it to the consumer and back each time
+            # (make bench BENCH_ARGS=python)
             at = ctypes.PyDLL(path)["ovl_crc32c"]
             at.restype = ctypes.c_uint32
             at.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
@@ -77,6 +78,11 @@ def _load():
 
 
 _C, crc32c_at, positions_at, walk_at = _load()
+if _C is None:
+    warnings.warn("overlord: libovlcrc.so not found (OVL_CRC_LIB, or next to "
+                  "overlord/_crc.py: pip install ./python builds it): CRC-32C "
+                  "and the frame walk run in pure Python, about a thousand "
+                  "times slower", RuntimeWarning, stacklevel=2)
 
 #: walk_at["walk"](buf, start, stop, check_crc, rows, maxrows, res) and
 #: walk_at["fill"](buf, rows, nrows, bits, ids, pos, labels, cu, ignore)
@@ -98,7 +104,13 @@ FAST = _C is not None
 
 def crc32c(data, crc=0):
     """CRC-32C of data (bytes-like), continuing crc: crc32c(b, crc32c(a)) is
-    the CRC of a + b. "123456789" gives 0xE3069283."""
+    the CRC of a + b.
+
+    >>> hex(crc32c(b"123456789"))
+    '0xe3069283'
+    >>> crc32c(b"6789", crc32c(b"12345")) == crc32c(b"123456789")
+    True
+    """
     if _C is not None:
         b = bytes(data) if not isinstance(data, bytes) else data
         return _C(crc, b, len(b))

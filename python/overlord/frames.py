@@ -16,14 +16,18 @@ needs (``overlord.read("unix:run/rank0.sock", next_step=S)``; see
 overlord.net and ovl-frame(5)).
 """
 
+from __future__ import annotations
+
 import os
 import socket
 import struct
 import sys
 
-from typing import NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
 
 import numpy as np
+
+from numpy.typing import DTypeLike
 
 from . import _crc
 from ._crc import crc32c
@@ -65,6 +69,14 @@ ROW_STEP, ROW_OFFSET, ROW_KIND, ROW_FLAGS, ROW_RANK, ROW_MB, ROW_NTOKENS, \
 ROW_SEQS = ROW_MB   # a STEP frame's row: its seqs in the micro-batch word
 IMAGE_FORMATS = {1: "png", 2: "jpeg", 3: "webp"}
 
+#: What a Reader reads: a path or endpoint string, or an object with
+#: ``read`` or ``recv_into`` (a file, a socket).
+Source = Union[str, "os.PathLike[str]", Any]
+#: A buffer of frame bytes (a block read, a payload).
+Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
+#: What read and items give (see read).
+Item = Union["Seq", "StepEnd", "Barrier", "NewStream", "Run"]
+
 
 class FrameError(Exception):
     """A stream that is not a sound ovl-frame(5) stream. Its message names
@@ -77,11 +89,12 @@ class Frame:
 
     __slots__ = ("kind", "flags", "payload", "offset")
 
-    def __init__(self, kind, flags, payload, offset):
+    def __init__(self, kind: int, flags: int, payload: memoryview,
+                 offset: int) -> None:
         self.kind, self.flags, self.payload, self.offset = kind, flags, payload, offset
 
     @property
-    def name(self):
+    def name(self) -> str:
         return KIND_NAMES.get(self.kind, "KIND%d" % self.kind)
 
 
@@ -133,7 +146,12 @@ class WalkRow(NamedTuple):
     the frame header's flags; the rank; the micro-batch (a STEP: its seqs,
     ROW_SEQS); a SEQ's ntokens and npieces (0 for a STEP).
     ``WalkRow(*run.rows[i].tolist())`` names one; hot loops index the
-    words by the ROW_ constants."""
+    words by the ROW_ constants.
+
+    >>> row = WalkRow(3, 64, SEQ, 0, 1, 0, 4096, 2)
+    >>> row.step, row.rank, row[ROW_NTOKENS]
+    (3, 1, 4096)
+    """
 
     step: int
     offset: int
@@ -153,7 +171,8 @@ class Run:
 
     __slots__ = ("buf", "addr", "rows", "raddr")
 
-    def __init__(self, buf, addr, rows, raddr):
+    def __init__(self, buf: np.ndarray, addr: int, rows: np.ndarray,
+                 raddr: int) -> None:
         self.buf, self.addr, self.rows, self.raddr = buf, addr, rows, raddr
 
 
@@ -173,7 +192,8 @@ class Seq:
                  "_pos", "cu_seqlens", "npieces", "buffer", "offset",
                  "images", "_pieces")
 
-    def __init__(self, payload, offset=0, fflags=0):
+    def __init__(self, payload: Buffer, offset: int = 0,
+                 fflags: int = 0) -> None:
         self.buffer, self.offset = payload, offset     # where it was read
         self.images = []    # its Image frames, in order (read, steps)
         (self.step, self.rank, self.mb, ntok, self.npieces, self.seq_len,
@@ -198,21 +218,21 @@ class Seq:
             self._pos = np.frombuffer(payload, pdt, ntok, offset + pos)
 
     @property
-    def positions(self):
+    def positions(self) -> np.ndarray:
         """The position ids: a view of the bytes read, or (NOPOS) computed
         from cu_seqlens at first use (uint32)."""
         if self._pos is None:
             self._pos = _positions(self.cu_seqlens, len(self.tokens))
         return self._pos
 
-    def positions_as(self, dtype):
+    def positions_as(self, dtype: DTypeLike) -> np.ndarray:
         """The position ids as dtype (np.int64: what a model takes), in one
         pass when the SEQ sent none."""
         if self._pos is None and dtype == np.int64:
             return _positions(self.cu_seqlens, len(self.tokens), np.int64)
         return self.positions.astype(dtype)
 
-    def images_due(self):
+    def images_due(self) -> int:
         """The IMAGE frames that follow this SEQ (its pieces' counts)."""
         np_ = self.npieces
         if np_ == 0:
@@ -254,7 +274,7 @@ class Image:
         self.path = b[nl:].decode("utf-8", "surrogateescape") if self.ref else None
         self.data = None if self.ref else bytes(payload[80 + nl + pl:80 + nl + pl + dl])
 
-    def read(self):
+    def read(self) -> bytes:
         """The image's bytes: inline, or read from its shard (a reference:
         the member's data at offset of the tar at path)."""
         if not self.ref:
@@ -267,7 +287,7 @@ class Image:
                           % (self.path, self.length, self.offset, len(b)))
         return b
 
-    def pil(self):
+    def pil(self) -> Any:
         """The image decoded by Pillow (PIL.Image; needs python3-pil)."""
         import io
         from PIL import Image as PILImage
@@ -418,9 +438,12 @@ class Reader:
     (one of the last ``spare`` blocks) once none does.
     """
 
-    def __init__(self, src, check_crc=True, frame_max=FRAME_MAX_DEFAULT,
-                 chunk=4 << 20, next_step=None, before_read=None, spare=8,
-                 reconnect_timeout=None, stop=None):
+    def __init__(self, src: Source, check_crc: bool = True,
+                 frame_max: int = FRAME_MAX_DEFAULT, chunk: int = 4 << 20,
+                 next_step: Optional[int] = None,
+                 before_read: Optional[Callable[[], None]] = None,
+                 spare: int = 8, reconnect_timeout: Optional[float] = None,
+                 stop: Optional[Callable[[], bool]] = None) -> None:
         self._read, self.name, self._close, self._live = _source(
             src, next_step, reconnect_timeout, stop)
         self._fault = None       # a live stream's bad frame, while resyncing
@@ -443,13 +466,13 @@ class Reader:
         self._due = 0            # IMAGE frames due (_items): no walk then
         self._rows = self._res = self._raddr = None     # the walk's (_scan)
 
-    def close(self):
+    def close(self) -> None:
         self._close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Reader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def _error(self, what, off):
@@ -506,10 +529,10 @@ class Reader:
         else:
             old = np.empty(size, np.uint8)
         # eight by default: RankDataset's thread reads ahead of the blocks
-        # in use (with four, 46 of 51 blocks were new pages there; with
-        # eight, 13); it keeps twice its read-ahead and eight more (its
+        # in use, so enough blocks are kept for them to be reused rather
+        # than new pages; it keeps twice its read-ahead and eight more (its
         # consumer takes what was read ahead at once while the thread reads
-        # on: with its read-ahead and eight more, 115 of 210 were new)
+        # on)
         if self._buf.shape[0]:
             self._spare.append(self._buf)
             if len(self._spare) > self._nspare:
@@ -531,14 +554,15 @@ class Reader:
         self.minor = minor
         self._pos = 16
 
-    def spans(self):
+    def spans(self) -> Iterator[tuple]:
         """The first half of reading, public: (block, start, stop, stream
         offset of start) for each range of whole frames read (a live
         reader's new stream: (None, its offset, what broke the old one,
         its minor version)); a thread may run it ahead of scan."""
         return self._spans()
 
-    def scan(self, spans=None, walk=False):
+    def scan(self, spans: Optional[Iterable[tuple]] = None,
+             walk: bool = False) -> Iterator[tuple]:
         """The second half of reading, public: (kind, flags, buffer,
         payload offset, payload length, stream offset) of every frame of
         spans (by default this reader's own), checked, up to END; with
@@ -789,14 +813,14 @@ class Reader:
                 self.count += 1
                 yield kind, flags, buf, p, ln, off
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Frame]:
         for kind, flags, buf, p, ln, off in self._scan():
             with memoryview(buf) as mv:
                 payload = mv[p:p + ln].toreadonly()
             yield Frame(kind, flags, payload, off)
 
 
-def read(src, **kw):
+def read(src: Source, **kw: Any) -> Iterator[Item]:
     """The items of a stream a trainer cares about, in order: Seq for every
     SEQ frame (with its images: Image for each IMAGE frame after it),
     StepEnd for every STEP frame and Barrier for every BARRIER.
@@ -965,7 +989,7 @@ def _items_of(r, frames, runs=False):
             yield Barrier(buf[p:p + ln].tobytes())
 
 
-def steps(src, **kw):
+def steps(src: Source, **kw: Any) -> Iterator[tuple[int, list]]:
     """One rank's stream step by step: (step, [Seq, ...]) once the step's
     STEP frame arrived, so a live rank trains on whole steps only; an empty
     step gives an empty list."""
@@ -1004,7 +1028,8 @@ def _no_pending(pending):
         raise FrameError("the stream ended inside step %d" % pending[0][0])
 
 
-def items(reader, scanned, runs=False, next_step=None):
+def items(reader: Reader, scanned: Iterable[tuple], runs: bool = False,
+          next_step: Optional[int] = None) -> Iterator[Item]:
     """read's items of the frames scanned (reader.scan's) of reader: Seq,
     StepEnd, Barrier, NewStream, and with runs Run items for the C walk's
     runs (their rows: WalkRow) instead of their Seq and StepEnd items.
@@ -1012,14 +1037,22 @@ def items(reader, scanned, runs=False, next_step=None):
     return _items(reader, scanned, runs, next_step)
 
 
-def take_step(pending, step, rank, seqs):
+def take_step(pending: list, step: int, rank: int, seqs: int) -> list:
     """The items of step of rank taken out of pending, a list of (step,
     rank, item) in stream order; FrameError unless they are seqs, as the
     step's STEP frame says."""
     return _take_step(pending, step, rank, seqs)
 
 
-def check_no_pending(pending):
+def check_no_pending(pending: list) -> None:
     """FrameError when pending (see take_step) still holds a step's items
     at the end of the stream."""
     _no_pending(pending)
+
+
+def walk_fill() -> Optional[Callable[..., None]]:
+    """The C function that fills a Run's SEQ rows into micro-batch arrays
+    (ovl_py_fill of libovlcrc.so, see overlord/_fast.c), or None without
+    the C library: then read(..., runs=False) gives Seq items to make them
+    from in Python."""
+    return _crc.walk_at.get("fill")

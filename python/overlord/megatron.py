@@ -33,6 +33,10 @@ token predicts nothing), ``loss_mask`` (0 there and on padding) and
 ``seq_length``.
 """
 
+from __future__ import annotations
+
+from typing import Callable
+
 import numpy as np
 
 from .offline import megatron as _sequences
@@ -48,7 +52,8 @@ class LoaderOrderDataset:
     stream's META ``eod``), ``pad`` the id written after a short sequence.
     """
 
-    def __init__(self, prefix, seq_length, eod, ranks=1, micro_batches=1, pad=0):
+    def __init__(self, prefix: str, seq_length: int, eod: int, ranks: int = 1,
+                 micro_batches: int = 1, pad: int = 0) -> None:
         self.seqs = [s.tokens for s in _sequences(prefix)]
         self.seq_length, self.eod, self.pad = int(seq_length), int(eod), int(pad)
         self.ranks, self.mb = int(ranks), int(micro_batches)
@@ -62,10 +67,10 @@ class LoaderOrderDataset:
                 raise ValueError("%s: sequence %d has %d tokens, more than seq_length %d"
                                  % (prefix, i, len(s), self.seq_length))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.seqs)
 
-    def index(self, i):
+    def index(self, i: int) -> int:
         """The written sequence of Megatron's sample i: global batch i //
         (R x M) is the step; inside it micro-batch k takes R consecutive
         samples, one per data-parallel rank."""
@@ -74,7 +79,7 @@ class LoaderOrderDataset:
         mb, rank = divmod(j, self.ranks)
         return step * per + rank * self.mb + mb
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> dict:
         if not 0 <= i < len(self.seqs):
             raise IndexError(i)
         t = np.asarray(self.seqs[self.index(i)], dtype=np.int64)
@@ -100,7 +105,8 @@ class LoaderOrderDataset:
                 "position_ids": position_ids}
 
 
-def datasets_provider(prefix, seq_length, eod, ranks=1, micro_batches=1, pad=0):
+def datasets_provider(prefix: str, seq_length: int, eod: int, ranks: int = 1,
+                      micro_batches: int = 1, pad: int = 0) -> Callable:
     """A ``train_valid_test_datasets_provider`` for Megatron's
     ``pretrain()``: the training set in the loader's order, no validation
     or test set (overlord's plan decides what is trained on)."""
@@ -114,7 +120,8 @@ def datasets_provider(prefix, seq_length, eod, ranks=1, micro_batches=1, pad=0):
     return provider
 
 
-def megatron_flags(tokenizer, vocab, eod, seq_length, ranks, micro_batches):
+def megatron_flags(tokenizer: str, vocab: int, eod: int, seq_length: int,
+                   ranks: int, micro_batches: int) -> list:
     """The Megatron-LM flags that match a run: its tokenizer (the META
     ``tokenizer`` name and the file it came from), vocabulary, end of
     document and shapes, as a list of arguments."""

@@ -23,6 +23,8 @@ side's hello, and checks the other's. The secret comes from the file
 the run id from ``OVL_RUN_ID`` (default empty), as for the tools.
 """
 
+from __future__ import annotations
+
 import hashlib
 import hmac
 import os
@@ -30,6 +32,8 @@ import socket
 import stat
 import struct
 import time
+
+from typing import Optional
 
 MAGIC = b"OVLAUTH\n"
 VERSION = 1
@@ -44,7 +48,8 @@ class AuthError(OSError):
     run with this secret."""
 
 
-def load_secret(secret=None, secret_file=None):
+def load_secret(secret: Optional[bytes | str] = None,
+                secret_file: Optional[str] = None) -> Optional[bytes]:
     """The run's secret, as the tools take it: an explicit value, else the
     file (readable by its owner only), else OVL_SECRET."""
     if secret is not None:
@@ -73,14 +78,24 @@ def load_secret(secret=None, secret_file=None):
     return s
 
 
-def is_endpoint(src):
-    """True for "tcp:HOST:PORT" and "unix:PATH" (what connect takes)."""
+def is_endpoint(src: object) -> bool:
+    """True for "tcp:HOST:PORT" and "unix:PATH" (what connect takes).
+
+    >>> is_endpoint("tcp:trainer0:7000"), is_endpoint("out/rank0")
+    (True, False)
+    """
     return isinstance(src, str) and src.startswith(("tcp:", "unix:"))
 
 
-def parse(endpoint):
+def parse(endpoint: str) -> tuple[str, int] | str:
     """("HOST", PORT) of "tcp:HOST:PORT" (IPv6 as [ADDR]), or the path of
-    "unix:PATH"."""
+    "unix:PATH".
+
+    >>> parse("tcp:[::1]:7000")
+    ('::1', 7000)
+    >>> parse("unix:run/rank0.sock")
+    'run/rank0.sock'
+    """
     if endpoint.startswith("unix:") and len(endpoint) > 5:
         return endpoint[5:]
     if not endpoint.startswith("tcp:"):
@@ -109,7 +124,9 @@ def _proof(secret, who, listener_hello, connector_hello):
                     hashlib.sha256).digest()
 
 
-def handshake(s, secret, run_id=None, role=b"R", listener=False):
+def handshake(s: socket.socket, secret: Optional[bytes],
+              run_id: Optional[str] = None, role: bytes = b"R",
+              listener: bool = False) -> None:
     """Pass the handshake on a connected socket; raises AuthError."""
     rid = (run_id if run_id is not None else os.environ.get("OVL_RUN_ID", "")).encode()
     if len(rid) > 255:
@@ -151,15 +168,17 @@ def _open(addr, left):
     return socket.create_connection(addr, timeout=left)
 
 
-def announce(s, step):
+def announce(s: socket.socket, step: int) -> None:
     """Send the resume announcement: this reader needs step next."""
     if not 0 <= int(step) < 1 << 64:
         raise ValueError("step %r out of range" % (step,))
     s.sendall(NEXT + struct.pack("<Q", int(step)))
 
 
-def connect(endpoint, secret=None, secret_file=None, run_id=None, timeout=60.0,
-            keepalive=10, next_step=None):
+def connect(endpoint: str, secret: Optional[bytes | str] = None,
+            secret_file: Optional[str] = None, run_id: Optional[str] = None,
+            timeout: float = 60.0, keepalive: float = 10,
+            next_step: Optional[int] = None) -> socket.socket:
     """A socket reading the stream at endpoint ("tcp:HOST:PORT" or
     "unix:PATH"), after the handshake (and the resume announcement of
     next_step, when given); connects with retries (50 ms to 1 s apart)

@@ -9,7 +9,11 @@ sequence per entry); both yield ``OfflineSeq`` objects with step, rank, mb
 cu_seqlens as numpy arrays, and ``by_step`` groups them per step.
 """
 
+from __future__ import annotations
+
 import struct
+
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -17,12 +21,13 @@ import numpy as np
 class OfflineSeq:
     __slots__ = ("step", "rank", "mb", "tokens", "positions", "cu_seqlens")
 
-    def __init__(self, step, rank, mb, tokens, positions, cu_seqlens):
+    def __init__(self, step: int, rank: int, mb: int, tokens: np.ndarray,
+                 positions: np.ndarray, cu_seqlens: np.ndarray) -> None:
         self.step, self.rank, self.mb = step, rank, mb
         self.tokens, self.positions, self.cu_seqlens = tokens, positions, cu_seqlens
 
 
-def npy(prefix):
+def npy(prefix: str) -> Iterator[OfflineSeq]:
     """The sequences of an npy output, in the order written."""
     tok = np.load(prefix + ".tokens.npy", mmap_mode="r")
     pos = np.load(prefix + ".positions.npy", mmap_mode="r")
@@ -38,7 +43,7 @@ _DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,
            6: np.float64, 7: np.float32, 8: np.uint16}
 
 
-def megatron(prefix):
+def megatron(prefix: str) -> Iterator[OfflineSeq]:
     """The sequences of a Megatron indexed dataset written by ovl-ckpt, in
     the order written (Megatron's own GPTDataset would reshuffle them)."""
     with open(prefix + ".idx", "rb") as f:
@@ -58,7 +63,7 @@ def megatron(prefix):
         yield OfflineSeq(None, None, None, tokens, None, None)
 
 
-def by_step(seqs):
+def by_step(seqs: Iterable[OfflineSeq]) -> Iterator[tuple[int, list]]:
     """(step, [seq, ...]) for consecutive sequences of the same step."""
     cur, group = None, []
     for s in seqs:

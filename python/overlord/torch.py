@@ -38,7 +38,7 @@ every rank together). The stream is read ahead on a thread (up to
 ``prefetch`` reads of 256 KiB, more for a larger frame, 16 by default: 4
 MiB, so a live stream's writer is not held back by a trainer busy with its
 step; blocks of 256 KiB rather than 4 MiB stay in the CPU's cache until
-they are walked: RankDataset 12% faster); the frames are checked and the
+they are walked); the frames are checked and the
 tensors made as the loop asks for the steps.
 
 ``state_dict()`` holds the next step the trainer needs; save it with the
@@ -66,14 +66,18 @@ trainer that finished calls ``close()`` between steps: the stream is let
 go, and the loader sees its reader gone at a step boundary.
 """
 
+from __future__ import annotations
+
 import collections
 import threading
+
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
-from . import _crc, frames
+from . import frames
 
 IGNORE = -100
 RECONNECT_TIMEOUT = 300.0   # RankDataset's default: the seconds a loader may be gone
@@ -86,7 +90,9 @@ def _is_endpoint(src):
 IMAGE_MODES = ("bytes", "pil", "frames")
 
 
-def micro_batch(seq, ignore_index=IGNORE, dtype=None, images="bytes"):
+def micro_batch(seq: frames.Seq, ignore_index: int = IGNORE,
+                dtype: Optional[torch.dtype] = None,
+                images: str = "bytes") -> dict:
     """The tensors of one overlord.Seq (see the module's docstring; what
     RankDataset makes without its C walk): three
     numpy passes (input_ids, position_ids and labels as int64), cu_seqlens
@@ -120,7 +126,9 @@ def _int32(a):
     return a.view(np.int32) if a.dtype.itemsize == 4 else a.astype(np.int32)
 
 
-def micro_batches(seqs, ignore_index=IGNORE, dtype=None, images="bytes"):
+def micro_batches(seqs: Sequence[frames.Seq], ignore_index: int = IGNORE,
+                  dtype: Optional[torch.dtype] = None,
+                  images: str = "bytes") -> list:
     """[micro_batch(s) for s in seqs]. (One int64 pass over all of a
     step's sequences, their tensors views of it, was measured slower: an
     array of megabytes is fresh pages every time, while one sequence's
@@ -201,9 +209,11 @@ class RankDataset(IterableDataset):
     steps): more workers would each open the one stream, and are refused
     with a RuntimeError."""
 
-    def __init__(self, src, prefetch=16, ignore_index=IGNORE, check_crc=True,
-                 dtype=torch.int64, images="bytes",
-                 reconnect_timeout=RECONNECT_TIMEOUT):
+    def __init__(self, src: frames.Source, prefetch: int = 16,
+                 ignore_index: int = IGNORE, check_crc: bool = True,
+                 dtype: torch.dtype = torch.int64, images: str = "bytes",
+                 reconnect_timeout: Optional[float] = RECONNECT_TIMEOUT
+                 ) -> None:
         super().__init__()
         if reconnect_timeout is not None and not reconnect_timeout >= 0:
             raise ValueError("reconnect_timeout: seconds (>= 0) or None, not %r"
@@ -223,11 +233,11 @@ class RankDataset(IterableDataset):
         self.check_crc = check_crc
         self.next_step = 0
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """{"step": the next step this trainer needs}."""
         return {"step": self.next_step}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict) -> None:
         self.next_step = int(state["step"])
 
     def _produce(self, ch, stop):
@@ -258,7 +268,7 @@ class RankDataset(IterableDataset):
         except BaseException as e:  # handed to the consumer, raised there
             ch.put(e, stop, last=True)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list]:
         info = torch.utils.data.get_worker_info()
         if info is not None and info.num_workers > 1:
             # each worker would open the rank's one stream
@@ -276,7 +286,7 @@ class RankDataset(IterableDataset):
         self._reader = (stop, t)
         return self._items(ch, stop, t)
 
-    def close(self, timeout=30):
+    def close(self, timeout: float = 30) -> None:
         """End reading: the way a trainer that finished says so. Call it
         between steps (after the last step it trains on): the reading
         thread lets go of the stream (a FIFO's read end, a socket) and
@@ -320,7 +330,7 @@ def _steps_of(ds, r, spans):
     other frames (a SEQ with images, say) one by one as frames.items
     gives them."""
     ign, dtype, images = ds.ignore_index, ds.dtype, ds.images
-    fill = _crc.walk_at.get("fill")
+    fill = frames.walk_fill()
     pending = []        # (step, rank, micro-batch) of the step under way
     seq, step_end, run, STEP = frames.Seq, frames.StepEnd, frames.Run, frames.STEP
     # a walked row's words (frames.WalkRow)
@@ -395,7 +405,7 @@ def _run(fill, run, rows, i, j, ign, dtype):
     return out
 
 
-def agree_step(step, group=None):
+def agree_step(step: int, group: Any = None) -> int:
     """The step every data-parallel rank can resume from: the smallest of
     their steps (torch.distributed must be initialized; without it, step)."""
     import torch.distributed as dist

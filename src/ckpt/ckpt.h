@@ -1,6 +1,8 @@
 /*
  * ovl-ckpt's rooms (private to the tool): the committing sink (sink.c over
- * outputs.c and committer.c) and the subcommands that read a checkpoint
+ * outputs.c, committer.c and the output formats, a file each: fmt-*.c in
+ * the table of formats.c; readers.c takes the readers of rank streams
+ * first) and the subcommands that read a checkpoint
  * directory (show.c: show and diff; verify.c: verify and compact;
  * restore.c: restore). main.c dispatches; common.c holds what several
  * rooms use. See ovl-ckpt(1) for the behaviour, HACKING.md for the log.
@@ -53,9 +55,63 @@
  */
 #define RESTORES_LOG	"restores.log"
 
-enum { FMT_NONE, FMT_MEGATRON, FMT_NPY, FMT_JSONL, FMT_FRAMES, FMT_WDS };
-/* FMT_* names: "none", then the plan's output formats (plan.h) in order */
+/* An output format is an enum ovl_out_format (plan.h), or FMT_NONE. */
+#define FMT_NONE	(-1)
+
+struct ckpt_run;
+struct outrec;
+
+/*
+ * An output format: what it writes of the stream, a file (fmt-NAME.c)
+ * and a row of ckpt_formats, at its enum ovl_out_format (its name is the
+ * plan's, ovl_plan_out_formats). The sink calls the hooks of the active
+ * formats in stream order; a NULL hook is nothing to do. state is what
+ * open returned.
+ */
+struct ckpt_format {
+	unsigned	 flags;		/* CKPT_FMT_* */
+	/* the META's vocab at most this: tokens stored as 16 bits */
+	uint64_t	 tok16_vocab;
+	/*
+	 * After the META: make and open its outputs under the prefix
+	 * (out_new, out_open), fresh or continued from the resumed
+	 * checkpoint; returns its state.
+	 */
+	void	*(*open)(struct ckpt_run *R);
+	/* A SEQ written (f its frame). */
+	void	 (*seq)(struct ckpt_run *R, void *state, const struct ovl_seq *s,
+		    const struct ovl_frame *f);
+	/* An IMAGE of the SEQ before, written. */
+	void	 (*image)(struct ckpt_run *R, void *state,
+		    const struct ovl_image *im, const struct ovl_frame *f);
+	/* A rank's step is complete (f its STEP frame). */
+	void	 (*step_end)(struct ckpt_run *R, void *state,
+		    const struct ovl_step *st, const struct ovl_frame *f);
+	/*
+	 * The outputs are flushed and the sink stops (END, a stop, the
+	 * readers' end): what is derived from them, written whole.
+	 */
+	void	 (*end)(struct ckpt_run *R, void *state);
+	/* Extra fields of a sequence's manifest line, e.g. ,"shard":... */
+	void	 (*manifest)(const struct ckpt_run *R, void *state,
+		    const struct ovl_seq *s, struct ovl_buf *b);
+	/*
+	 * ovl-ckpt restore: its files are cut back to checkpoint n (state
+	 * st); fix what is not just bytes appended (headers, indexes).
+	 */
+	void	 (*restore)(const struct ovl_ckstate *st, uint64_t n);
+	void	 (*free)(struct ckpt_run *R, void *state);
+};
+/* One frame stream (PREFIX): an endpoint may take it; without -o,
+ * standard output (the sink's own frames). */
+#define CKPT_FMT_STREAM	0x1u
+
+/* Each fmt-NAME.c defines its ckpt_fmt_NAME, formats.c the table. */
+extern const struct ckpt_format *const ckpt_formats[OVL_OUT_NFORMATS];
+/* The name of a format: "none" for FMT_NONE. */
 const char *fmt_label(int f);
+/* The format of a name (the plan's), or -1. */
+int	 parse_format(const char *s);
 
 /* The sink's options (the subcommands keep their own). */
 struct ckpt_opts {
@@ -147,8 +203,13 @@ struct ckpt_run {
 
 	struct out	**outs;
 	size_t		 nouts;
-	struct out	*std, *bin, *sizes, *tok, *pos, *cu, *seqs, *jsonl, *man,
-			*frames;
+	struct out	*std, *man;
+	/* the active output formats, in the order their hooks run */
+	struct {
+		const struct ckpt_format *f;
+		void	*state;
+	}		 act[OVL_OUT_NFORMATS];
+	size_t		 nact;
 	struct out	**rank;
 	size_t		 nrank;
 	int		*pre_fd;	/* per rank: a reader taken by ask_readers, or -1 */
@@ -170,7 +231,7 @@ struct ckpt_run {
 	uint64_t	 mix_n, con_n;
 	struct ovl_barrier bar;
 
-	uint64_t	 nseqs, nskipped, ncu;
+	uint64_t	 nseqs, nskipped;
 	uint64_t	 cur_step;	/* step of the last SEQ, + 1; 0 before any */
 	int		 seq_dropped;	/* the last SEQ was not written (--rank,
 					   skipped steps): nor are its images */
@@ -180,7 +241,6 @@ struct ckpt_run {
 	size_t		 nskips;
 	struct ovl_buf	 scratch;
 	FILE		*jsonfp;
-	struct ckpt_wds	*wds;		/* --format wds (wds.c), or NULL */
 };
 
 /* What the "out" section says of output name at one checkpoint. */
@@ -193,12 +253,13 @@ struct outrec {
 };
 
 /* ---- common.c ---- */
+/* A SIGTERM asked the sink to stop (ckpt_on_term, its handler, was called). */
+int	 ckpt_stopping(void);
+void	 ckpt_on_term(int sig);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An absolute form of path whose directory exists (made when mkdirs). */
 char	*abspath(const char *path, int mkdirs);
 void	 shell_word(FILE *fp, const char *s);
-/* FMT_* of an output format name, or -1. */
-int	 parse_format(const char *s);
 /* A per-rank pattern has exactly one %d (and %% for a percent sign). */
 int	 pattern_ok(const char *p);
 char	*pattern_path(const char *pat, size_t r);
@@ -242,9 +303,24 @@ uint64_t ckpt_opt_at(const struct ovl_cli *cli, const char *arg);
 /* ---- outputs.c ---- */
 void	 out_flush(struct out *o);
 void	 out_put(struct out *o, const void *p, size_t n);
-void	 npy_rewrite(struct out *o);
 const char *type_name(const struct out *o);
 void	 out_commit(struct out *o);
+/* A new output of the run (path NULL: standard output), not yet open. */
+struct out *out_new(struct ckpt_run *R, const char *name, const char *path,
+	    int type);
+/*
+ * Open an output: fresh (created empty, its header written), or, when the
+ * resumed checkpoint has it, cut back to the committed length and continued.
+ */
+void	 out_open(struct ckpt_run *R, struct out *o);
+/*
+ * The tokens of s into o, 16 or 32 bits (bits16), each at most limit;
+ * a larger id exits 1.
+ */
+void	 out_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
+	    int bits16, uint32_t limit);
+/* A frame as it came (header included) into o. */
+void	 out_frame(struct out *o, const struct ovl_frame *f);
 struct out *rank_out(struct ckpt_run *R, uint32_t r);
 void	 meta_parse(struct ckpt_run *R, const char *text, uint32_t len);
 /* The file (and byte range) of canonical chunk chunk of epoch epoch of
@@ -252,7 +328,6 @@ void	 meta_parse(struct ckpt_run *R, const char *text, uint32_t len);
 const char *src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch,
 	    uint32_t chunk, uint64_t *off, uint64_t *len);
 void	 srcfiles_free(struct ckpt_run *R);
-void	 open_outputs(struct ckpt_run *R);
 /* A STEP frame of step went out on a rank stream o (flushed). */
 void	 out_step_end(struct out *o, uint64_t step);
 /*
@@ -275,6 +350,8 @@ int	 fifo_open(struct ckpt_run *R, struct out *o);
  * resumed).
  */
 void	 fifo_drain(struct ckpt_run *R, struct out *o);
+
+/* ---- readers.c ---- */
 /*
  * --step-from-readers: take every rank's reader (the per-rank endpoints,
  * ranks from the plan) and its announcement of the step it needs next;
@@ -286,27 +363,23 @@ void	 fifo_drain(struct ckpt_run *R, struct out *o);
  */
 void	 ask_readers(struct ckpt_run *R);
 
-/* ---- wds.c: --format wds, a tar shard per rank and step ---- */
-void	 wds_new(struct ckpt_run *R);
-void	 wds_free(struct ckpt_run *R);
-/* A SEQ written (f its frame): its sample, once its images are in. */
-void	 wds_seq(struct ckpt_run *R, const struct ovl_seq *s,
-	    const struct ovl_frame *f);
-void	 wds_image(struct ckpt_run *R, const struct ovl_image *im);
-/* Rank rank's step is complete: its shard written whole (atomically). */
-void	 wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank);
-/* ,"shard":...,"key":... of a sequence, for its manifest line. */
-void	 wds_shard_name(const struct ckpt_run *R, uint64_t step, uint32_t rank,
-	    uint32_t mb, struct ovl_buf *b);
+/* ---- npy.c: the npy (version 1.0) header, NPY_HDR bytes ---- */
+/* The header of rows x cols items of dtype descr (cols 1: a vector). */
+void	 npy_header(uint8_t hdr[NPY_HDR], const char *descr, uint64_t rows,
+	    uint32_t cols);
+/* Rewrite the header of an npy output in place, for its length. */
+void	 npy_rewrite(struct out *o);
+
+/* ---- fmt-jsonl.c: a sequence as JSON ---- */
+/* {"seq":index,"step":..,"rank":..,"mb":.. (unclosed) into b. */
+void	 json_seq_head(struct ovl_buf *b, const struct ovl_seq *s,
+	    uint64_t index);
+/* The JSON line of s (tokens, positions, cu_seqlens) into o. */
+void	 seq_json(struct ckpt_run *R, struct out *o, const struct ovl_seq *s);
 
 /* ---- sink.c ---- */
-/* A SIGTERM asked the sink to stop. */
-int	 ckpt_stopping(void);
 /* The sink: read frames on standard input until END; the exit status. */
 int	 run(struct ckpt_opts *o);
-/* The Megatron index from the sizes file: written whole, atomically. */
-void	 write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
-	    int tok16);
 
 /* ---- verify.c ---- */
 int	 out_lookup(const struct ovl_ckstate *st, const char *name,

@@ -4,10 +4,19 @@
  */
 #include "ckpt.h"
 
-const char *
-fmt_label(int f)
+static volatile sig_atomic_t stop_requested;
+
+int
+ckpt_stopping(void)
 {
-	return f <= FMT_NONE ? "none" : ovl_plan_out_formats[f - FMT_MEGATRON];
+	return stop_requested;
+}
+
+void
+ckpt_on_term(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
 }
 
 char *
@@ -75,14 +84,6 @@ shell_word(FILE *fp, const char *s)
 			fputc(*p, fp);
 	}
 	fputc('\'', fp);
-}
-
-int
-parse_format(const char *s)
-{
-	int i = ovl_plan_choice(ovl_plan_out_formats, s);	/* the plan's names */
-
-	return i < 0 ? -1 : FMT_MEGATRON + i;
 }
 
 /* A per-rank pattern has exactly one %d (and %% for a percent sign). */

@@ -5,7 +5,7 @@
  */
 #include "ckpt.h"
 
-static const struct ovl_cli cli = {
+static struct ovl_cli cli = {
 	"ovl-ckpt",
 	"ovl-ckpt [options] --dir CKPTDIR [PLAN]\n"
 	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
@@ -14,9 +14,14 @@ static const struct ovl_cli cli = {
 	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] [--live DIR] CKPTDIR [--at N]\n"
 	"ovl-ckpt verify CKPTDIR [--at N] OUTPUT ...\n"
 	"ovl-ckpt summary [--json] CKPTDIR",
+	NULL,	/* the formats' names from the plan's (main) */
+};
+
+static const char help_head[] =
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
-	"  -f, --format FMT        megatron, npy, jsonl, frames or wds (files under -o)\n"
+	"  -f, --format FMT        %s (files under -o)\n";
+static const char help_rest[] =
 	"  -o, --output PREFIX     output prefix (the file itself for frames)\n"
 	"  -p, --per-rank PATTERN  one frame stream per rank, e.g. out/rank%d\n"
 	"  -m, --manifest FILE     provenance of every sequence, as JSON lines\n"
@@ -48,8 +53,7 @@ static const struct ovl_cli cli = {
 	"  compact   fold the log into one base record\n"
 	"  restore   cut the log and the outputs back to a checkpoint, print how to resume\n"
 	"  verify    check output files against a checkpoint's hash chains\n"
-	"  summary   what the run did (sources, steps, balance, restarts, time)\n"
-};
+	"  summary   what the run did (sources, steps, balance, restarts, time)\n";
 
 static const struct {
 	const char	*name;
@@ -136,13 +140,16 @@ main(int argc, char **argv)
 	struct ckpt_opts o;
 	uint64_t v;
 	size_t k;
-	int c, format_set = 0, wait_set = 0;
+	int c, format_set = 0, wait_set = 0, stream;
 
+	cli.help = ovl_cli_help_names(help_head, ovl_plan_out_formats,
+	    help_rest);
 	ovl_cli_init(&cli);
 	ovl_cli_stage_memory();
 	/* the sink's streams are for trainers and files: never a ring */
 	(void)unsetenv("OVL_TRANSPORT");
 	memset(&o, 0, sizeof(o));
+	o.format = FMT_NONE;
 	for (k = 0; argc > 1 && k < sizeof(subcommands) / sizeof(*subcommands);
 	    k++)
 		if (strcmp(argv[1], subcommands[k].name) == 0) {
@@ -182,8 +189,8 @@ main(int argc, char **argv)
 		case 'f':
 			o.format = parse_format(optarg);
 			if (o.format < 0)
-				ovl_cli_usagex(&cli, "unknown format '%s' "
-				    "(megatron, npy, jsonl, frames, wds)", optarg);
+				ovl_cli_usagex(&cli, "unknown format '%s' (%s)",
+				    optarg, ovl_cli_choices(ovl_plan_out_formats, ", ", ", "));
 			format_set = 1;
 			break;
 		case 'o':
@@ -247,25 +254,27 @@ main(int argc, char **argv)
 	if (o.dir == NULL)
 		ovl_cli_usagex(&cli, "no checkpoint directory (--dir, or the "
 		    "plan's checkpoint dir=)");
-	if (o.format != FMT_NONE && o.format != FMT_FRAMES && o.prefix == NULL)
+	stream = o.format != FMT_NONE &&
+	    (ckpt_formats[o.format]->flags & CKPT_FMT_STREAM);
+	if (o.format != FMT_NONE && !stream && o.prefix == NULL)
 		ovl_cli_usagex(&cli, "--format %s needs --output PREFIX",
 		    fmt_label(o.format));
-	if (o.format == FMT_FRAMES && o.prefix == NULL)
+	if (stream && o.prefix == NULL)
 		o.format = FMT_NONE;	/* frames on standard output */
 	if (o.format == FMT_NONE && o.prefix != NULL)
 		ovl_cli_usagex(&cli, "--output needs --format");
 	if (o.per_rank != NULL && !pattern_ok(o.per_rank))
 		ovl_cli_usagex(&cli, "per-rank pattern '%s' needs exactly one "
 		    "%%d", o.per_rank);
-	if (o.format != FMT_NONE && o.format != FMT_FRAMES &&
-	    ovl_net_is_endpoint(o.prefix))
+	if (o.format != FMT_NONE && !stream && ovl_net_is_endpoint(o.prefix))
 		ovl_cli_usagex(&cli, "--format %s writes files: an endpoint "
 		    "takes frames (--format frames, or --per-rank)",
 		    fmt_label(o.format));
 	if (o.readers_file != NULL)
 		check_readers(&o);
 	ovl_net_check(o.input, OVL_NET_READ);
-	ovl_net_check(o.format == FMT_FRAMES ? o.prefix : NULL, OVL_NET_WRITE);
+	ovl_net_check(o.format != FMT_NONE && stream ? o.prefix : NULL,
+	    OVL_NET_WRITE);
 	if (o.trainer_hosts != NULL && (o.per_rank == NULL ||
 	    strncmp(o.per_rank, "tcp-listen:", 11) != 0))
 		ovl_cli_usagex(&cli, "--trainer-hosts is for rank streams on "

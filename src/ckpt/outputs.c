@@ -1,6 +1,6 @@
 /*
- * ovl-ckpt: the sink's outputs (files and streams, npy headers, per-rank
- * streams) and the META that decides them.
+ * ovl-ckpt: the sink's outputs (files and streams, per-rank streams) and
+ * the META that decides them.
  */
 #include "ckpt.h"
 #include "committer.h"
@@ -133,37 +133,44 @@ out_put(struct out *o, const void *p, size_t n)
 	ovl_buf_append(&o->buf, p, n);
 }
 
-static void
-npy_header(const struct out *o, uint8_t hdr[NPY_HDR])
+void
+out_frame(struct out *o, const struct ovl_frame *f)
 {
-	uint64_t n = (o->len - o->hdr) / o->itemsize;
-	char dict[NPY_HDR];
-	int len;
-
-	if (o->cols > 1)
-		len = snprintf(dict, sizeof(dict), "{'descr': '%s', "
-		    "'fortran_order': False, 'shape': (%" PRIu64 ", %u), }",
-		    o->descr, n / o->cols, o->cols);
-	else
-		len = snprintf(dict, sizeof(dict), "{'descr': '%s', "
-		    "'fortran_order': False, 'shape': (%" PRIu64 ",), }",
-		    o->descr, n);
-	memset(hdr, ' ', NPY_HDR);
-	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-	hdr[8] = (uint8_t)(NPY_HDR - 10);
-	hdr[9] = 0;
-	memcpy(hdr + 10, dict, (size_t)len);
-	hdr[NPY_HDR - 1] = '\n';
+	out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
+	o->nframes++;
 }
 
+/*
+ * A SEQ of the output's width goes out from the frame as it is (16-bit
+ * ids always fit); otherwise one widening or narrowing pass.
+ */
 void
-npy_rewrite(struct out *o)
+out_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
+    int bits16, uint32_t limit)
 {
-	uint8_t hdr[NPY_HDR];
+	uint32_t w = bits16 ? 2 : 4, max = 0;
+	void *t;
 
-	npy_header(o, hdr);
-	if (pwrite(o->fd, hdr, NPY_HDR, 0) != (ssize_t)NPY_HDR)
-		ovl_err(OVL_EXIT_DATA, "write error on '%s'", o->path);
+	if (w == s->width) {
+		if (w == 4 && limit < UINT32_MAX)
+			max = ovl_tok_max(s->tokens, 4, s->ntokens);
+		if (max <= limit) {
+			out_put(o, s->tokens, (size_t)s->ntokens * w);
+			return;
+		}
+	} else {
+		R->scratch.len = 0;	/* storage from malloc: aligned */
+		t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * w);
+		max = ovl_tok_copy(t, w, s->tokens, s->width, s->ntokens);
+		if (max <= limit) {
+			out_put(o, t, (size_t)s->ntokens * w);
+			return;
+		}
+	}
+	ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
+	    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
+	    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
+	    R->vocab);
 }
 
 const char *
@@ -173,7 +180,7 @@ type_name(const struct out *o)
 	    "raw";
 }
 
-static struct out *
+struct out *
 out_new(struct ckpt_run *R, const char *name, const char *path, int type)
 {
 	struct out *o = ovl_xcalloc(1, sizeof(*o));
@@ -237,11 +244,7 @@ owner_take(struct ckpt_run *R, const struct out *o, int resumed)
 		    strerror(errno));
 }
 
-/*
- * Open an output: fresh (created empty, its header written), or, when the
- * resumed checkpoint has it, cut back to the committed length and continued.
- */
-static void
+void
 out_open(struct ckpt_run *R, struct out *o)
 {
 	const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
@@ -344,13 +347,8 @@ out_open(struct ckpt_run *R, struct out *o)
 		uint8_t hdr[NPY_HDR];
 
 		o->len = NPY_HDR;
-		npy_header(o, hdr);
+		npy_header(hdr, o->descr, 0, o->cols);
 		ovl_buf_append(&o->buf, hdr, NPY_HDR);	/* outside the hash */
-		if (o == R->cu) {
-			int64_t zero = 0;
-
-			out_put(o, &zero, sizeof(zero));
-		}
 	}
 }
 
@@ -459,118 +457,6 @@ meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 	}
 	meta_files(R, text, len);
 }
-
-void
-open_outputs(struct ckpt_run *R)
-{
-	const struct ckpt_opts *o = R->o;
-	const char *d16 = "<u2", *d32 = "<u4";
-	char *p;
-	size_t i;
-
-	/* Megatron: uint16 below 65500 ids, else int32; npy: uint16 up to 65536 */
-	if (o->format == FMT_MEGATRON)
-		R->tok16 = R->have_vocab && R->vocab < 65500;
-	else
-		R->tok16 = R->have_vocab && R->vocab <= 65536;
-	if (o->format == FMT_MEGATRON)
-		d32 = "<i4";
-	if (R->have_prev) {
-		const char *t = ovl_kvsec_get(&R->prev.sec[OVL_SEC_CKPT],
-		    "token-bits");
-		if (t != NULL && strcmp(t, R->tok16 ? "16" : "32") != 0)
-			ovl_errx(OVL_EXIT_USAGE, "the stream's vocabulary gives "
-			    "%s-bit tokens, checkpoint %" PRIu64 " has %s-bit",
-			    R->tok16 ? "16" : "32", R->last_n, t);
-	}
-	if (o->per_rank == NULL && o->format == FMT_NONE) {
-		if (!o->json)
-			ovl_io_refuse_tty(STDOUT_FILENO);
-		R->std = out_new(R, "stdout", NULL, o->json ? OT_RAW : OT_FRAMES);
-	}
-	switch (o->format) {
-	case FMT_MEGATRON:
-		p = xasprintf("%s.bin", o->prefix);
-		R->bin = out_new(R, "bin", p, OT_RAW);
-		free(p);
-		p = xasprintf("%s/megatron.sizes", R->dir);
-		R->sizes = out_new(R, "sizes", p, OT_RAW);
-		free(p);
-		break;
-	case FMT_NPY:
-		p = xasprintf("%s.tokens.npy", o->prefix);
-		R->tok = out_new(R, "tokens", p, OT_NPY);
-		R->tok->descr = R->tok16 ? d16 : d32;
-		R->tok->itemsize = R->tok16 ? 2 : 4;
-		free(p);
-		p = xasprintf("%s.positions.npy", o->prefix);
-		R->pos = out_new(R, "positions", p, OT_NPY);
-		R->pos->descr = "<i4";
-		R->pos->itemsize = 4;
-		free(p);
-		p = xasprintf("%s.cu_seqlens.npy", o->prefix);
-		R->cu = out_new(R, "cu_seqlens", p, OT_NPY);
-		R->cu->descr = "<i8";
-		R->cu->itemsize = 8;
-		free(p);
-		p = xasprintf("%s.seqs.npy", o->prefix);
-		R->seqs = out_new(R, "seqs", p, OT_NPY);
-		R->seqs->descr = "<i8";
-		R->seqs->itemsize = 8;
-		R->seqs->cols = SEQS_COLS;
-		free(p);
-		break;
-	case FMT_JSONL:
-		p = xasprintf("%s.jsonl", o->prefix);
-		R->jsonl = out_new(R, "jsonl", p, OT_RAW);
-		free(p);
-		break;
-	case FMT_FRAMES:
-		R->frames = out_new(R, "frames", o->prefix, OT_FRAMES);
-		break;
-	case FMT_WDS:
-		wds_new(R);
-		break;
-	}
-	if (o->manifest != NULL)
-		R->man = out_new(R, "manifest", o->manifest, OT_RAW);
-	for (i = 0; i < R->nouts; i++)
-		out_open(R, R->outs[i]);
-	if (R->cu != NULL)
-		R->ncu = (R->cu->len - NPY_HDR) / 8;
-	if (o->per_rank != NULL) {
-		uint32_t n = R->meta_ranks ? R->meta_ranks : o->plan_ranks;
-		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
-		char key[32];
-
-		for (i = 0; i < n; i++)
-			rank_out(R, (uint32_t)i);
-		/* ranks the checkpoint had beyond those */
-		for (i = n; R->have_prev && i < MAX_RANKS; i++) {
-			snprintf(key, sizeof(key), "rank%zu", i);
-			if (ovl_kvsec_find(os, key) < 0)
-				break;
-			rank_out(R, (uint32_t)i);
-		}
-	}
-	if (R->have_prev) {	/* every output of the checkpoint must be ours */
-		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
-		size_t j;
-
-		for (i = 0; i < os->n; i++) {
-			if (strchr(os->kv[i].key, '.') != NULL)
-				continue;
-			for (j = 0; j < R->nouts; j++)
-				if (strcmp(R->outs[j]->name, os->kv[i].key) == 0)
-					break;
-			if (j == R->nouts)
-				ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64
-				    " has output '%s' that this command line "
-				    "does not write", R->last_n, os->kv[i].key);
-		}
-	}
-}
-
 
 /* --wait-readers S has passed since t0 (never when S is 0: forever). */
 static int
@@ -778,81 +664,4 @@ srcfiles_free(struct ckpt_run *R)
 		free(R->srcfiles[s].perm);
 	}
 	free(R->srcfiles);
-}
-
-#define ANNOUNCE_WAIT	10.0	/* seconds a reader has to say its step */
-
-void
-ask_readers(struct ckpt_run *R)
-{
-	struct ckpt_opts *o = R->o;
-	uint32_t n = o->plan_ranks, r;
-	struct ovl_net **nets;
-	uint64_t step, want = 0;
-	char *path, *text = NULL;
-	size_t len = 0;
-	int64_t ck;
-	FILE *fp;
-	int fd;
-
-	nets = ovl_xcalloc(n, sizeof(*nets));
-	R->pre_fd = ovl_xcalloc(n, sizeof(*R->pre_fd));
-	R->pre_peer = ovl_xcalloc(n, sizeof(*R->pre_peer));
-	R->npre = n;
-	/* every listener first: the ranks' readers connect in any order */
-	for (r = 0; r < n; r++) {
-		path = pattern_path(o->per_rank, r);
-		nets[r] = ovl_net_new(path, OVL_NET_WRITE);
-		ovl_net_listen(nets[r]);
-		free(path);
-		R->pre_fd[r] = -1;
-	}
-	for (r = 0; r < n; r++) {
-		fd = ovl_net_wait(nets[r]);
-		if (fd < 0) {
-			ovl_info(0, "stopped while rank%" PRIu32 " waited for its "
-			    "reader on '%s'", r, ovl_net_name(nets[r]));
-			for (r = 0; r < n; r++)	/* UNIX sockets: their names go */
-				ovl_net_free(nets[r]);
-			exit(EXIT_STOPPED);
-		}
-		R->pre_fd[r] = fd;
-		R->pre_peer[r] = ovl_xstrdup(ovl_net_name(nets[r]));
-		if (ovl_net_recv_next(fd, ANNOUNCE_WAIT, &step) != 0)
-			ovl_errx(OVL_EXIT_DATA, "rank%" PRIu32 ": the reader on "
-			    "'%s' said no step (%s): with --step-from-readers "
-			    "every rank's reader announces the step it needs "
-			    "next (ovl-frame(5))", r, R->pre_peer[r],
-			    errno == EPROTO ? "it sent other bytes" :
-			    errno == ECONNRESET ? "it left" : strerror(errno));
-		ovl_info(1, "rank%" PRIu32 ": the reader on '%s' needs step %"
-		    PRIu64 " next", r, R->pre_peer[r], step);
-		if (r == 0)
-			want = step;
-		else if (step != want)
-			ovl_errx(OVL_EXIT_USAGE, "the ranks' readers need different "
-			    "steps: rank0 step %" PRIu64 ", rank%" PRIu32 " step %"
-			    PRIu64 "; a trainer's ranks resume from one checkpoint "
-			    "(overlord.torch.agree_step)", want, r, step);
-	}
-	for (r = 0; r < n; r++)
-		ovl_net_free(nets[r]);
-	free(nets);
-	fp = open_memstream(&text, &len);
-	if (fp == NULL)
-		ovl_err(OVL_EXIT_DATA, "open_memstream");
-	ck = restore_for_step(R->dir, want, fp);
-	if (fclose(fp) != 0)
-		ovl_err(OVL_EXIT_DATA, "open_memstream");
-	if (ck >= 0) {
-		o->resume_set = 1;
-		o->resume = (uint64_t)ck;
-	} else if (want > 0) {
-		o->nskip = 1;
-		o->skip[0] = 0;
-		o->skip[1] = want - 1;
-	}
-	if (ovl_atomic_write(o->readers_file, text != NULL ? text : "", len) != 0)
-		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", o->readers_file);
-	free(text);
 }

@@ -148,15 +148,11 @@ handshake(const char *dir, const struct ovl_ckptlog *log,
 	return -1;
 }
 
-/* Cut a file output back to its committed length; fix npy and .idx. */
+/* Cut a file output back to its committed length. */
 static void
-restore_output(const struct ovl_ckstate *st, const char *name,
-    const struct outrec *r, uint64_t n)
+restore_output(const struct outrec *r, uint64_t n)
 {
-	const char *bits = ovl_kvsec_get(&st->sec[OVL_SEC_CKPT], "token-bits");
-	int tok16 = bits != NULL && strcmp(bits, "16") == 0;
 	struct stat sb;
-	struct out o;
 	int fd;
 
 	if (!r->file)
@@ -170,25 +166,6 @@ restore_output(const struct ovl_ckstate *st, const char *name,
 		    (intmax_t)sb.st_size, r->len, n);
 	if (ftruncate(fd, (off_t)r->len) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot truncate '%s'", r->path);
-	if (r->type == OT_NPY) {
-		memset(&o, 0, sizeof(o));
-		o.fd = fd;
-		o.path = (char *)r->path;
-		o.len = r->len;
-		o.hdr = NPY_HDR;
-		o.cols = 1;
-		o.itemsize = 8;
-		o.descr = "<i8";
-		if (strcmp(name, "tokens") == 0) {
-			o.descr = tok16 ? "<u2" : "<u4";
-			o.itemsize = tok16 ? 2 : 4;
-		} else if (strcmp(name, "positions") == 0) {
-			o.descr = "<i4";
-			o.itemsize = 4;
-		} else if (strcmp(name, "seqs") == 0)
-			o.cols = SEQS_COLS;
-		npy_rewrite(&o);
-	}
 	if (fsync(fd) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot sync '%s'", r->path);
 	close(fd);
@@ -412,10 +389,10 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	struct skip sk[MAX_SKIPS];
 	struct ovl_buf rec = { 0 };
 	const char *v;
-	char *mixpath, *conpath, *bin = NULL, *sizes = NULL, *idx;
-	uint64_t n, step = 0, nseq = 0;
+	char *mixpath, *conpath;
+	uint64_t n, step = 0;
 	size_t i, j, nsk;
-	int fd;
+	int fd, f;
 
 	read_log_prefix(dir, &log, o->at_set, o->at);
 	if (o->step_set && handshake(dir, &log, o) != 0) {
@@ -452,22 +429,13 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 		if (strchr(os->kv[j].key, '.') != NULL ||
 		    out_lookup(&st, os->kv[j].key, &r) != 0)
 			continue;
-		restore_output(&st, os->kv[j].key, &r, n);
-		if (strcmp(os->kv[j].key, "bin") == 0)
-			bin = ovl_xstrdup(r.path);
-		if (strcmp(os->kv[j].key, "sizes") == 0) {
-			sizes = ovl_xstrdup(r.path);
-			nseq = r.len / 4;
-		}
+		restore_output(&r, n);
 	}
-	if (bin != NULL && sizes != NULL && strlen(bin) > 4) {
-		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "token-bits");
-		idx = xasprintf("%.*s.idx", (int)(strlen(bin) - 4), bin);
-		write_idx(sizes, nseq, idx, v != NULL && strcmp(v, "16") == 0);
-		free(idx);
-	}
-	free(bin);
-	free(sizes);
+	/* what the format derives from its files: headers, indexes */
+	v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "format");
+	if (v != NULL && (f = parse_format(v)) >= 0 &&
+	    ckpt_formats[f]->restore != NULL)
+		ckpt_formats[f]->restore(&st, n);
 	if (o->nskip) {
 		v = ovl_kvsec_get(&st.sec[OVL_SEC_CKPT], "step");
 		if (v != NULL)

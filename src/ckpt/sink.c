@@ -5,103 +5,7 @@
 #include "ckpt.h"
 #include "committer.h"
 
-static volatile sig_atomic_t stop_requested;
-
-int
-ckpt_stopping(void)
-{
-	return stop_requested;
-}
-
-
-static void
-on_term(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 /* ---- SEQ ---- */
-
-static char *
-put_u64(char *p, uint64_t v)
-{
-	char t[24];
-	int n = 0;
-
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	while (n > 0)
-		*p++ = t[--n];
-	return p;
-}
-
-static void
-json_array(struct ovl_buf *b, const char *key, const void *a, uint32_t width,
-    size_t n)
-{
-	char *p;
-	size_t i;
-
-	p = (char *)ovl_buf_reserve(b, strlen(key) + 6 + n * 11);
-	p += sprintf(p, ",\"%s\":[", key);
-	for (i = 0; i < n; i++) {
-		if (i > 0)
-			*p++ = ',';
-		p = put_u64(p, ovl_tok_at(a, width, i));
-	}
-	*p++ = ']';
-	b->len = (size_t)(p - (char *)b->p);
-}
-
-static void
-json_seq_head(struct ovl_buf *b, const struct ovl_seq *s, uint64_t index)
-{
-	char t[160];
-
-	snprintf(t, sizeof(t), "{\"seq\":%" PRIu64 ",\"step\":%" PRIu64
-	    ",\"rank\":%" PRIu32 ",\"mb\":%" PRIu32, index, s->step, s->rank,
-	    s->mb);
-	ovl_buf_append(b, t, strlen(t));
-}
-
-/*
- * The positions of s and their width: its own array, or (none sent,
- * ovl-frame(5) NOPOS) derived from cu_seqlens into a buffer of this file.
- */
-static const void *
-seq_positions(const struct ovl_seq *s, uint32_t *width)
-{
-	static struct ovl_u32vec derived;
-
-	if (s->positions != NULL) {
-		*width = s->pos_width;
-		return s->positions;
-	}
-	derived.len = 0;
-	ovl_seq_position_ids(s, ovl_u32vec_reserve(&derived, s->ntokens));
-	*width = 4;
-	return derived.p;
-}
-
-static void
-write_jsonl(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
-{
-	const void *pos;
-	uint32_t pw;
-	struct ovl_buf *b = &R->scratch;
-
-	b->len = 0;
-	json_seq_head(b, s, R->nseqs);
-	json_array(b, "tokens", s->tokens, s->width, s->ntokens);
-	pos = seq_positions(s, &pw);
-	json_array(b, "positions", pos, pw, s->ntokens);
-	json_array(b, "cu_seqlens", s->cu_seqlens, 4, (size_t)s->npieces + 1);
-	ovl_buf_append(b, "}\n", 2);
-	out_put(o, b->p, b->len);
-}
 
 static void
 write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
@@ -111,7 +15,7 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 	char t[256];
 	const char *name, *file;
 	uint64_t foff, flen;
-	uint32_t i;
+	size_t i;
 
 	b->len = 0;
 	json_seq_head(b, s, R->nseqs);
@@ -152,76 +56,19 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 		ovl_buf_append(b, "}", 1);
 	}
 	ovl_buf_append(b, "]", 1);
-	if (R->wds != NULL)
-		wds_shard_name(R, s->step, s->rank, s->mb, b);
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->manifest != NULL)
+			R->act[i].f->manifest(R, R->act[i].state, s, b);
 	ovl_buf_append(b, "}\n", 2);
 	out_put(R->man, b->p, b->len);
 }
 
-/*
- * The tokens of s into o, 16 or 32 bits as the output's (bits16), each at
- * most limit. A SEQ of the output's width goes out from the frame as it
- * is (16-bit ids always fit); otherwise one widening or narrowing pass.
- */
-static void
-write_tokens(struct ckpt_run *R, struct out *o, const struct ovl_seq *s,
-    int bits16, uint32_t limit)
-{
-	uint32_t w = bits16 ? 2 : 4, max = 0;
-	void *t;
-
-	if (w == s->width) {
-		if (w == 4 && limit < UINT32_MAX)
-			max = ovl_tok_max(s->tokens, 4, s->ntokens);
-		if (max <= limit) {
-			out_put(o, s->tokens, (size_t)s->ntokens * w);
-			return;
-		}
-	} else {
-		R->scratch.len = 0;	/* storage from malloc: aligned */
-		t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * w);
-		max = ovl_tok_copy(t, w, s->tokens, s->width, s->ntokens);
-		if (max <= limit) {
-			out_put(o, t, (size_t)s->ntokens * w);
-			return;
-		}
-	}
-	ovl_errx(OVL_EXIT_DATA, "SEQ of step %" PRIu64 " rank %" PRIu32
-	    ": token id %" PRIu32 " does not fit %s (META vocab %" PRIu64
-	    ")", s->step, s->rank, max, bits16 ? "uint16" : "int32",
-	    R->vocab);
-}
-
-/* The positions of s as int32 (the npy output's). */
-static void
-write_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
-{
-	void *t;
-
-	if (s->pos_width == 4) {
-		out_put(o, s->positions, (size_t)s->ntokens * 4);
-		return;
-	}
-	R->scratch.len = 0;
-	t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * 4);
-	ovl_seq_position_ids(s, t);
-	out_put(o, t, (size_t)s->ntokens * 4);
-}
-
-/* A frame as it came, to the frame output and to its rank's stream. */
+/* A frame as it came, to its rank's stream. */
 static void
 pass_frame(struct ckpt_run *R, const struct ovl_frame *f, uint32_t rank)
 {
-	if (R->frames != NULL) {
-		out_put(R->frames, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		R->frames->nframes++;
-	}
-	if (R->o->per_rank != NULL) {
-		struct out *o = rank_out(R, rank);
-
-		out_put(o, f->payload - OVL_FRAME_HDR_LEN, f->size);
-		o->nframes++;
-	}
+	if (R->o->per_rank != NULL)
+		out_frame(rank_out(R, rank), f);
 }
 
 static void
@@ -248,65 +95,15 @@ on_seq(struct ckpt_run *R, const struct ovl_frame *f)
 	}
 	R->seq_dropped = 0;
 	if (R->std != NULL) {
-		if (R->o->json) {
-			const void *pos;
-			uint32_t pw;
-
-			R->scratch.len = 0;
-			json_seq_head(&R->scratch, &s, R->nseqs);
-			json_array(&R->scratch, "tokens", s.tokens, s.width,
-			    s.ntokens);
-			pos = seq_positions(&s, &pw);
-			json_array(&R->scratch, "positions", pos, pw,
-			    s.ntokens);
-			json_array(&R->scratch, "cu_seqlens", s.cu_seqlens, 4,
-			    (size_t)s.npieces + 1);
-			ovl_buf_append(&R->scratch, "}\n", 2);
-			out_put(R->std, R->scratch.p, R->scratch.len);
-		} else {
-			out_put(R->std, f->payload - OVL_FRAME_HDR_LEN, f->size);
-			R->std->nframes++;
-		}
+		if (R->o->json)
+			seq_json(R, R->std, &s);
+		else
+			out_frame(R->std, f);
 	}
 	pass_frame(R, f, s.rank);
-	if (R->bin != NULL) {
-		int32_t n = (int32_t)s.ntokens;
-
-		write_tokens(R, R->bin, &s, R->tok16, R->tok16 ? 65535 :
-		    INT32_MAX);
-		out_put(R->sizes, &n, 4);
-	}
-	if (R->tok != NULL) {
-		int64_t row[SEQS_COLS], c;
-		uint64_t first = R->ncu - 1;
-
-		write_tokens(R, R->tok, &s, R->tok16, R->tok16 ? 65535 :
-		    UINT32_MAX);
-		write_positions(R, R->pos, &s);
-		row[0] = (int64_t)s.step;
-		row[1] = s.rank;
-		row[2] = s.mb;
-		row[3] = (int64_t)((R->tok->len - NPY_HDR) / R->tok->itemsize) -
-		    s.ntokens;
-		row[4] = s.ntokens;
-		row[5] = (int64_t)first;
-		for (i = 1; i <= s.npieces; i++) {
-			c = row[3] + s.cu_seqlens[i];
-			out_put(R->cu, &c, 8);
-			R->ncu++;
-		}
-		if (s.cu_seqlens[s.npieces] < s.ntokens) {	/* padding */
-			c = row[3] + s.ntokens;
-			out_put(R->cu, &c, 8);
-			R->ncu++;
-		}
-		row[6] = (int64_t)(R->ncu - 1 - first);
-		out_put(R->seqs, row, sizeof(row));
-	}
-	if (R->jsonl != NULL)
-		write_jsonl(R, R->jsonl, &s);
-	if (R->wds != NULL)
-		wds_seq(R, &s, f);
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->seq != NULL)
+			R->act[i].f->seq(R, R->act[i].state, &s, f);
 	if (R->man != NULL)
 		write_manifest(R, &s);
 	R->nseqs++;
@@ -321,6 +118,7 @@ static void
 on_image(struct ckpt_run *R, const struct ovl_frame *f)
 {
 	struct ovl_image im;
+	size_t i;
 
 	if (R->seq_dropped)
 		return;
@@ -342,14 +140,13 @@ on_image(struct ckpt_run *R, const struct ovl_frame *f)
 			ovl_json_string_buf(b, im.name, im.name_len);
 			ovl_buf_append(b, "}\n", 2);
 			out_put(R->std, b->p, b->len);
-		} else {
-			out_put(R->std, f->payload - OVL_FRAME_HDR_LEN, f->size);
-			R->std->nframes++;
-		}
+		} else
+			out_frame(R->std, f);
 	}
 	pass_frame(R, f, im.rank);
-	if (R->wds != NULL)
-		wds_image(R, &im);
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->image != NULL)
+			R->act[i].f->image(R, R->act[i].state, &im, f);
 }
 
 /* ---- commits ---- */
@@ -430,7 +227,16 @@ append_record(struct ckpt_run *R, uint64_t n, unsigned flags)
 	R->have_last = 1;
 }
 
-static void finish_idx(struct ckpt_run *R);
+/* What the formats derive from their outputs, written whole. */
+static void
+formats_end(struct ckpt_run *R)
+{
+	size_t i;
+
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->end != NULL)
+			R->act[i].f->end(R, R->act[i].state);
+}
 
 /* Before the sink stops early: every output flushed, every commit durable. */
 static void
@@ -440,7 +246,7 @@ flush_all(struct ckpt_run *R)
 
 	for (i = 0; i < R->nouts; i++)
 		out_flush(R->outs[i]);
-	finish_idx(R);
+	formats_end(R);
 	(void)committer_drain(R->logpath, 0);
 	committer_join();
 }
@@ -499,101 +305,6 @@ commit(struct ckpt_run *R, const struct ovl_barrier *b)
 		finish_by_readers(R, readers_stopped(R));
 }
 
-/*
- * The Megatron index from the sizes file, atomically, a block of sequences
- * at a time (issue 18: 20 bytes a sequence held whole grew ovl-ckpt with
- * the corpus).
- */
-struct idxgen {
-	const char	*sizes_path;
-	uint64_t	 nseq;
-	int		 tok16;
-};
-
-#define IDX_BLOCK	8192	/* sequences per read and write */
-
-static int
-idx_gen(int fd, void *arg)
-{
-	const struct idxgen *g = arg;
-	uint8_t hdr[34], *in = ovl_xmalloc(IDX_BLOCK * 4);
-	uint8_t *out = ovl_xmalloc(IDX_BLOCK * 8);
-	uint64_t i, j, k, ptr = 0;
-	int pass, sfd, rc = -1;
-
-	memcpy(hdr, "MMIDIDX\x00\x00", 9);
-	ovl_put64(hdr + 9, 1);
-	hdr[17] = g->tok16 ? 8 : 4;	/* numpy uint16 : int32 */
-	ovl_put64(hdr + 18, g->nseq);
-	ovl_put64(hdr + 26, g->nseq + 1);
-	if (ovl_io_write_full(fd, hdr, sizeof(hdr)) != 0)
-		goto out;
-	/* int32 sizes straight from the sizes file, then int64 pointers */
-	for (pass = 0; pass < 2; pass++) {
-		sfd = open(g->sizes_path, O_RDONLY | O_CLOEXEC);
-		for (i = 0; i < g->nseq; i += k) {
-			k = g->nseq - i < IDX_BLOCK ? g->nseq - i : IDX_BLOCK;
-			if (sfd < 0 || ovl_io_read_full(sfd, in, k * 4) !=
-			    (ssize_t)(k * 4))
-				ovl_err(OVL_EXIT_DATA, "cannot read %" PRIu64
-				    " sizes from '%s'", g->nseq, g->sizes_path);
-			if (pass == 0) {
-				if (ovl_io_write_full(fd, in, k * 4) != 0)
-					goto out_sfd;
-				continue;
-			}
-			for (j = 0; j < k; j++) {
-				ovl_put64(out + j * 8, ptr);
-				ptr += (uint64_t)ovl_le32(in + j * 4) *
-				    (g->tok16 ? 2 : 4);
-			}
-			if (ovl_io_write_full(fd, out, k * 8) != 0)
-				goto out_sfd;
-		}
-		if (sfd >= 0)
-			close(sfd);
-	}
-	/* int64 document index: 0..nseq */
-	for (i = 0; i <= g->nseq; i += k) {
-		k = g->nseq + 1 - i < IDX_BLOCK ? g->nseq + 1 - i : IDX_BLOCK;
-		for (j = 0; j < k; j++)
-			ovl_put64(out + j * 8, i + j);
-		if (ovl_io_write_full(fd, out, k * 8) != 0)
-			goto out;
-	}
-	rc = 0;
-	goto out;
-out_sfd:
-	close(sfd);
-out:
-	free(in);
-	free(out);
-	return rc;
-}
-
-void
-write_idx(const char *sizes_path, uint64_t nseq, const char *idx_path,
-    int tok16)
-{
-	struct idxgen g = { sizes_path, nseq, tok16 };
-
-	if (ovl_atomic_write_gen(idx_path, idx_gen, &g) != 0)
-		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", idx_path);
-}
-
-static void
-finish_idx(struct ckpt_run *R)
-{
-	char *idx;
-
-	if (R->bin == NULL)
-		return;
-	out_flush(R->sizes);
-	idx = xasprintf("%s.idx", R->o->prefix);
-	write_idx(R->sizes->path, R->sizes->len / 4, idx, R->tok16);
-	free(idx);
-}
-
 static void
 on_end(struct ckpt_run *R)
 {
@@ -630,7 +341,7 @@ on_end(struct ckpt_run *R)
 	/* a reader that ended before the last step: not the end of the run */
 	if (readers_stopped(R) >= 0)
 		finish_by_readers(R, readers_stopped(R));
-	finish_idx(R);
+	formats_end(R);
 	build_state(R, &b);
 	append_record(R, b.n, OVL_CKPTREC_END);
 }
@@ -737,6 +448,73 @@ open_log(struct ckpt_run *R)
 		ovl_err(OVL_EXIT_DATA, "cannot open '%s'", R->logpath);
 }
 
+/* After the META: standard output or the formats' outputs, the manifest,
+ * the rank streams. */
+static void
+open_outputs(struct ckpt_run *R)
+{
+	const struct ckpt_opts *o = R->o;
+	const struct ckpt_format *f = o->format >= 0 ?
+	    ckpt_formats[o->format] : NULL;
+	size_t i;
+
+	R->tok16 = R->have_vocab && R->vocab <= (f != NULL ? f->tok16_vocab :
+	    65536);
+	if (R->have_prev) {
+		const char *t = ovl_kvsec_get(&R->prev.sec[OVL_SEC_CKPT],
+		    "token-bits");
+		if (t != NULL && strcmp(t, R->tok16 ? "16" : "32") != 0)
+			ovl_errx(OVL_EXIT_USAGE, "the stream's vocabulary gives "
+			    "%s-bit tokens, checkpoint %" PRIu64 " has %s-bit",
+			    R->tok16 ? "16" : "32", R->last_n, t);
+	}
+	if (o->per_rank == NULL && o->format == FMT_NONE) {
+		if (!o->json)
+			ovl_io_refuse_tty(STDOUT_FILENO);
+		R->std = out_new(R, "stdout", NULL, o->json ? OT_RAW : OT_FRAMES);
+		out_open(R, R->std);
+	}
+	if (f != NULL) {
+		R->act[R->nact].f = f;
+		R->act[R->nact++].state = f->open(R);
+	}
+	if (o->manifest != NULL) {
+		R->man = out_new(R, "manifest", o->manifest, OT_RAW);
+		out_open(R, R->man);
+	}
+	if (o->per_rank != NULL) {
+		uint32_t n = R->meta_ranks ? R->meta_ranks : o->plan_ranks;
+		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
+		char key[32];
+
+		for (i = 0; i < n; i++)
+			rank_out(R, (uint32_t)i);
+		/* ranks the checkpoint had beyond those */
+		for (i = n; R->have_prev && i < MAX_RANKS; i++) {
+			snprintf(key, sizeof(key), "rank%zu", i);
+			if (ovl_kvsec_find(os, key) < 0)
+				break;
+			rank_out(R, (uint32_t)i);
+		}
+	}
+	if (R->have_prev) {	/* every output of the checkpoint must be ours */
+		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
+		size_t j;
+
+		for (i = 0; i < os->n; i++) {
+			if (strchr(os->kv[i].key, '.') != NULL)
+				continue;
+			for (j = 0; j < R->nouts; j++)
+				if (strcmp(R->outs[j]->name, os->kv[i].key) == 0)
+					break;
+			if (j == R->nouts)
+				ovl_errx(OVL_EXIT_USAGE, "checkpoint %" PRIu64
+				    " has output '%s' that this command line "
+				    "does not write", R->last_n, os->kv[i].key);
+		}
+	}
+}
+
 static void
 on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 {
@@ -762,12 +540,9 @@ mark_barrier(struct ckpt_run *R, const struct ovl_frame *f)
 {
 	size_t r;
 
-	for (r = 0; r < R->nrank; r++) {
-		if (R->rank[r] == NULL)
-			continue;
-		out_put(R->rank[r], f->payload - OVL_FRAME_HDR_LEN, f->size);
-		R->rank[r]->nframes++;
-	}
+	for (r = 0; r < R->nrank; r++)
+		if (R->rank[r] != NULL)
+			out_frame(R->rank[r], f);
 }
 
 /*
@@ -779,7 +554,7 @@ static void
 on_step(struct ckpt_run *R, const struct ovl_frame *f)
 {
 	struct ovl_step st;
-	struct out *targets[3];
+	struct out *targets[2];
 	size_t i, n = 0;
 
 	(void)ovl_step_decode(f, &st);	/* the reader checked it */
@@ -788,15 +563,13 @@ on_step(struct ckpt_run *R, const struct ovl_frame *f)
 		return;
 	if (R->std != NULL && !R->o->json)
 		targets[n++] = R->std;
-	if (R->frames != NULL)
-		targets[n++] = R->frames;
 	if (R->o->per_rank != NULL)
 		targets[n++] = rank_out(R, st.rank);
-	if (R->wds != NULL)
-		wds_step(R, st.step, st.rank);
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->step_end != NULL)
+			R->act[i].f->step_end(R, R->act[i].state, &st, f);
 	for (i = 0; i < n; i++) {
-		out_put(targets[i], f->payload - OVL_FRAME_HDR_LEN, f->size);
-		targets[i]->nframes++;
+		out_frame(targets[i], f);
 		if (!targets[i]->regular)
 			out_flush(targets[i]);
 		out_step_end(targets[i], st.step);
@@ -866,7 +639,9 @@ run_free(struct ckpt_run *R)
 	free(R->pre_fd);
 	free(R->pre_peer);
 	srcfiles_free(R);
-	wds_free(R);
+	for (i = 0; i < R->nact; i++)
+		if (R->act[i].f->free != NULL)
+			R->act[i].f->free(R, R->act[i].state);
 	for (i = 0; i < R->nsrc; i++)
 		free(R->srcname[i]);
 	free(R->srcname);
@@ -912,7 +687,7 @@ run(struct ckpt_opts *o)
 		ovl_err(OVL_EXIT_DATA, "cannot resolve '%s'", o->dir);
 	(void)lock_dir(R.dir);
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_term;
+	sa.sa_handler = ckpt_on_term;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a reader that goes away is a write error (EPIPE), said by name */
@@ -951,7 +726,7 @@ run(struct ckpt_opts *o)
 	for (;;) {
 		rc = ovl_reader_next(rd, &f);
 		if (rc < 0) {
-			if (stop_requested) {
+			if (ckpt_stopping()) {
 				ovl_warnx("%s", ovl_reader_error(rd));
 				finish_stop(&R);
 			}
@@ -971,7 +746,7 @@ run(struct ckpt_opts *o)
 			(void)ovl_barrier_decode(&f, &R.bar);	/* the reader checked it */
 			mark_barrier(&R, &f);
 			commit(&R, &R.bar);
-			if (stop_requested)
+			if (ckpt_stopping())
 				finish_stop(&R);
 			break;
 		case OVL_END:

@@ -208,7 +208,7 @@ images_flushed(struct construct *c)
 	c->img_doc0 = c->img_doc0 > c->img_next ? c->img_doc0 - c->img_next : 0;
 	c->img_next = 0;
 	/*
-	 * Bounded memory (issue 18): grown for a window of large images,
+	 * Bounded memory: grown for a window of large images,
 	 * the arena shrinks once 8 windows in a row were small (no
 	 * allocation per window while they are large).
 	 */

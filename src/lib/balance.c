@@ -15,19 +15,17 @@
 #define KK_MAX_CELLS	((size_t)1 << 25)
 
 const char *const ovl_balance_names[] = { "none", "lpt", "kk", NULL };
-#define NNAMES	(sizeof(ovl_balance_names) / sizeof(ovl_balance_names[0]) - 1)
 
 int
 ovl_balance_parse(const char *name)
 {
-	return ovl_cli_choice(ovl_balance_names, NNAMES, name);
+	return ovl_cli_choice(ovl_balance_names, name);
 }
 
 const char *
 ovl_balance_name(int method)
 {
-	return ovl_cli_choice_name(ovl_balance_names, NNAMES,
-	    method);
+	return ovl_cli_choice_name(ovl_balance_names, method);
 }
 
 double

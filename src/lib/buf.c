@@ -13,9 +13,9 @@
  * where the kernel offers them (madvise mode), once ovl_buf_huge(1) asked
  * for it: a fresh block is then faulted in 2 MiB at a time instead of 4
  * KiB. Such a buffer is new memory every time (the mmap threshold, cli.c,
- * gives it back on free), and a 4 KiB fault costs about 14 us on a
- * paravirtualized machine, 40 times a huge page's per byte (make bench
- * downstream: issue 18). free() takes them as any other block.
+ * gives it back on free), and 4 KiB faults cost far more per byte than
+ * huge pages' (make bench BENCH_ARGS=downstream). free() takes them as
+ * any other block.
  */
 #define HUGE_PAGE	(2u << 20)
 

@@ -26,7 +26,7 @@ ovl_cli_init(const struct ovl_cli *cli)
 	ovl_err_setprog(cli->prog);
 #ifdef M_MMAP_THRESHOLD
 	/*
-	 * Memory bounded by the plan (issue 18): blocks of 1 MiB and more
+	 * Memory bounded by the plan: blocks of 1 MiB and more
 	 * (buffers grown for an outlier document) are mapped and unmapped
 	 * on their own. glibc's threshold otherwise rises to the largest
 	 * block freed (up to 32 MiB), and the next such buffers stay in the
@@ -86,22 +86,58 @@ print_synopsis(FILE *fp, const struct ovl_cli *cli)
 }
 
 int
-ovl_cli_choice(const char *const *names, size_t n, const char *name)
+ovl_cli_choice(const char *const *names, const char *name)
 {
-	size_t i;
+	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; names[i] != NULL; i++)
 		if (strcmp(name, names[i]) == 0)
-			return (int)i;
+			return i;
 	return -1;
 }
 
 const char *
-ovl_cli_choice_name(const char *const *names, size_t n, int i)
+ovl_cli_choice_name(const char *const *names, int i)
 {
-	if (i < 0 || (size_t)i >= n)
-		return "?";
-	return names[i];
+	int k;
+
+	for (k = 0; k < i && names[k] != NULL; k++)
+		;
+	return i < 0 || names[k] == NULL ? "?" : names[i];
+}
+
+char *
+ovl_cli_choices(const char *const *names, const char *sep, const char *last)
+{
+	struct ovl_buf b = { 0 };
+	size_t i;
+
+	for (i = 0; names[i] != NULL; i++) {
+		if (i > 0) {
+			const char *s = names[i + 1] == NULL ? last : sep;
+
+			ovl_buf_append(&b, s, strlen(s));
+		}
+		ovl_buf_append(&b, names[i], strlen(names[i]));
+	}
+	ovl_buf_append(&b, "", 1);
+	return (char *)b.p;
+}
+
+char *
+ovl_cli_help_names(const char *head, const char *const *names,
+    const char *rest)
+{
+	char *list = ovl_cli_choices(names, ", ", " or ");
+	const char *at = strstr(head, "%s");
+	struct ovl_buf b = { 0 };
+
+	ovl_buf_append(&b, head, (size_t)(at - head));
+	ovl_buf_append(&b, list, strlen(list));
+	ovl_buf_append(&b, at + 2, strlen(at + 2));
+	ovl_buf_append(&b, rest, strlen(rest) + 1);
+	free(list);
+	return (char *)b.p;
 }
 
 void

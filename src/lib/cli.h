@@ -39,8 +39,8 @@ void	ovl_cli_init(const struct ovl_cli *cli);
  * outlier reuses pages or faults them in 2 MiB at a time. A few MB more
  * at the peak, a constant: memory stays bounded by the plan. Not for
  * ovl-source: a run has many, whose summed peak is the plan's memory
- * bound (huge pages raised a source's peak from 10.7 to 18.4 MB with 8 MB
- * outliers: make bench BENCH_ARGS=memory). Call after ovl_cli_init.
+ * bound, and huge pages would raise each one's (make bench
+ * BENCH_ARGS=memory). Call after ovl_cli_init.
  */
 void	ovl_cli_stage_memory(void);
 /*
@@ -56,10 +56,24 @@ void	ovl_cli_lifeline(void);
  * exit), 0 when the caller must handle it.
  */
 int	ovl_cli_common(const struct ovl_cli *cli, int opt);
-/* Index of name among names[0..n) (an option's choices), or -1. */
-int	ovl_cli_choice(const char *const *names, size_t n, const char *name);
+/*
+ * Choices (an option's, a plan key's) are a NULL-terminated list of
+ * names, in the order of the values they stand for.
+ */
+/* Index of name in names, or -1. */
+int	ovl_cli_choice(const char *const *names, const char *name);
 /* names[i], or "?" when i is out of range. */
-const char *ovl_cli_choice_name(const char *const *names, size_t n, int i);
+const char *ovl_cli_choice_name(const char *const *names, int i);
+/* The names joined: sep between them, last before the last ("a, b or c");
+ * allocated. */
+char	*ovl_cli_choices(const char *const *names, const char *sep,
+	    const char *last);
+/*
+ * A help text whose option list names choices: head (whose one "%s"
+ * becomes the names, "a, b or c") followed by rest. Allocated.
+ */
+char	*ovl_cli_help_names(const char *head, const char *const *names,
+	    const char *rest);
 /* Print "usage:" and the synopsis on stderr and exit 2. */
 void	ovl_cli_usage(const struct ovl_cli *cli) __attribute__((noreturn));
 /* Print "prog: message", then the usage lines, and exit 2. */

@@ -1,5 +1,5 @@
 /*
- * dl: optional libraries, loaded at their first use (issue 18).
+ * dl: optional libraries, loaded at their first use.
  *
  * A library that only some inputs need (libcurl for http(s):// and s3://,
  * libarchive for tar and gzip/bzip2/xz, libcrypto for the socket

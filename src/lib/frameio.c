@@ -21,7 +21,7 @@
 #include "ring.h"
 
 /*
- * Bounded memory (issue 18): a buffer grown for an outlier frame goes back
+ * Bounded memory: a buffer grown for an outlier frame goes back
  * to its normal size after it (the writer's once CALM frames in a row were
  * small), so memory follows the largest frame of the moment, not of the
  * whole stream. Buffers shrink only from 4 times their normal size: frames

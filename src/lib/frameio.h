@@ -48,7 +48,7 @@ void	ovl_reader_set_chunk(struct ovl_reader *r, size_t chunk);
  * reading the rest or growing the buffer: the frame stays in the pipe
  * until a call with the defer off. ovl-mix reads ahead from the inputs it
  * does not need yet only up to small frames, so that an outlier is held
- * by the one input being consumed (bounded memory, issue 18).
+ * by the one input being consumed (bounded memory).
  */
 void	ovl_reader_defer(struct ovl_reader *r, size_t size);
 /*
@@ -174,7 +174,7 @@ void	ovl_writer_frame(struct ovl_writer *w, uint8_t kind, uint8_t flags,
 /*
  * A frame of len payload bytes (a multiple of 4) that gen makes in pieces:
  * gen(arg, dst, off, n) writes payload bytes [off, off + n) to dst. A frame
- * over 128 KiB is never held whole (bounded memory, issue 18): gen is
+ * over 128 KiB is never held whole (bounded memory): gen is
  * called twice over it, for the CRC and then to write each piece, so it
  * must make the same bytes both times.
  */

@@ -61,17 +61,16 @@ extern struct ovl_arc ovl_arc;
 int	ovl_arc_load(void);
 
 /*
- * Bytes asked of a decoder at once, and the read-ahead thread's block:
- * 256 KiB (issue 18: 4 blocks of 1 MiB and a 1 MiB zstd input buffer
- * made every compressed source 4 MB larger; as fast, bench-source).
+ * Bytes asked of a decoder at once, and the read-ahead thread's block
+ * (the memory of a compressed source: make bench BENCH_ARGS=source).
  */
 #define OVL_INPUT_BLOCK	(256u << 10)
 enum { OVL_INPUT_ARCHIVE = 100 };	/* in->kind: libarchive reads it */
 
 /*
  * A decompressing thread: it fills blocks ahead of the reader, so that
- * decompression (zstd's ~1.4 GB/s on one core) overlaps parsing,
- * tokenizing and writing on the other.
+ * decompression on one core overlaps parsing, tokenizing and writing on
+ * the other.
  */
 #define OVL_INPUT_NBLK	4
 struct ovl_zblock {

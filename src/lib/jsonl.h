@@ -60,7 +60,7 @@ struct ovl_jsonl_result {
 int	ovl_jsonl_extract(const struct ovl_jsonl_path *p, const char *line,
 	    size_t n, struct ovl_buf *scratch, struct ovl_jsonl_result *r);
 /*
- * The same, without a copy (issue 18: a long document held once): a
+ * The same, without a copy (a long document is held once): a
  * field with escapes is unescaped over its own bytes in line (never
  * longer than its escaped form), and val points there. Nothing else of
  * line changes.

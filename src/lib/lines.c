@@ -8,7 +8,6 @@
 
 #include "buf.h"
 
-/* 128 KiB (issue 18: 1 MiB made every source 2 MiB larger; as fast) */
 #define LINES_BLOCK	(128u << 10)	/* bytes asked of the reader at once */
 #define LINES_CAP	(2u * LINES_BLOCK)	/* the buffer's normal size */
 
@@ -48,7 +47,7 @@ ovl_lines_fill(struct ovl_lines *r)
 		r->beg = 0;
 		/*
 		 * Grown for a long record that is behind us: back to the
-		 * normal size (issue 18; at most once per long record).
+		 * normal size (at most once per long record).
 		 */
 		if (r->cap > 2 * LINES_CAP && r->end <= LINES_BLOCK) {
 			r->buf = ovl_xrealloc(r->buf, LINES_CAP);

@@ -32,18 +32,17 @@ struct ovl_packer {
 };
 
 const char *const ovl_pack_names[] = { "bfd", "first-fit", "concat", NULL };
-#define NNAMES	(sizeof(ovl_pack_names) / sizeof(ovl_pack_names[0]) - 1)
 
 int
 ovl_pack_parse(const char *name)
 {
-	return ovl_cli_choice(ovl_pack_names, NNAMES, name);
+	return ovl_cli_choice(ovl_pack_names, name);
 }
 
 const char *
 ovl_pack_name(int method)
 {
-	return ovl_cli_choice_name(ovl_pack_names, NNAMES, method);
+	return ovl_cli_choice_name(ovl_pack_names, method);
 }
 
 struct ovl_packer *

@@ -1,6 +1,6 @@
 /*
  * pcre: PCRE2's 8-bit functions, loaded at the first pattern compiled
- * (lib/dl.h, issue 18): a process with the bytes tokenizer and no
+ * (lib/dl.h): a process with the bytes tokenizer and no
  * --match/--drop never maps libpcre2. Callers call through ovl_pcre.
  */
 #ifndef OVL_PCRE_H

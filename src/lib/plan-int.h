@@ -56,7 +56,6 @@ int	ovl_plan__get_size(struct ctx *c, const char *key, const char *v,
 	    uint64_t *out);
 int	ovl_plan__get_u32(struct ctx *c, const char *key, const char *v,
 	    uint32_t min, uint32_t *out);
-int	ovl_plan__one_of(const char *v, const char *const *list);
 int	ovl_plan__get_choice(struct ctx *c, const char *key, const char *v,
 	    const char *const *list, char **out);
 /* Duplicate-directive check for directives that may appear once. */

@@ -14,13 +14,21 @@
 
 #include "balance.h"
 #include "buf.h"
+#include "cli.h"
 #include "image.h"
 #include "num.h"
 #include "pack.h"
 #include "plan-int.h"
 
-const char *const ovl_plan_formats[] = { "jsonl", "text", "tar", "wds",
-	"parquet", "megatron", "npy", NULL };
+const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1] = {
+	[OVL_IN_JSONL] = "jsonl",
+	[OVL_IN_TEXT] = "text",
+	[OVL_IN_TAR] = "tar",
+	[OVL_IN_WDS] = "wds",
+	[OVL_IN_PARQUET] = "parquet",
+	[OVL_IN_MEGATRON] = "megatron",
+	[OVL_IN_NPY] = "npy",
+};
 const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", "eod",
 	"offsets", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
@@ -29,22 +37,16 @@ static const char *const imagemodes[] = { "inline", "ref", "none", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
-const char *const ovl_plan_out_formats[] = { "megatron", "npy", "jsonl",
-	"frames", "wds", NULL };
+const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
+	[OVL_OUT_MEGATRON] = "megatron",
+	[OVL_OUT_NPY] = "npy",
+	[OVL_OUT_JSONL] = "jsonl",
+	[OVL_OUT_FRAMES] = "frames",
+	[OVL_OUT_WDS] = "wds",
+};
 static const char *const yesno[] = { "no", "yes", NULL };
 static const char *const mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
-
-int
-ovl_plan_choice(const char *const *list, const char *v)
-{
-	int i;
-
-	for (i = 0; list[i] != NULL; i++)
-		if (strcmp(list[i], v) == 0)
-			return i;
-	return -1;
-}
 
 enum {
 	PK_STR,		/* char *: a non-empty string */
@@ -299,7 +301,7 @@ set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 		return set_hosts(c, k, base, v);
 	case PK_CHOICE:
 	case PK_ENUM:
-		if ((i = ovl_plan_choice(k->choices, v)) < 0) {
+		if ((i = ovl_cli_choice(k->choices, v)) < 0) {
 			choices_text(k->choices, msg, sizeof(msg));
 			return ovl_plan__perr(c, "bad %s '%s': expected one of "
 			    "%s", k->key, v, msg);

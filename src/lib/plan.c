@@ -14,6 +14,7 @@
 
 #include "atomic.h"
 #include "balance.h"
+#include "cli.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "num.h"
@@ -215,29 +216,18 @@ ovl_plan__get_u32(struct ctx *c, const char *key, const char *v, uint32_t min,
 }
 
 int
-ovl_plan__one_of(const char *v, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcmp(v, *list) == 0)
-			return 1;
-	return 0;
-}
-
-int
 ovl_plan__get_choice(struct ctx *c, const char *key, const char *v,
     const char *const *list, char **out)
 {
-	char msg[256];
-	size_t n = 0;
-	const char *const *l;
+	char *msg;
+	int rc;
 
-	if (!ovl_plan__one_of(v, list)) {
-		msg[0] = '\0';
-		for (l = list; *l != NULL; l++)
-			n += (size_t)snprintf(msg + n, n < sizeof(msg) ?
-			    sizeof(msg) - n : 0, "%s%s", l == list ? "" : ", ",
-			    *l);
-		return ovl_plan__perr(c, "bad %s '%s': expected one of %s", key, v, msg);
+	if (ovl_cli_choice(list, v) < 0) {
+		msg = ovl_cli_choices(list, ", ", ", ");
+		rc = ovl_plan__perr(c, "bad %s '%s': expected one of %s", key, v,
+		    msg);
+		free(msg);
+		return rc;
 	}
 	if (out != NULL) {
 		free(*out);
@@ -608,9 +598,16 @@ do_balance_cost(struct ctx *c, int is_cost)
 			return ovl_plan__perr(c, "%s: unknown option '%s='",
 			    is_cost ? "cost" : "balance", k);
 	}
-	if (!have_method)
-		return ovl_plan__perr(c, is_cost ? "cost: expected A,B or model" :
-		    "balance: expected a method (kk, lpt or none)");
+	if (!have_method && is_cost)
+		return ovl_plan__perr(c, "cost: expected A,B or model");
+	if (!have_method) {
+		char *names = ovl_cli_choices(ovl_balance_names, ", ", " or ");
+		int rc = ovl_plan__perr(c, "balance: expected a method (%s)",
+		    names);
+
+		free(names);
+		return rc;
+	}
 	return 0;
 }
 

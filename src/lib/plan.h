@@ -48,7 +48,18 @@
  * so a name is spelled once. Balance and pack names are balance.h's and
  * pack.h's.
  */
-extern const char *const ovl_plan_formats[];	/* jsonl text tar wds parquet megatron npy */
+/* ovl-source's input formats (source format=, ovl-source --format). */
+enum ovl_in_format {
+	OVL_IN_JSONL,
+	OVL_IN_TEXT,
+	OVL_IN_TAR,
+	OVL_IN_WDS,
+	OVL_IN_PARQUET,
+	OVL_IN_MEGATRON,
+	OVL_IN_NPY,
+	OVL_IN_NFORMATS
+};
+extern const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1];
 extern const char *const ovl_plan_docpers[];	/* line blank-line file */
 extern const char *const ovl_plan_onerrors[];	/* fail skip */
 /* split split-continue truncate drop error: enum ovl_long_docs order */
@@ -63,9 +74,20 @@ enum ovl_long_docs {
 	OVL_LONG_ERROR		/* the run stops, naming it */
 };
 extern const char *const ovl_plan_exhausts[];	/* stop drop repeat */
-extern const char *const ovl_plan_out_formats[]; /* megatron npy jsonl frames */
-/* Index of v in a NULL-terminated list, or -1. */
-int	ovl_plan_choice(const char *const *list, const char *v);
+/*
+ * ovl-ckpt's output formats (output format=, ovl-ckpt --format): names
+ * indexed by enum ovl_out_format, which indexes ovl-ckpt's table of
+ * writers too.
+ */
+enum ovl_out_format {
+	OVL_OUT_MEGATRON,
+	OVL_OUT_NPY,
+	OVL_OUT_JSONL,
+	OVL_OUT_FRAMES,
+	OVL_OUT_WDS,
+	OVL_OUT_NFORMATS
+};
+extern const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1];
 
 /* What happens when a source runs out (on-exhaust=). */
 enum ovl_exhaust {
@@ -211,7 +233,7 @@ struct ovl_plan {
 	uint64_t	 stop_steps;	/* stop steps=N, 0 unset */
 	uint64_t	 stop_tokens;	/* stop tokens=N, 0 unset */
 
-	char		*out_format;	/* output format=megatron|npy|jsonl|frames|wds */
+	char		*out_format;	/* output format=: ovl_plan_out_formats */
 	char		*out_path;	/* output path=P, resolved */
 	char		*out_manifest;	/* output manifest=F, resolved */
 	char		*out_per_rank;	/* output per-rank=PATTERN, resolved */

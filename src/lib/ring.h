@@ -1,6 +1,6 @@
 /*
  * ring: a shared-memory transport for one frame stream between two
- * processes on one host (issue 18, downstream CPU), used by frameio.
+ * processes on one host (less CPU downstream), used by frameio.
  *
  * The stream is the same ovl-frame(5) bytes; only how they cross changes.
  * The writer of a pipe or FIFO opts in (OVL_TRANSPORT=ring): it creates a

@@ -3,8 +3,10 @@
  *
  * A spec names the tokenizer: "bytes" (UTF-8 bytes as ids 0..255, end of
  * document 256, vocabulary 257), "tiktoken:FILE[:PATTERN]" (BPE, see
- * bpe.h) or "hf:FILE" (a Hugging Face tokenizer.json, see hf.h). A tokenizer is used by one thread; encoding allocates nothing
- * once its buffers have grown.
+ * bpe.h), "hf:FILE" (a Hugging Face tokenizer.json, see hf.h) or
+ * "sentencepiece:FILE" (a tokenizer.model, through libsentencepiece,
+ * see spm.h). A tokenizer is used by one thread; encoding allocates
+ * nothing once its buffers have grown.
  */
 #ifndef OVL_TOK_H
 #define OVL_TOK_H

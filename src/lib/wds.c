@@ -110,7 +110,7 @@ finish_group(struct rd *r, struct group *g)
 	d.text = (const char *)r->buf->p;
 	d.len = r->buf->len;
 	r->cb->doc(r->cb->arg, &d);
-	/* bounded memory (issue 18): a buffer grown for a large group goes */
+	/* bounded memory: a buffer grown for a large group goes */
 	if (r->o->keep) {
 		r->calm = r->img.len <= (1u << 20) ? r->calm + 1 : 0;
 		if (r->calm == 8)

@@ -441,7 +441,7 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
 		ovl_buf_trim(&in->hold, 1u << 20);
 		ovl_buf_trim(&in->himg, 1u << 20);
 	}
-	/* an outlier's buffer goes now: this input may wait long (issue 18) */
+	/* an outlier's buffer goes now: this input may wait long */
 	ovl_reader_done(in->r);
 	return stopped ? 2 : 1;
 }

@@ -193,7 +193,7 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
  * pending frame (or has ended), 0 when it would block. An input read
  * ahead (not needed now) leaves a frame over MIX_AHEAD_MAX in its pipe
  * (in->deferred, not polled until needed): with many inputs, outliers read
- * ahead would otherwise be held at once, one per input (issue 18).
+ * ahead would otherwise be held at once, one per input.
  */
 static int
 try_read(struct mixer *m, struct input *in, int needed)

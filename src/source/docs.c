@@ -286,9 +286,8 @@ place_images(struct src *s, const struct rec *r, const char *text,
 /*
  * A long document's DOC frame goes out in pieces (ovl_writer_frame_gen):
  * the writer never holds it whole, only the text (or the tokens) it comes
- * from (bounded memory, issue 18). From 128 KiB: a frame written whole
- * beside the 256 KiB the writer may hold grew its 512 KiB buffer to 1 or
- * 2 MiB, which it keeps (it shrinks from 4 times its size), touched.
+ * from (bounded memory): from 128 KiB on, a frame is written in pieces,
+ * so the writer's buffer keeps its normal size.
  */
 #define DOC_PIECES	(128u << 10)	/* payloads longer than this */
 
@@ -545,7 +544,7 @@ written:
 }
 
 /*
- * Bounded memory (issue 18): the per-document buffers (tokens, unescaped
+ * Bounded memory: the per-document buffers (tokens, unescaped
  * text, a tar member's text) grown for an outlier go back to KEEP_BYTES
  * once KEEP_CALM documents in a row were small, so a source holds what
  * its current documents need, not its largest one ever.
@@ -766,4 +765,12 @@ wds_json_record(struct src *s, struct rec *r, const char *json, size_t len)
 	record(s, r, json, len);
 out:
 	json_decref(root);
+}
+
+void
+resume_error(struct src *s, uint64_t off, const char *why)
+{
+	ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " %s "
+	    "(chunk %" PRIu32 " of epoch %" PRIu32 ")", s->cx.name, off, why,
+	    s->cx.k, s->cx.epoch);
 }

@@ -3,13 +3,18 @@
  */
 #include "source.h"
 
-static const struct ovl_cli cli = {
+static struct ovl_cli cli = {
 	"ovl-source",
 	"ovl-source [options] NAME PATH...",
+	NULL,	/* the formats' names from the plan's (main) */
+};
+
+static const char help_head[] =
 	"Read one source and write its documents as DOC frames (or --json lines).\n"
 	"\n"
-	"  --format F            jsonl, text, tar, wds, parquet, megatron or npy\n"
-	"                        (default: from the name)\n"
+	"  --format F            %s\n"
+	"                        (default: from the name)\n";
+static const char help_rest[] =
 	"  --field PATH          jsonl field or parquet column, dotted (default\n"
 	"                        text)\n"
 	"  --json-parser P       fast (default) or jansson\n"
@@ -18,8 +23,9 @@ static const struct ovl_cli cli = {
 	"  --doc-per MODE        text: line (default), blank-line or file;\n"
 	"                        npy: eod (default), offsets or file\n"
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
-	"  --tokenizer SPEC      bytes (default), tiktoken:FILE[:PATTERN] or\n"
-	"                        hf:FILE (a Hugging Face tokenizer.json)\n"
+	"  --tokenizer SPEC      bytes (default), tiktoken:FILE[:PATTERN],\n"
+	"                        hf:FILE (a Hugging Face tokenizer.json) or\n"
+	"                        sentencepiece:FILE (a tokenizer.model)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
 	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
 	"  --token-bits N        ids in DOC frames: 16 or 32 (default: 16 when\n"
@@ -63,8 +69,7 @@ static const struct ovl_cli cli = {
 	"  -v, --verbose         per-chunk figures on stderr\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
-	"  -V, --version         the version\n"
-};
+	"  -V, --version         the version\n";
 
 
 /* ---- options -------------------------------------------------------- */
@@ -163,13 +168,12 @@ opt_throttle(struct src_opts *o, const char *v)
 static int
 parse_format(const char *v)
 {
-	/* the plan's names, in FMT_* order after FMT_AUTO */
-	int i = ovl_plan_choice(ovl_plan_formats, v);
+	int i = ovl_cli_choice(ovl_plan_formats, v);
 
 	if (i < 0)
-		ovl_cli_usagex(&cli, "unknown --format '%s' (jsonl, text, tar, "
-		    "wds, parquet, megatron, npy)", v);
-	return FMT_JSONL + i;
+		ovl_cli_usagex(&cli, "unknown --format '%s' (%s)", v,
+		    ovl_cli_choices(ovl_plan_formats, ", ", ", "));
+	return i;
 }
 
 static void
@@ -180,6 +184,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	char err[256];
 
 	memset(o, 0, sizeof(*o));
+	o->format = FMT_AUTO;
 	if (ovl_remote_conf_env(&o->remote, err, sizeof(err)) != 0)
 		ovl_cli_usagex(&cli, "%s", err);
 	o->field = "text";
@@ -219,7 +224,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_DOCPER:
 			/* the plan's names, in PER_* order */
-			if ((o->per = ovl_plan_choice(ovl_plan_docpers,
+			if ((o->per = ovl_cli_choice(ovl_plan_docpers,
 			    optarg)) < 0)
 				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
 				    "(line, blank-line, file, eod, offsets)", optarg);
@@ -283,7 +288,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_ONERR:
 			/* the plan's names: fail, skip */
-			if ((o->skip = ovl_plan_choice(ovl_plan_onerrors,
+			if ((o->skip = ovl_cli_choice(ovl_plan_onerrors,
 			    optarg)) < 0)
 				ovl_cli_usagex(&cli, "unknown --on-error '%s' "
 				    "(fail, skip)", optarg);
@@ -412,49 +417,6 @@ check_streams(const struct src *s)
 	}
 }
 
-/* The format a file name suggests, or FMT_AUTO. */
-static int
-guess_format(const char *path)
-{
-	static const char *const zs[] = { ".zst", ".zstd", ".gz", ".gzip",
-	    ".xz", ".bz2", ".lz4" };
-	const char *base = strrchr(path, '/');
-	char name[256];
-	size_t n, i;
-
-	base = base != NULL ? base + 1 : path;
-	n = strlen(base);
-	if (ovl_remote_is(path) && !ovl_remote_is_s3(path))
-		n = strcspn(base, "?#");	/* a URL's query is no name */
-	if (n >= sizeof(name))
-		n = sizeof(name) - 1;
-	memcpy(name, base, n);
-	name[n] = '\0';
-	for (i = 0; i < sizeof(zs) / sizeof(zs[0]); i++) {
-		size_t l = strlen(zs[i]);
-		if (n > l && strcasecmp(name + n - l, zs[i]) == 0) {
-			n -= l;
-			name[n] = '\0';
-			break;
-		}
-	}
-#define ENDS(s) (n > strlen(s) && strcasecmp(name + n - strlen(s), s) == 0)
-	if (ENDS(".jsonl") || ENDS(".ndjson") || ENDS(".json"))
-		return FMT_JSONL;
-	if (ENDS(".tar") || ENDS(".tgz"))
-		return FMT_TAR;
-	if (ENDS(".txt") || ENDS(".text") || ENDS(".md"))
-		return FMT_TEXT;
-	if (ENDS(".parquet") || ENDS(".pq"))
-		return FMT_PARQUET;
-	if (ENDS(".bin") || ENDS(".idx"))
-		return FMT_MEGATRON;
-	if (ENDS(".npy"))
-		return FMT_NPY;
-#undef ENDS
-	return FMT_AUTO;
-}
-
 static void
 report(struct src *s)
 {
@@ -516,7 +478,8 @@ static void
 setup(struct src *s, struct src_opts *o)
 {
 	char err[512];
-	enum ovl_chunk_cut cut = OVL_CUT_NONE;
+	const struct src_format *f;
+	enum ovl_chunk_cut cut;
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
@@ -578,25 +541,22 @@ setup(struct src *s, struct src_opts *o)
 			ovl_cli_usagex(&cli, "cannot guess the format of '%s': "
 			    "use --format", o->paths[0]);
 	}
-	if (o->format == FMT_JSONL || (o->format == FMT_TEXT && o->per == PER_LINE))
-		cut = OVL_CUT_LINES;
-	else if (o->format == FMT_TEXT && o->per == PER_BLANK)
-		cut = OVL_CUT_PARAGRAPHS;
-	else if (o->format == FMT_PARQUET)
-		cut = OVL_CUT_ROWGROUPS;
-	if (o->ids && o->format != FMT_JSONL)
+	f = src_formats[o->format];
+	if (o->ids && !(f->flags & SRC_FMT_IDS))
 		ovl_cli_usagex(&cli, "--field-type ids reads jsonl only");
-	if (o->image_cost.kind != 0 && o->format != FMT_WDS)
+	if (o->image_cost.kind != 0 && !(f->flags & SRC_FMT_IMAGES))
 		ovl_cli_usagex(&cli, "--image-cost places the images of "
 		    "WebDataset samples: --format wds");
-	if (o->format == FMT_NPY) {
+	if (f->flags & SRC_FMT_TOKEN_DOCS) {
 		if (!o->per_set)
 			o->per = PER_EOD;
 		if (o->per != PER_EOD && o->per != PER_OFFSETS && o->per != PER_FILE)
-			ovl_cli_usagex(&cli, "npy: --doc-per eod, offsets or file");
+			ovl_cli_usagex(&cli, "%s: --doc-per eod, offsets or file",
+			    ovl_plan_formats[o->format]);
 	} else if (o->per == PER_EOD || o->per == PER_OFFSETS)
 		ovl_cli_usagex(&cli, "--doc-per %s is for npy token files",
 		    ovl_plan_docpers[o->per]);
+	cut = f->cut_by != NULL ? f->cut_by(o) : f->cut;
 	ovl_remote_configure(&o->remote);
 	if (ovl_chunks_list(&s->cs, o->paths, (size_t)o->npaths, o->chunk_size,
 	    cut, err, sizeof(err)) != 0)
@@ -709,6 +669,7 @@ main(int argc, char **argv)
 	struct src_opts o;
 	struct src s;
 
+	cli.help = ovl_cli_help_names(help_head, ovl_plan_formats, help_rest);
 	ovl_cli_init(&cli);
 	ovl_ring_default_size(OVL_RING_SIZE_SOURCE);
 	parse_opts(&o, argc, argv);

@@ -1,7 +1,9 @@
 /*
  * ovl-source's rooms (private to the tool): main.c (options, setup, main),
  * docs.c (records become documents: filters, tokenizing, frames, counted
- * skips) and run.c (chunks in canonical order: lines, tar, the run).
+ * skips), run.c (chunks in canonical order, the run) and the input
+ * formats, a reader each (in-lines.c, in-tar.c, in-parquet.c, tokfile.c)
+ * in the table of formats.c.
  *
  * ovl-source: read one source (jsonl, text, tar, WebDataset, parquet; zstd,
  * gzip or plain), tokenize every document and write DOC frames in canonical order,
@@ -58,9 +60,12 @@
 #include "tok.h"
 #include "wds.h"
 
-/* FMT_JSONL.. and PER_* follow ovl_plan_formats and ovl_plan_docpers */
-enum fmt { FMT_AUTO, FMT_JSONL, FMT_TEXT, FMT_TAR, FMT_WDS, FMT_PARQUET,
-	FMT_MEGATRON, FMT_NPY };
+/* The input formats are the plan's (enum ovl_in_format); FMT_AUTO: by
+ * the first path's name. PER_* follow ovl_plan_docpers. */
+enum fmt { FMT_AUTO = -1, FMT_JSONL = OVL_IN_JSONL, FMT_TEXT = OVL_IN_TEXT,
+	FMT_TAR = OVL_IN_TAR, FMT_WDS = OVL_IN_WDS,
+	FMT_PARQUET = OVL_IN_PARQUET, FMT_MEGATRON = OVL_IN_MEGATRON,
+	FMT_NPY = OVL_IN_NPY };
 enum per { PER_LINE, PER_BLANK, PER_FILE, PER_EOD, PER_OFFSETS };
 enum { PARSER_FAST, PARSER_JANSSON };
 
@@ -205,10 +210,34 @@ int	images_fit(struct src *s, const struct rec *r);
 void	json_record(struct src *s, struct rec *r, char *line,
 	    size_t len);
 
-/* ---- tokfile.c: Megatron .bin/.idx and .npy token files ---- */
-/* The documents of the current chunk (a file) from document doc0 on. */
-uint64_t run_megatron(struct src *s, uint64_t doc0);
-uint64_t run_npy(struct src *s, uint64_t doc0);
+/* A --resume offset that the chunk does not have: exit 2, naming it. */
+void	resume_error(struct src *s, uint64_t off, const char *why);
+
+/*
+ * An input format: a reader (in-NAME.c; tokfile.c for the token files)
+ * and a row of src_formats, at its enum ovl_in_format (its name is the
+ * plan's, ovl_plan_formats).
+ */
+struct src_format {
+	const char *const *exts;	/* name endings that suggest it, after a
+					   compression's; NULL-terminated */
+	unsigned	 flags;		/* SRC_FMT_* */
+	enum ovl_chunk_cut cut;		/* where a large file is cut */
+	enum ovl_chunk_cut (*cut_by)(const struct src_opts *o);	/* or this */
+	/*
+	 * The current chunk (s->cx) from offset off0 (record rec0) on: its
+	 * records to record(); returns the chunk's bytes read.
+	 */
+	uint64_t	(*run)(struct src *s, uint64_t off0, uint64_t rec0);
+};
+#define SRC_FMT_IDS		0x1u	/* --field-type ids */
+#define SRC_FMT_IMAGES		0x2u	/* --image-cost: a sample's images */
+#define SRC_FMT_TOKEN_DOCS	0x4u	/* --doc-per eod (default), offsets or file */
+
+/* Each reader defines its src_fmt_NAME, formats.c the table. */
+extern const struct src_format *const src_formats[OVL_IN_NFORMATS];
+/* The format a file name suggests, or FMT_AUTO. */
+int	guess_format(const char *path);
 
 /* ---- run.c ---- */
 /* Every chunk this partition owns, epoch after epoch, then END. */

@@ -298,8 +298,10 @@ megatron_names(const char *path, char **bin, char **idx)
 		ovl_errx(OVL_EXIT_DATA, "out of memory");
 }
 
-uint64_t
-run_megatron(struct src *s, uint64_t doc0)
+/* The documents of the current chunk (a file) from document doc0 on. */
+static uint64_t
+run_megatron(struct src *s, uint64_t doc0,
+    uint64_t rec0 __attribute__((unused)))
 {
 	struct map mi = { NULL, 0 }, mb = { NULL, 0 };
 	char *bin, *idx;
@@ -437,8 +439,9 @@ npy_open(struct src *s, const char *path, const struct map *m, int *dt,
 	return 0;
 }
 
-uint64_t
-run_npy(struct src *s, uint64_t doc0)
+static uint64_t
+run_npy(struct src *s, uint64_t doc0,
+    uint64_t rec0 __attribute__((unused)))
 {
 	const struct src_opts *o = s->o;
 	struct map m, mo = { NULL, 0 };
@@ -509,3 +512,17 @@ out:
 	free(opath);
 	return m.n;
 }
+
+static const char *const megatron_exts[] = { ".bin", ".idx", NULL };
+static const char *const npy_exts[] = { ".npy", NULL };
+
+const struct src_format src_fmt_megatron = {
+	.exts = megatron_exts,
+	.run = run_megatron,
+};
+
+const struct src_format src_fmt_npy = {
+	.exts = npy_exts,
+	.flags = SRC_FMT_TOKEN_DOCS,
+	.run = run_npy,
+};

@@ -79,16 +79,9 @@ static void
 npy(struct ovl_buf *b, const char *descr, const void *p, size_t n,
     size_t size)
 {
-	char hdr[NPY_HDR + 1];
-	int len;
+	uint8_t hdr[NPY_HDR];
 
-	len = snprintf(hdr + 10, sizeof(hdr) - 10, "{'descr': '%s', "
-	    "'fortran_order': False, 'shape': (%zu,), }", descr, n);
-	memset(hdr + 10 + len, ' ', NPY_HDR - 10 - (size_t)len);
-	hdr[NPY_HDR - 1] = '\n';
-	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-	hdr[8] = NPY_HDR - 10;
-	hdr[9] = 0;
+	npy_header(hdr, descr, n, 1);
 	b->len = 0;
 	ovl_buf_append(b, hdr, NPY_HDR);
 	ovl_buf_append(b, p, n * size);
@@ -102,10 +95,8 @@ ext_of(uint32_t format)
 }
 
 static struct wds_rank *
-wds_rank(struct ckpt_run *R, uint32_t r)
+wds_rank(struct ckpt_wds *W, uint32_t r)
 {
-	struct ckpt_wds *W = R->wds;
-
 	if (r >= W->nr) {
 		W->r = ovl_xrealloc(W->r, ((size_t)r + 1) * sizeof(*W->r));
 		memset(W->r + W->nr, 0, ((size_t)r + 1 - W->nr) * sizeof(*W->r));
@@ -123,9 +114,8 @@ key_of(char *key, size_t n, uint64_t step, uint32_t rank, uint32_t mb)
 
 /* The sample of the SEQ held, now that its images are in. */
 static void
-sample_end(struct ckpt_run *R)
+sample_end(struct ckpt_wds *W)
 {
-	struct ckpt_wds *W = R->wds;
 	struct ovl_frame f = { OVL_SEQ, W->seq_flags, (uint32_t)W->seq.len,
 	    W->seq.p, 0 };
 	struct ovl_seq s;
@@ -133,7 +123,7 @@ sample_end(struct ckpt_run *R)
 	char key[64], name[128];
 
 	(void)ovl_seq_decode(&f, &s);
-	wr = wds_rank(R, s.rank);
+	wr = wds_rank(W, s.rank);
 	if (!wr->open || wr->step != s.step) {
 		wr->tar.len = 0;
 		wr->step = s.step;
@@ -160,14 +150,17 @@ sample_end(struct ckpt_run *R)
 	W->samples++;
 }
 
-void
-wds_seq(struct ckpt_run *R, const struct ovl_seq *s, const struct ovl_frame *f)
+/* A SEQ written: its sample, once its images are in. */
+static void
+wds_seq(struct ckpt_run *R, void *state, const struct ovl_seq *s,
+    const struct ovl_frame *f)
 {
-	struct ckpt_wds *W = R->wds;
+	struct ckpt_wds *W = state;
 	struct ovl_piece pc;
 	char t[256];
 	uint32_t i;
 
+	(void)R;
 	W->seq.len = 0;
 	ovl_buf_append(&W->seq, f->payload, f->len);
 	W->seq_flags = f->flags;
@@ -190,16 +183,19 @@ wds_seq(struct ckpt_run *R, const struct ovl_seq *s, const struct ovl_frame *f)
 	}
 	ovl_buf_append(&W->json, "],\"images\":[", 12);
 	if (W->due == 0)
-		sample_end(R);
+		sample_end(W);
 }
 
-void
-wds_image(struct ckpt_run *R, const struct ovl_image *im)
+static void
+wds_image(struct ckpt_run *R, void *state, const struct ovl_image *im,
+    const struct ovl_frame *f)
 {
-	struct ckpt_wds *W = R->wds;
+	struct ckpt_wds *W = state;
 	struct wds_rank *wr;
 	char t[512], key[64], name[128];
 
+	(void)R;
+	(void)f;
 	if (W->due == 0)
 		return;		/* the reader counts them: not reached */
 	snprintf(t, sizeof(t), "%s{\"index\":%" PRIu32 ",\"seq_pos\":%" PRIu32
@@ -222,7 +218,7 @@ wds_image(struct ckpt_run *R, const struct ovl_image *im)
 		    1);
 		ovl_buf_append(&W->json, t, strlen(t));
 		/* the image goes in before the sequence's own members */
-		wr = wds_rank(R, im->rank);
+		wr = wds_rank(W, im->rank);
 		if (!wr->open || wr->step != im->step) {
 			wr->tar.len = 0;
 			wr->step = im->step;
@@ -232,16 +228,21 @@ wds_image(struct ckpt_run *R, const struct ovl_image *im)
 	}
 	W->nimg++;
 	if (--W->due == 0)
-		sample_end(R);
+		sample_end(W);
 }
 
-void
-wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank)
+/* Rank rank's step is complete: its shard written whole (atomically). */
+static void
+wds_step(struct ckpt_run *R, void *state, const struct ovl_step *st,
+    const struct ovl_frame *f)
 {
-	struct ckpt_wds *W = R->wds;
-	struct wds_rank *wr = wds_rank(R, rank);
+	struct ckpt_wds *W = state;
+	uint64_t step = st->step;
+	uint32_t rank = st->rank;
+	struct wds_rank *wr = wds_rank(W, rank);
 	char *path;
 
+	(void)f;
 	if (!wr->open || wr->step != step) {
 		wr->tar.len = 0;	/* a step without sequences: an empty shard */
 		wr->step = step;
@@ -262,12 +263,12 @@ wds_step(struct ckpt_run *R, uint64_t step, uint32_t rank)
 		ovl_buf_trim(&wr->tar, 4u << 20);
 }
 
-void
+static void *
 wds_new(struct ckpt_run *R)
 {
 	char *dir = xasprintf("%s.", R->o->prefix), *slash;
+	struct ckpt_wds *W = ovl_xcalloc(1, sizeof(*W));
 
-	R->wds = ovl_xcalloc(1, sizeof(*R->wds));
 	/* the prefix's directory is made, as the other formats do */
 	slash = strrchr(dir, '/');
 	if (slash != NULL) {
@@ -276,16 +277,16 @@ wds_new(struct ckpt_run *R)
 			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", dir);
 	}
 	free(dir);
+	return W;
 }
 
-void
-wds_free(struct ckpt_run *R)
+static void
+wds_free(struct ckpt_run *R, void *state)
 {
-	struct ckpt_wds *W = R->wds;
+	struct ckpt_wds *W = state;
 	size_t i;
 
-	if (W == NULL)
-		return;
+	(void)R;
 	if (W->shards > 0)
 		ovl_info(1, "%" PRIu64 " samples in %" PRIu64 " WebDataset "
 		    "shards", W->samples, W->shards);
@@ -297,17 +298,19 @@ wds_free(struct ckpt_run *R)
 	ovl_buf_free(&W->scratch);
 	ovl_u32vec_free(&W->pos);
 	free(W);
-	R->wds = NULL;
 }
 
-/* The shard of a sequence, for the manifest. */
-void
-wds_shard_name(const struct ckpt_run *R, uint64_t step, uint32_t rank,
-    uint32_t mb, struct ovl_buf *b)
+/* The shard and key of a sequence, for its manifest line. */
+static void
+wds_manifest(const struct ckpt_run *R, void *state, const struct ovl_seq *s,
+    struct ovl_buf *b)
 {
 	char t[96], *p;
 	const char *base = strrchr(R->o->prefix, '/');
+	uint64_t step = s->step;
+	uint32_t rank = s->rank, mb = s->mb;
 
+	(void)state;
 	base = base != NULL ? base + 1 : R->o->prefix;
 	p = xasprintf("%s-r%05" PRIu32 "-s%08" PRIu64 ".tar", base, rank,
 	    step);
@@ -319,3 +322,13 @@ wds_shard_name(const struct ckpt_run *R, uint64_t step, uint32_t rank,
 	ovl_buf_append(b, t, strlen(t));
 	ovl_buf_append(b, "\"", 1);
 }
+
+const struct ckpt_format ckpt_fmt_wds = {
+	.tok16_vocab = 65536,
+	.open = wds_new,
+	.seq = wds_seq,
+	.image = wds_image,
+	.step_end = wds_step,
+	.manifest = wds_manifest,
+	.free = wds_free,
+};

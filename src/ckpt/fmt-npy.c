@@ -1,0 +1,154 @@
+/*
+ * ovl-ckpt --format npy: four arrays under the prefix, their npy headers
+ * rewritten at every commit: PREFIX.tokens.npy (uint16 up to 65536 ids in
+ * the vocabulary, else uint32), PREFIX.positions.npy (int32),
+ * PREFIX.cu_seqlens.npy (int64, the pieces' bounds over all tokens, from 0)
+ * and PREFIX.seqs.npy (int64, SEQS_COLS columns a sequence: step, rank,
+ * micro-batch, first token, tokens, first cu_seqlens entry, pieces).
+ */
+#include "ckpt.h"
+
+enum { NPY_TOKENS, NPY_POSITIONS, NPY_CU, NPY_SEQS, NPY_NOUTS };
+
+/* The arrays: output name (and file suffix), dtype, item size, columns. */
+static const struct {
+	const char	*name;
+	const char	*descr, *descr16;	/* descr16: with 16-bit tokens */
+	uint32_t	 itemsize, itemsize16, cols;
+} arrays[NPY_NOUTS] = {
+	[NPY_TOKENS] = { "tokens", "<u4", "<u2", 4, 2, 1 },
+	[NPY_POSITIONS] = { "positions", "<i4", "<i4", 4, 4, 1 },
+	[NPY_CU] = { "cu_seqlens", "<i8", "<i8", 8, 8, 1 },
+	[NPY_SEQS] = { "seqs", "<i8", "<i8", 8, 8, SEQS_COLS },
+};
+
+struct npy {
+	struct out	*o[NPY_NOUTS];
+	uint64_t	 ncu;		/* entries of cu_seqlens */
+};
+
+static void
+npy_shape(struct out *o, int a, int tok16)
+{
+	o->descr = tok16 ? arrays[a].descr16 : arrays[a].descr;
+	o->itemsize = tok16 ? arrays[a].itemsize16 : arrays[a].itemsize;
+	o->cols = arrays[a].cols;
+}
+
+static void *
+npy_open(struct ckpt_run *R)
+{
+	struct npy *N = ovl_xcalloc(1, sizeof(*N));
+	char *p;
+	int a;
+
+	for (a = 0; a < NPY_NOUTS; a++) {
+		p = xasprintf("%s.%s.npy", R->o->prefix, arrays[a].name);
+		N->o[a] = out_new(R, arrays[a].name, p, OT_NPY);
+		free(p);
+		npy_shape(N->o[a], a, R->tok16);
+	}
+	for (a = 0; a < NPY_NOUTS; a++) {
+		out_open(R, N->o[a]);
+		if (a == NPY_CU && N->o[a]->fresh) {
+			int64_t zero = 0;	/* cu_seqlens starts at 0 */
+
+			out_put(N->o[a], &zero, sizeof(zero));
+		}
+	}
+	N->ncu = (N->o[NPY_CU]->len - NPY_HDR) / 8;
+	return N;
+}
+
+/* The positions of s as int32. */
+static void
+put_positions(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
+{
+	void *t;
+
+	if (s->pos_width == 4) {
+		out_put(o, s->positions, (size_t)s->ntokens * 4);
+		return;
+	}
+	R->scratch.len = 0;
+	t = ovl_buf_reserve(&R->scratch, (size_t)s->ntokens * 4);
+	ovl_seq_position_ids(s, t);
+	out_put(o, t, (size_t)s->ntokens * 4);
+}
+
+static void
+npy_seq(struct ckpt_run *R, void *state, const struct ovl_seq *s,
+    const struct ovl_frame *f)
+{
+	struct npy *N = state;
+	struct out *tok = N->o[NPY_TOKENS], *cu = N->o[NPY_CU];
+	int64_t row[SEQS_COLS], c;
+	uint64_t first = N->ncu - 1;
+	uint32_t i;
+
+	(void)f;
+	out_tokens(R, tok, s, R->tok16, R->tok16 ? 65535 : UINT32_MAX);
+	put_positions(R, N->o[NPY_POSITIONS], s);
+	row[0] = (int64_t)s->step;
+	row[1] = s->rank;
+	row[2] = s->mb;
+	row[3] = (int64_t)((tok->len - NPY_HDR) / tok->itemsize) - s->ntokens;
+	row[4] = s->ntokens;
+	row[5] = (int64_t)first;
+	for (i = 1; i <= s->npieces; i++) {
+		c = row[3] + s->cu_seqlens[i];
+		out_put(cu, &c, 8);
+		N->ncu++;
+	}
+	if (s->cu_seqlens[s->npieces] < s->ntokens) {	/* padding */
+		c = row[3] + s->ntokens;
+		out_put(cu, &c, 8);
+		N->ncu++;
+	}
+	row[6] = (int64_t)(N->ncu - 1 - first);
+	out_put(N->o[NPY_SEQS], row, sizeof(row));
+}
+
+/* The headers of the arrays cut back to checkpoint n, for their lengths. */
+static void
+npy_restore(const struct ovl_ckstate *st, uint64_t n)
+{
+	const char *bits = ovl_kvsec_get(&st->sec[OVL_SEC_CKPT], "token-bits");
+	struct outrec r;
+	struct out o;
+	int a;
+
+	(void)n;
+	for (a = 0; a < NPY_NOUTS; a++) {
+		if (out_lookup(st, arrays[a].name, &r) != 0 || !r.file ||
+		    r.type != OT_NPY)
+			continue;
+		memset(&o, 0, sizeof(o));
+		o.fd = open(r.path, O_RDWR | O_CLOEXEC);
+		if (o.fd < 0)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", r.path);
+		o.path = (char *)r.path;
+		o.len = r.len;
+		o.hdr = NPY_HDR;
+		npy_shape(&o, a, bits != NULL && strcmp(bits, "16") == 0);
+		npy_rewrite(&o);
+		if (fsync(o.fd) != 0)
+			ovl_err(OVL_EXIT_DATA, "cannot sync '%s'", r.path);
+		close(o.fd);
+	}
+}
+
+static void
+npy_free(struct ckpt_run *R, void *state)
+{
+	(void)R;
+	free(state);
+}
+
+const struct ckpt_format ckpt_fmt_npy = {
+	.tok16_vocab = 65536,
+	.open = npy_open,
+	.seq = npy_seq,
+	.restore = npy_restore,
+	.free = npy_free,
+};
