@@ -46,6 +46,14 @@ int64_t	ovl_hf_token_id(const struct ovl_hf *h, const char *text);
 /* The usual end-of-document token of the file's model, or -1. */
 int64_t	ovl_hf_default_eod(const struct ovl_hf *h);
 
+/*
+ * 1 (the default): the fast way, the same ids: a built-in pattern's
+ * scanner (pretok.h), a piece that is a token found with one look-up, the
+ * cache of merged pieces; 0: the general way, every piece from PCRE2 and
+ * merged with a heap as HF merges (for tests and benchmarks).
+ */
+void	ovl_hf_set_fast(struct ovl_hf *h, int on);
+
 /* Special added tokens in text: plain (as text), error, allow, strip. */
 void	ovl_hf_set_special(struct ovl_hf *h, enum ovl_bpe_special policy);
 

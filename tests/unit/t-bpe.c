@@ -6,6 +6,7 @@
  *   t-bpe encode [--special=POLICY] SPEC FILE...   one line of ids per file
  *   t-bpe bench SPEC FILE...     encode speed in process (CPU time),
  *                                documents separated by NUL bytes
+ *   --general: the tokenizer's general way (ovl_tok_set_fast 0)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -657,6 +658,7 @@ driver(int argc, char **argv)
 	struct ovl_tok *t;
 	struct ovl_u32vec v = { 0 };
 	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0, nul = 0;
+	int general = 0;
 	size_t len, off, j, bytes = 0, toks = 0;
 	char *text, *doc, *dend, *end;
 	uint32_t h = 2166136261u;
@@ -668,12 +670,14 @@ driver(int argc, char **argv)
 			special = argv[i] + 10;
 		else if (strcmp(argv[i], "--nul") == 0)
 			nul = 1;
+		else if (strcmp(argv[i], "--general") == 0)
+			general = 1;
 		else
 			break;
 	}
 	if (i + 1 >= argc) {
 		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] [--nul] "
-		    "SPEC FILE...\n");
+		    "[--general] SPEC FILE...\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -682,6 +686,8 @@ driver(int argc, char **argv)
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (general)
+		ovl_tok_set_fast(t, 0);
 	if (bench)
 		fprintf(stderr, "load %.3f s\n", (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
