@@ -86,6 +86,12 @@ static const char pat_cl100k[] =
     "|[" N_ALL "]{1,3}| ?[^" WS L_ALL N_ALL "]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
     "|[" WS "]+(?![^" WS "])|[" WS "]+";
 
+/* cl100k with one number a piece: Qwen 2, 2.5 and 3. */
+static const char pat_qwen[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n" L_ALL N_ALL "]?[" L_ALL "]+"
+    "|[" N_ALL "]| ?[^" WS L_ALL N_ALL "]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?![^" WS "])|[" WS "]+";
+
 #define O2_UP	"[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}" U16_Lu U16_Lt U16_Lm U16_Lo U16_M "]"
 #define O2_LO	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}" U16_Ll U16_Lm U16_Lo U16_M "]"
 #define O2_CON	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
@@ -127,6 +133,8 @@ ovl_pretok_pattern(enum ovl_pretok_kind kind)
 		return pat_r50k;
 	case OVL_PRETOK_CL100K:
 		return pat_cl100k;
+	case OVL_PRETOK_QWEN:
+		return pat_qwen;
 	case OVL_PRETOK_O200K:
 		return pat_o200k;
 	default:
@@ -220,7 +228,8 @@ translate(const char *re)
 
 /*
  * tiktoken's own text of the built-in patterns, as Hugging Face files
- * (Llama 3: cl100k; GPT-OSS: o200k) spell them in a Split regex. Read as
+ * (Llama 3: cl100k; GPT-OSS: o200k; Qwen 2 to 3: cl100k with \p{N} for
+ * \p{N}{1,3}) spell them in a Split regex. Read as
  * Oniguruma reads them (translate), each means what the built-in kind's
  * PCRE2 pattern means, so such a regex gets the kind and its scanner.
  */
@@ -231,6 +240,10 @@ static const struct {
 	{ OVL_PRETOK_CL100K,
 	    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
 	    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+	    "\\s+(?!\\S)|\\s+" },
+	{ OVL_PRETOK_QWEN,
+	    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+	    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
 	    "\\s+(?!\\S)|\\s+" },
 	{ OVL_PRETOK_O200K,
 	    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
@@ -317,6 +330,12 @@ ovl_pretok_free(struct ovl_pretok *p)
 	ovl_pcre.jit_stack_free(p->jstack);
 	ovl_pcre.code_free(p->re);
 	free(p);
+}
+
+enum ovl_pretok_kind
+ovl_pretok_kind(const struct ovl_pretok *p)
+{
+	return p->kind;
 }
 
 void
@@ -424,10 +443,11 @@ scan_r50k(const unsigned char *cls, const unsigned char *s, size_t pos,
  * and for o200k
  * [^\r\n\p{L}\p{N}]?UP*LO+CON?|[^\r\n\p{L}\p{N}]?UP+LO*CON?|\p{N}{1,3}
  * | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * and Qwen's: cl100k's with \p{N} (ndig 1) for \p{N}{1,3} (ndig 3).
  */
 static size_t
 scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
-    size_t n, int o200k)
+    size_t n, int o200k, size_t ndig)
 {
 	unsigned k = cls[s[pos]];
 	size_t q = pos, e;
@@ -462,9 +482,9 @@ scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
 	}
 	if (k & C_DIG) {
 		e = pos + 1;
-		while (e < n && e < pos + 3 && (cls[s[e]] & C_DIG))
+		while (e < n && e < pos + ndig && (cls[s[e]] & C_DIG))
 			e++;
-		return e < pos + 3 && HI_AT(e) ? 0 : e;
+		return e < pos + ndig && HI_AT(e) ? 0 : e;
 	}
 	q = pos + (s[pos] == ' ');
 	if (q < n && (cls[s[q]] & C_OTH)) {
@@ -496,10 +516,13 @@ ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
 				e = scan_r50k(p->cls, s, pos, n);
 				break;
 			case OVL_PRETOK_CL100K:
-				e = scan_cl100k(p->cls, s, pos, n, 0);
+				e = scan_cl100k(p->cls, s, pos, n, 0, 3);
+				break;
+			case OVL_PRETOK_QWEN:
+				e = scan_cl100k(p->cls, s, pos, n, 0, 1);
 				break;
 			default:
-				e = scan_cl100k(p->cls, s, pos, n, 1);
+				e = scan_cl100k(p->cls, s, pos, n, 1, 3);
 				break;
 			}
 			if (e != 0) {

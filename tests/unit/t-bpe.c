@@ -554,14 +554,15 @@ static void
 test_scanner(void)
 {
 	static const enum ovl_pretok_kind kinds[] = {
-		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K
+		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K,
+		OVL_PRETOK_QWEN
 	};
 	char err[256];
 	struct ovl_pretok *fast, *slow;
 	size_t bad = 0, pieces = 0;
 	int kk;
 
-	for (kk = 0; kk < 3; kk++) {
+	for (kk = 0; kk < 4; kk++) {
 		fast = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
 		slow = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
 		CHECK(fast != NULL && slow != NULL);
@@ -578,7 +579,8 @@ test_scanner(void)
 
 /*
  * A tokenizer.json Split regex that is tiktoken's cl100k or o200k text
- * (Llama 3, GPT-OSS) takes the built-in kind's scanner: it cuts as the
+ * (Llama 3, GPT-OSS), or Qwen's variant of cl100k, takes the built-in
+ * kind's scanner: it cuts as the
  * same regex read the general way (Oniguruma translated for PCRE2; the
  * regex in a group, so that it is not recognized).
  */
@@ -589,6 +591,9 @@ test_hf_regex(void)
 		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
 		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
 		"\\s+(?!\\S)|\\s+",
+		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+		"\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+		"\\s+(?!\\S)|\\s+",
 		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
 		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
 		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
@@ -596,11 +601,14 @@ test_hf_regex(void)
 		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
 		"\\s+(?!\\S)|\\s+"
 	};
+	static const enum ovl_pretok_kind want[] = {
+		OVL_PRETOK_CL100K, OVL_PRETOK_QWEN, OVL_PRETOK_O200K
+	};
 	char err[256], grouped[1024];
 	struct ovl_pretok *fast, *slow;
 	size_t bad = 0, pieces = 0, i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < sizeof(rx) / sizeof(rx[0]); i++) {
 		snprintf(grouped, sizeof(grouped), "(?:%s)", rx[i]);
 		fast = ovl_pretok_open(OVL_PRETOK_ONIG, rx[i], err, sizeof(err));
 		slow = ovl_pretok_open(OVL_PRETOK_ONIG, grouped, err,
@@ -608,6 +616,8 @@ test_hf_regex(void)
 		CHECK(fast != NULL && slow != NULL);
 		if (fast == NULL || slow == NULL)
 			return;
+		CHECK(ovl_pretok_kind(fast) == want[i]);
+		CHECK(ovl_pretok_kind(slow) == OVL_PRETOK_ONIG);
 		bad += same_pieces(fast, slow, (int)i, &pieces);
 		ovl_pretok_free(fast);
 		ovl_pretok_free(slow);
