@@ -55,6 +55,8 @@ ovl_hf__tables_free(struct ovl_hf *h)
 {
 	free(h->slot);
 	free(h->merge);
+	free(h->pair);
+	free(h->two);
 	free(h->self);
 	free(h->cache);
 	free(h->sym);
@@ -66,19 +68,16 @@ static inline uint32_t
 vfind_h(const struct ovl_hf *h, const unsigned char *p, size_t n, uint64_t hv)
 {
 	size_t i = (size_t)hv & h->smask;
-	uint32_t tag = (uint32_t)(hv >> 32), id;
+	uint32_t tag = (uint32_t)(hv >> 32);
 	const struct hf_vslot *e;
 
 	for (;; i = (i + 1) & h->smask) {
 		e = &h->slot[i];
 		if (e->id1 == 0)
 			return HF_NONE;
-		if (e->tag != tag)
-			continue;
-		id = e->id1 - 1;
-		if (h->tlen[id] == n &&
-		    ovl_bpe__eq(h->arena.p + h->toff[id], p, n))
-			return id;
+		if (e->tag == tag && e->len == n &&
+		    ovl_bpe__eq(h->arena.p + e->off, p, n))
+			return e->id1 - 1;
 	}
 }
 
@@ -104,6 +103,8 @@ ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id)
 		i = (i + 1) & h->smask;
 	h->slot[i].tag = (uint32_t)(hv >> 32);
 	h->slot[i].id1 = id + 1;
+	h->slot[i].len = h->tlen[id];
+	h->slot[i].off = h->toff[id];
 }
 
 static inline size_t
@@ -317,9 +318,13 @@ merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
 			ovl_u32vec_push(out, h->sym[i].id);
 }
 
-/* The same order for a few symbols: the lowest pair found by a scan. */
+/*
+ * The same order for a few symbols: the lowest pair found by a scan. p:
+ * the piece's bytes when the symbols are its bytes' tokens (byte level).
+ */
 static void
-merge_scan(const struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
+merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
+    struct ovl_u32vec *out)
 {
 	uint32_t tk[SCAN_MAX], rk[SCAN_MAX], nid[SCAN_MAX], r, id, min;
 	size_t m = ns, i, j, best;
@@ -327,9 +332,17 @@ merge_scan(const struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
 
 	for (i = 0; i < m; i++)
 		tk[i] = h->sym[i].id;
-	for (i = 0; i + 1 < m; i++)
-		rk[i] = merge_find(h, tk[i], tk[i + 1], &r, &nid[i]) ? r :
-		    HF_NONE;
+	if (p != NULL)
+		/* the bytes of a byte-level piece: one table */
+		for (i = 0; i + 1 < m; i++) {
+			uint64_t e = h->pair[p[i] << 8 | p[i + 1]];
+			rk[i] = (uint32_t)(e >> 32);
+			nid[i] = (uint32_t)e;
+		}
+	else
+		for (i = 0; i + 1 < m; i++)
+			rk[i] = merge_find(h, tk[i], tk[i + 1], &r, &nid[i]) ?
+			    r : HF_NONE;
 	rk[m - 1] = HF_NONE;
 	for (;;) {
 		min = HF_NONE;
@@ -376,9 +389,47 @@ bpe_piece(struct ovl_hf *h, const unsigned char *p, size_t n, int fast,
 	if (ns == 0)
 		return;
 	if (fast && ns <= SCAN_MAX)
-		merge_scan(h, ns, out);
+		merge_scan(h, h->bytes_all == 1 ? p : NULL, ns, out);
 	else
 		merge_heap(h, ns, out);
+}
+
+/* The tables of a byte-level model with a token for every byte. */
+static void
+make_byte_tables(struct ovl_hf *h)
+{
+	unsigned char pc[2];
+	uint32_t r, id;
+	unsigned a, b;
+
+	h->bytes_all = -1;
+	if (!h->bytelevel)
+		return;
+	for (a = 0; a < 256; a++)
+		if (h->byte_id[a] == HF_NONE)
+			return;
+	h->pair = ovl_xmalloc(65536 * sizeof(*h->pair));
+	h->two = ovl_xmalloc(65536 * sizeof(*h->two));
+	for (a = 0; a < 256; a++)
+		for (b = 0; b < 256; b++)
+			h->pair[a << 8 | b] = merge_find(h, h->byte_id[a],
+			    h->byte_id[b], &r, &id) ? (uint64_t)r << 32 | id :
+			    UINT64_MAX;
+	/* the pieces of one and two bytes, merged the general way */
+	for (a = 0; a < 256; a++) {
+		pc[0] = (unsigned char)a;
+		h->tmp.len = 0;
+		bpe_piece(h, pc, 1, 0, &h->tmp);
+		h->one[a] = h->tmp.p[0];
+		for (b = 0; b < 256; b++) {
+			pc[1] = (unsigned char)b;
+			h->tmp.len = 0;
+			bpe_piece(h, pc, 2, 0, &h->tmp);
+			h->two[a << 8 | b] = (uint64_t)(h->tmp.len == 2 ?
+			    h->tmp.p[1] : HF_NONE) << 32 | h->tmp.p[0];
+		}
+	}
+	h->bytes_all = 1;
 }
 
 /* 1 when the piece of token id's bytes p[0..n) merges to id itself. */
@@ -404,6 +455,17 @@ ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 
 	if (!h->fast) {
 		bpe_piece(h, p, n, 0, out);
+		return;
+	}
+	if (h->bytes_all == 0)
+		make_byte_tables(h);
+	if (n <= 2 && h->bytes_all == 1) {
+		uint64_t e = n == 1 ? (uint64_t)HF_NONE << 32 | h->one[p[0]] :
+		    h->two[p[0] << 8 | p[1]];
+
+		ovl_u32vec_push(out, (uint32_t)e);
+		if (e >> 32 != HF_NONE)
+			ovl_u32vec_push(out, (uint32_t)(e >> 32));
 		return;
 	}
 	hv = ovl_bpe__hash(p, n);

@@ -114,9 +114,10 @@ struct hf_hentry {
 	uint32_t	rank, pos, id;
 };
 
-/* A vocabulary slot: the hash's high half and id + 1 (0: empty). */
+/* A vocabulary slot: the hash's high half, id + 1 (0: empty), the bytes. */
 struct hf_vslot {
 	uint32_t	tag, id1;
+	uint32_t	len, off;	/* in the arena */
 };
 
 /* A merge: the pair (a << 32 | b; UINT64_MAX: empty), its rank, the new id. */
@@ -136,6 +137,16 @@ struct ovl_hf {
 	size_t		 smask;
 	struct hf_mslot	*merge;
 	size_t		 mmask;
+	/*
+	 * A byte-level model with a token for every byte (bytes_all 1; 0 not
+	 * yet known, -1 not so) has, made on first use: pair, bytes a << 8
+	 * | b -> the merge of their tokens (rank << 32 | id, UINT64_MAX:
+	 * none); one and two, the ids of a piece of one or two bytes
+	 * (second << 32 | first, second HF_NONE when there is one).
+	 */
+	int		 bytes_all;
+	uint64_t	*pair, *two;
+	uint32_t	 one[256];
 	int		 bytelevel, byte_fallback, fuse_unk, ignore_merges;
 	uint32_t	 unk;
 	uint32_t	 byte_id[256];

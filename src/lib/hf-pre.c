@@ -421,15 +421,22 @@ norm_one(struct hf_text *t, const struct hf_norm *nm, const unsigned char *s,
 
 /* ---- pre-tokenizers --------------------------------------------------- */
 
-/* Matches and gaps of piece s[0..n) into t->cut (first = is a match). */
+/*
+ * Matches and gaps of piece s[0..n) into v, in order. Not isolated: v is
+ * emptied first, offsets are from s, first says the part is a match.
+ * Isolated: appended as pieces of their own, offsets plus base, first
+ * when first and the part starts s.
+ */
 static int
 cut_piece(struct hf_text *t, const struct hf_pre *p, const unsigned char *s,
-    size_t n)
+    size_t n, struct hf_pieces *v, uint32_t base, int isolated, int first)
 {
 	size_t pos = 0, prev = 0, ms, me;
+	uint32_t b = isolated ? base : 0;
 	int rc;
 
-	t->cut.len = 0;
+	if (!isolated)
+		v->len = 0;
 	for (;;) {
 		if (p->re != NULL) {
 			rc = ovl_pretok_next(p->re, s, n, pos, &ms, &me, t->err,
@@ -448,15 +455,16 @@ cut_piece(struct hf_text *t, const struct hf_pre *p, const unsigned char *s,
 		if (rc == 0)
 			break;
 		if (ms > prev)
-			ovl_hf__pieces_push(&t->cut, (uint32_t)prev,
-			    (uint32_t)(ms - prev), p->invert);
-		ovl_hf__pieces_push(&t->cut, (uint32_t)ms, (uint32_t)(me - ms),
-		    !p->invert);
+			ovl_hf__pieces_push(v, b + (uint32_t)prev,
+			    (uint32_t)(ms - prev), isolated ? first && prev == 0 :
+			    p->invert);
+		ovl_hf__pieces_push(v, b + (uint32_t)ms, (uint32_t)(me - ms),
+		    isolated ? first && ms == 0 : !p->invert);
 		prev = pos = me;
 	}
 	if (prev < n)
-		ovl_hf__pieces_push(&t->cut, (uint32_t)prev, (uint32_t)(n - prev),
-		    p->invert);
+		ovl_hf__pieces_push(v, b + (uint32_t)prev, (uint32_t)(n - prev),
+		    isolated ? first && prev == 0 : p->invert);
 	return 0;
 }
 
@@ -472,7 +480,15 @@ split(struct hf_text *t, const struct hf_pre *p, const unsigned char *base,
 		const struct hf_piece *pc = &in->p[i];
 		int prevm = 0;
 
-		if (cut_piece(t, p, base + pc->off, pc->len) != 0)
+		if (p->behavior == HB_ISOLATED) {
+			/* every match and gap a piece, none empty */
+			if (cut_piece(t, p, base + pc->off, pc->len, out,
+			    pc->off, 1, (int)pc->first) != 0)
+				return -1;
+			continue;
+		}
+		if (cut_piece(t, p, base + pc->off, pc->len, &t->cut, 0, 0,
+		    0) != 0)
 			return -1;
 		k0 = out->len;
 		if (p->behavior == HB_NEXT) {
