@@ -305,31 +305,15 @@ ovl_hf__text_no_norm(const struct hf_text *t)
 
 /* ---- normalizers ------------------------------------------------------ */
 
-static int
-is_ascii(const unsigned char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] >= 0x80)
-			return 0;
-	return 1;
-}
-
-/* Unicode normalization of s[0..n) into out (utf8proc). */
+/* Unicode normalization of s[0..n), appended to out (utf8proc). */
 static void
-unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
+norm_segment(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
     size_t n, struct ovl_buf *out)
 {
 	utf8proc_option_t opt = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
 	utf8proc_ssize_t m, i;
 	unsigned char *d;
 
-	out->len = 0;
-	if (is_ascii(s, n)) {
-		ovl_buf_append(out, s, n);
-		return;
-	}
 	if (k == HN_NFKC || k == HN_NFKD)
 		opt |= UTF8PROC_COMPAT;
 	for (;;) {
@@ -351,6 +335,35 @@ unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
 	for (i = 0; i < m; i++)
 		d += utf8proc_encode_char(t->cps[i], d);
 	out->len = (size_t)(d - out->p);
+}
+
+/*
+ * Unicode normalization of s[0..n) into out. An ASCII character is a
+ * starter that no decomposition reorders across and no composition joins
+ * to what precedes it, so the text normalizes piecewise: ASCII as it is,
+ * each run of other characters with the character before it.
+ */
+static void
+unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
+    size_t n, struct ovl_buf *out)
+{
+	size_t i = 0, j, a, e;
+
+	out->len = 0;
+	while (i < n) {
+		for (j = i; j < n && s[j] < 0x80; j++)
+			;
+		a = j > i ? j - 1 : j;
+		ovl_buf_append(out, s + i, a - i);
+		if (j == n) {
+			ovl_buf_append(out, s + a, n - a);
+			break;
+		}
+		for (e = j; e < n && s[e] >= 0x80; e++)
+			;
+		norm_segment(t, k, s + a, e - a, out);
+		i = e;
+	}
 }
 
 static int
