@@ -22,7 +22,11 @@ enum ovl_pretok_kind {
 	OVL_PRETOK_R50K,	/* r50k_base, p50k_base, gpt2 */
 	OVL_PRETOK_CL100K,
 	OVL_PRETOK_O200K,
-	OVL_PRETOK_QWEN		/* cl100k with one number a piece (Qwen 2 to 3) */
+	OVL_PRETOK_QWEN,	/* cl100k with one number a piece (Qwen 2 to 3) */
+	/* Split regexes that get a scanner (DeepSeek V3's); these last: */
+	OVL_PRETOK_DIGITS3,	/* \p{N}{1,3} */
+	OVL_PRETOK_DS_CJK,	/* DeepSeek V3's CJK runs */
+	OVL_PRETOK_DEEPSEEK	/* DeepSeek V3's third */
 };
 
 struct ovl_pretok;

@@ -507,7 +507,9 @@ same_pieces(struct ovl_pretok *fast, struct ovl_pretok *slow, int kind,
 		"(", "\"", "#", "\x01", "\x1c", "\x7f",
 		"\xc3\xa9", "\xc3\x89", "\xc2\xa0", "\xc5\xbf", "\xc2\x85",
 		"\xe4\xb8\xad", "\xd9\xa1", "\xcc\x81", "\xe2\x80\x83",
-		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99"
+		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99",
+		"\xe3\x81\x82", "\xe3\x82\xa2", "\xe9\xbe\xa5", "\xe9\xbe\xa6",
+		"\xef\xbc\x81", "\xe2\x82\xac", "\xe3\x80\x82"
 	};
 	char err[256], text[2048];
 	size_t k, i, n, pos1, pos2, a1, e1, a2, e2, bad = 0;
@@ -599,10 +601,18 @@ test_hf_regex(void)
 		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
 		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
 		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
-		"\\s+(?!\\S)|\\s+"
+		"\\s+(?!\\S)|\\s+",
+		/* DeepSeek V3's three */
+		"\\p{N}{1,3}",
+		"[\xe4\xb8\x80" "-" "\xe9\xbe\xa5" "\xe3\x81\x80" "-" "\xe3\x82\x9f"
+		"\xe3\x82\xa0" "-" "\xe3\x83\xbf" "]+",
+		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|"
+		"[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+		" ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
 	};
 	static const enum ovl_pretok_kind want[] = {
-		OVL_PRETOK_CL100K, OVL_PRETOK_QWEN, OVL_PRETOK_O200K
+		OVL_PRETOK_CL100K, OVL_PRETOK_QWEN, OVL_PRETOK_O200K,
+		OVL_PRETOK_DIGITS3, OVL_PRETOK_DS_CJK, OVL_PRETOK_DEEPSEEK
 	};
 	char err[256], grouped[1024];
 	struct ovl_pretok *fast, *slow;
