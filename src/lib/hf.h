@@ -14,7 +14,9 @@
  * an error naming it: never a silent difference.
  *
  * Regexes run in PCRE2 (HF runs Oniguruma; the conformance test compares
- * the two on every model it names). Normalization is utf8proc's.
+ * the two on every model it names); a Split regex whose text pretok.h
+ * knows (Llama 3's, Qwen's, GPT-OSS's, DeepSeek V3's) runs on its
+ * scanner. Normalization is utf8proc's.
  *
  * A handle is used by one thread; encoding allocates nothing once its
  * scratch buffers have grown.
