@@ -63,6 +63,12 @@ struct hf_text {
 	size_t		 npre;
 	int		 bytelevel;	/* a ByteLevel pre-tokenizer is in */
 	int		 prepends;	/* a "▁" is put before the text */
+	/*
+	 * The regex of the one Isolated Split when the other pre-tokenizers
+	 * change nothing (ByteLevel without a prefix space or its regex):
+	 * the pieces are its matches and the gaps between them.
+	 */
+	struct ovl_pretok *direct;
 	/* scratch */
 	struct ovl_buf	 buf[2];
 	struct hf_pieces pc[2];
@@ -86,6 +92,10 @@ int	ovl_hf__text_no_norm(const struct hf_text *t);
 int	ovl_hf__text_run(struct hf_text *t, const unsigned char *s, size_t n,
 	    int first, const unsigned char **base,
 	    const struct hf_pieces **pieces);
+
+/* Normalize s[0..n): the text in [*out, *out + *outlen). */
+void	ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
+	    const unsigned char **out, size_t *outlen);
 
 void	ovl_hf__pieces_push(struct hf_pieces *v, uint32_t off, uint32_t len,
 	    uint32_t first);

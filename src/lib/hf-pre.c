@@ -266,11 +266,26 @@ int
 ovl_hf__text_load(struct hf_text *t, json_t *norm, json_t *pre, char *err,
     size_t errlen)
 {
+	size_t i, nsplit = 0, nother = 0;
+
 	if (norm != NULL && !json_is_null(norm) &&
 	    add_norm(t, norm, err, errlen) != 0)
 		return -1;
 	if (pre != NULL && !json_is_null(pre) && add_pre(t, pre, err, errlen) != 0)
 		return -1;
+	for (i = 0; i < t->npre; i++) {
+		const struct hf_pre *p = &t->pre[i];
+
+		if (p->kind == HP_SPLIT && p->re != NULL &&
+		    p->behavior == HB_ISOLATED) {
+			nsplit++;
+			t->direct = p->re;
+		} else if (!(p->kind == HP_BYTELEVEL && !p->prefix_space &&
+		    p->re == NULL))
+			nother++;
+	}
+	if (nsplit != 1 || nother != 0)
+		t->direct = NULL;
 	return 0;
 }
 
@@ -608,6 +623,23 @@ rewrite(const struct hf_pre *p, const unsigned char *base,
 		}
 		ovl_hf__pieces_push(out, (uint32_t)start,
 		    (uint32_t)(dst->len - start), pc->first);
+	}
+}
+
+void
+ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
+    const unsigned char **out, size_t *outlen)
+{
+	size_t i;
+	int b = 0;
+
+	*out = s;
+	*outlen = n;
+	for (i = 0; i < t->nnorm; i++) {
+		norm_one(t, &t->norm[i], *out, *outlen, &t->buf[b]);
+		*out = t->buf[b].p;
+		*outlen = t->buf[b].len;
+		b ^= 1;
 	}
 }
 

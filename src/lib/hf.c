@@ -618,6 +618,32 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 	return best;
 }
 
+/* encode_text when the pieces are one regex's matches and gaps. */
+static int
+encode_direct(struct ovl_hf *h, const unsigned char *s, size_t n,
+    struct ovl_u32vec *out, size_t base, size_t *bad_off)
+{
+	size_t pos = 0, prev = 0, ms, me;
+	int rc;
+
+	ovl_hf__text_norm(&h->text, s, n, &s, &n);
+	while ((rc = ovl_pretok_next(h->text.direct, s, n, pos, &ms, &me,
+	    h->errbuf, sizeof(h->errbuf))) > 0) {
+		if (ms > prev)
+			ovl_hf__piece(h, s + prev, ms - prev, out);
+		ovl_hf__piece(h, s + ms, me - ms, out);
+		prev = pos = me;
+	}
+	if (rc < 0) {
+		h->error = h->errbuf;
+		*bad_off = base;
+		return -1;
+	}
+	if (prev < n)
+		ovl_hf__piece(h, s + prev, n - prev, out);
+	return 0;
+}
+
 static int
 encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
     struct ovl_u32vec *out, size_t base, size_t *bad_off)
@@ -628,6 +654,8 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 
 	if (n == 0)
 		return 0;
+	if (h->fast && h->text.direct != NULL)
+		return encode_direct(h, s, n, out, base, bad_off);
 	if (ovl_hf__text_run(&h->text, s, n, first, &b, &pc) != 0) {
 		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->text.err);
 		h->error = h->errbuf;
