@@ -100,6 +100,18 @@ same() {
 	same gptoss hf "$C/all.txt"
 }
 
+@test "hf conformance: the fast way gives the general way's ids on the whole corpus" {
+	# The fast way (the scanner of a recognized Split pattern: Llama 3,
+	# Qwen 3, GPT-OSS; token look-up, cache, scan merge) against the
+	# general one (every piece from PCRE2, merged with a heap).
+	for m in $MODELS; do
+		"$T_BPE" encode --nul --special=allow "hf:$(tj "$m")" "$C/all.txt" > "$BATS_TEST_TMPDIR/fast.$m"
+		"$T_BPE" encode --nul --special=allow --general "hf:$(tj "$m")" "$C/all.txt" > "$BATS_TEST_TMPDIR/general.$m"
+		[ -s "$BATS_TEST_TMPDIR/fast.$m" ]
+		cmp "$BATS_TEST_TMPDIR/fast.$m" "$BATS_TEST_TMPDIR/general.$m"
+	done
+}
+
 @test "hf conformance: every model equals the JavaScript port on the ordinary texts" {
 	for m in $MODELS; do
 		same "$m" js "$C/texts.txt"

@@ -1,4 +1,5 @@
 #include "bpe.h"
+#include "bpe-int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,22 +21,6 @@
 #define FILE_MAX	(1u << 30)	/* a rank file larger than this is refused */
 #define SPECIAL_MAX	16
 #define SMALL_PIECE	64		/* longer pieces merge with a heap */
-
-/*
- * The cache of merged pieces: direct-mapped by the piece's hash. Pieces
- * that are tokens themselves never get here (one table look-up finds them).
- */
-#define CACHE_BITS	14
-#define CACHE_KEY	22
-#define CACHE_TOK	8
-
-struct cache_slot {
-	uint64_t	hash;
-	uint8_t		klen;		/* 0: empty */
-	uint8_t		ntok;
-	unsigned char	key[CACHE_KEY];
-	uint32_t	tok[CACHE_TOK];
-};
 
 /* A slot of the token table: len 0 is empty. */
 struct tslot {
@@ -77,7 +62,7 @@ struct ovl_bpe {
 
 	struct ovl_pretok *pt;
 
-	struct cache_slot *cache;
+	struct ovl_bpe_cslot *cache;
 
 	/* Scratch for the heap merge of long pieces. */
 	uint32_t	*s_nxt, *s_prv, *s_rk, *s_tk;
@@ -89,8 +74,6 @@ struct ovl_bpe {
 
 	char		 err[256];
 };
-
-/* ---- the encodings tiktoken ships ---------------------------------- */
 
 /* ---- the encodings tiktoken ships ---------------------------------- */
 
@@ -144,63 +127,6 @@ encoding_guess(const char *path)
 
 /* ---- hashing and look-up ------------------------------------------- */
 
-static inline uint64_t
-hash_bytes(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
-	uint64_t w;
-
-	while (n >= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 31;
-		p += 8;
-		n -= 8;
-	}
-	if (n >= 4) {
-		uint32_t a, c;
-		memcpy(&a, p, 4);
-		memcpy(&c, p + n - 4, 4);
-		w = (uint64_t)a << 32 | c;
-	} else if (n > 0) {
-		w = (uint64_t)p[0] << 16 | (uint64_t)p[n / 2] << 8 | p[n - 1];
-	} else
-		w = 0;
-	h = (h ^ w) * 0x94d049bb133111ebull;
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return h;
-}
-
-static inline int
-bytes_eq(const unsigned char *a, const unsigned char *b, size_t n)
-{
-	uint64_t x, y;
-	uint32_t x4, y4, z4, w4;
-
-	while (n >= 8) {
-		memcpy(&x, a, 8);
-		memcpy(&y, b, 8);
-		if (x != y)
-			return 0;
-		a += 8;
-		b += 8;
-		n -= 8;
-	}
-	if (n >= 4) {
-		memcpy(&x4, a, 4);
-		memcpy(&y4, b, 4);
-		memcpy(&z4, a + n - 4, 4);
-		memcpy(&w4, b + n - 4, 4);
-		return x4 == y4 && z4 == w4;
-	}
-	while (n-- > 0)
-		if (*a++ != *b++)
-			return 0;
-	return 1;
-}
-
 /* Rank of the token with these bytes (hash h), or NONE. */
 static inline uint32_t
 find_rank(const struct ovl_bpe *b, const unsigned char *p, size_t n,
@@ -215,7 +141,7 @@ find_rank(const struct ovl_bpe *b, const unsigned char *p, size_t n,
 		if (e->len == 0)
 			return NONE;
 		if (e->tag == tag && e->len == n &&
-		    bytes_eq(b->arena + e->off, p, n))
+		    ovl_bpe__eq(b->arena + e->off, p, n))
 			return e->rank;
 	}
 }
@@ -228,7 +154,7 @@ rank_of(const struct ovl_bpe *b, const unsigned char *p, size_t n)
 		return b->pair_rank[p[0] << 8 | p[1]];
 	if (n == 1)
 		return b->byte_rank[p[0]];
-	return find_rank(b, p, n, hash_bytes(p, n));
+	return find_rank(b, p, n, ovl_bpe__hash(p, n));
 }
 
 /* ---- loading --------------------------------------------------------- */
@@ -301,7 +227,7 @@ static int
 add_token(struct ovl_bpe *b, const unsigned char *p, size_t n, uint32_t rank,
     uint32_t *dup)
 {
-	uint64_t h = hash_bytes(p, n), i;
+	uint64_t h = ovl_bpe__hash(p, n), i;
 	uint32_t r = find_rank(b, p, n, h);
 
 	if (r != NONE) {
@@ -665,7 +591,7 @@ ovl_bpe_open(const char *path, const char *pattern, char *err, size_t errlen)
 	for (i = 0; i < b->nsp; i++)
 		if (b->sp[i].id >= b->vocab)
 			b->vocab = b->sp[i].id + 1;
-	b->cache = ovl_xcalloc((size_t)1 << CACHE_BITS, sizeof(*b->cache));
+	b->cache = ovl_xcalloc((size_t)1 << OVL_BPE_CACHE_BITS, sizeof(*b->cache));
 	json_decref(js);
 	return b;
 bad:
@@ -981,7 +907,7 @@ encode_piece(struct ovl_bpe *b, const unsigned char *p, size_t n,
 {
 	uint64_t h;
 	uint32_t e;
-	struct cache_slot *c;
+	struct ovl_bpe_cslot *c;
 	size_t k;
 
 	if (n == 1) {
@@ -992,27 +918,21 @@ encode_piece(struct ovl_bpe *b, const unsigned char *p, size_t n,
 		dst[0] = b->pair_rank[p[0] << 8 | p[1]];
 		return 1;
 	}
-	h = hash_bytes(p, n);
+	h = ovl_bpe__hash(p, n);
 	if ((e = find_rank(b, p, n, h)) != NONE) {
 		dst[0] = e;
 		return 1;
 	}
-	if (n > CACHE_KEY)
+	if (n > OVL_BPE_CACHE_KEY)
 		return n > SMALL_PIECE ? merge_large(b, p, n, dst) :
 		    merge_small(b, p, n, dst);
-	c = &b->cache[h >> (64 - CACHE_BITS)];
-	if (c->hash == h && c->klen == n && bytes_eq(c->key, p, n)) {
+	c = ovl_bpe__cslot(b->cache, h);
+	if (ovl_bpe__chit(c, h, p, n)) {
 		memcpy(dst, c->tok, c->ntok * sizeof(uint32_t));
 		return c->ntok;
 	}
 	k = merge_small(b, p, n, dst);
-	if (k <= CACHE_TOK) {
-		c->hash = h;
-		c->klen = (uint8_t)n;
-		c->ntok = (uint8_t)k;
-		memcpy(c->key, p, n);
-		memcpy(c->tok, dst, k * sizeof(uint32_t));
-	}
+	ovl_bpe__cput(c, h, p, n, dst, k);
 	return k;
 }
 

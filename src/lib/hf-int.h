@@ -63,6 +63,12 @@ struct hf_text {
 	size_t		 npre;
 	int		 bytelevel;	/* a ByteLevel pre-tokenizer is in */
 	int		 prepends;	/* a "▁" is put before the text */
+	/*
+	 * The regex of the one Isolated Split when the other pre-tokenizers
+	 * change nothing (ByteLevel without a prefix space or its regex):
+	 * the pieces are its matches and the gaps between them.
+	 */
+	struct ovl_pretok *direct;
 	/* scratch */
 	struct ovl_buf	 buf[2];
 	struct hf_pieces pc[2];
@@ -87,7 +93,115 @@ int	ovl_hf__text_run(struct hf_text *t, const unsigned char *s, size_t n,
 	    int first, const unsigned char **base,
 	    const struct hf_pieces **pieces);
 
+/* Normalize s[0..n): the text in [*out, *out + *outlen). */
+void	ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
+	    const unsigned char **out, size_t *outlen);
+
 void	ovl_hf__pieces_push(struct hf_pieces *v, uint32_t off, uint32_t len,
 	    uint32_t first);
+
+/* ---- the model (hf.c loads it, hf-bpe.c merges) ---------------------- */
+
+struct added {
+	char		*s;
+	size_t		 n;
+	uint32_t	 id;
+	uint8_t		 special, normalized;
+};
+
+/* A byte trie over the added tokens' texts. */
+struct tnode {
+	uint32_t	child, sib;	/* 0: none (node 0 is the root) */
+	uint32_t	added;		/* index + 1 of the token ending here */
+	unsigned char	c;
+};
+
+struct hf_sym {
+	uint32_t	id, prev, next, len;
+};
+
+struct hf_hentry {
+	uint32_t	rank, pos, id;
+};
+
+/* A vocabulary slot: the hash's high half, id + 1 (0: empty), the bytes. */
+struct hf_vslot {
+	uint32_t	tag, id1;
+	uint32_t	len, off;	/* in the arena */
+};
+
+/* A merge: the pair (a << 32 | b; UINT64_MAX: empty), its rank, the new id. */
+struct hf_mslot {
+	uint64_t	key;
+	uint32_t	rank, id;
+};
+
+struct ovl_bpe_cslot;
+
+struct ovl_hf {
+	char		 name[40];
+	uint32_t	 nids;
+	uint32_t	*toff, *tlen;	/* id -> bytes in arena */
+	struct ovl_buf	 arena;
+	struct hf_vslot	*slot;		/* vocab bytes -> id */
+	size_t		 smask;
+	struct hf_mslot	*merge;
+	size_t		 mmask;
+	/*
+	 * A byte-level model with a token for every byte (bytes_all 1; 0 not
+	 * yet known, -1 not so) has, made on first use: pair, bytes a << 8
+	 * | b -> the merge of their tokens (rank << 32 | id, UINT64_MAX:
+	 * none); one and two, the ids of a piece of one or two bytes
+	 * (second << 32 | first, second HF_NONE when there is one).
+	 */
+	int		 bytes_all;
+	uint64_t	*pair, *two;
+	uint32_t	 one[256];
+	int		 bytelevel, byte_fallback, fuse_unk, ignore_merges;
+	uint32_t	 unk;
+	uint32_t	 byte_id[256];
+	struct added	*added;
+	size_t		 nadded;
+	struct tnode	*trie;
+	size_t		 ntrie;
+	unsigned char	 first[256];	/* 1: an added token starts with it */
+	int		 any_normalized;
+	struct hf_text	 text;
+	enum ovl_bpe_special special;
+	/* the merging (hf-bpe.c) */
+	int		 fast;		/* token look-up, cache, scan merge */
+	uint8_t		*self;		/* id -> 0 unknown, 1 a piece of its
+					   bytes merges to it, 2 it does not */
+	struct ovl_bpe_cslot *cache;
+	struct hf_sym	*sym;
+	size_t		 symcap;
+	struct hf_hentry *heap;
+	size_t		 heapcap;
+	struct ovl_u32vec tmp;
+	const char	*error;
+	char		 errbuf[240];
+};
+
+/* Size the vocabulary table for nvocab tokens (h->nids is set). */
+void	ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab);
+/* Size the merge table for nmerges merges. */
+void	ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges);
+/* Free what the two above and the merging allocated. */
+void	ovl_hf__tables_free(struct ovl_hf *h);
+/* Index token id (its bytes are in the arena) for look-up by bytes. */
+void	ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id);
+/* The id of the token with bytes p[0..n), or HF_NONE. */
+uint32_t ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p,
+	    size_t n);
+/* Merge (a, b) -> id with rank; a later duplicate pair wins, as in HF. */
+void	ovl_hf__merge_put(struct ovl_hf *h, uint32_t a, uint32_t b,
+	    uint32_t rank, uint32_t id);
+/*
+ * Append the ids of one pre-tokenized piece p[0..n) to out, as HF's
+ * BPE::tokenize gives them: the lowest-ranked merge first, the leftmost
+ * among equals.
+ */
+void	ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
+	    struct ovl_u32vec *out);
 
 #endif

@@ -266,11 +266,26 @@ int
 ovl_hf__text_load(struct hf_text *t, json_t *norm, json_t *pre, char *err,
     size_t errlen)
 {
+	size_t i, nsplit = 0, nother = 0;
+
 	if (norm != NULL && !json_is_null(norm) &&
 	    add_norm(t, norm, err, errlen) != 0)
 		return -1;
 	if (pre != NULL && !json_is_null(pre) && add_pre(t, pre, err, errlen) != 0)
 		return -1;
+	for (i = 0; i < t->npre; i++) {
+		const struct hf_pre *p = &t->pre[i];
+
+		if (p->kind == HP_SPLIT && p->re != NULL &&
+		    p->behavior == HB_ISOLATED) {
+			nsplit++;
+			t->direct = p->re;
+		} else if (!(p->kind == HP_BYTELEVEL && !p->prefix_space &&
+		    p->re == NULL))
+			nother++;
+	}
+	if (nsplit != 1 || nother != 0)
+		t->direct = NULL;
 	return 0;
 }
 
@@ -305,31 +320,15 @@ ovl_hf__text_no_norm(const struct hf_text *t)
 
 /* ---- normalizers ------------------------------------------------------ */
 
-static int
-is_ascii(const unsigned char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] >= 0x80)
-			return 0;
-	return 1;
-}
-
-/* Unicode normalization of s[0..n) into out (utf8proc). */
+/* Unicode normalization of s[0..n), appended to out (utf8proc). */
 static void
-unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
+norm_segment(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
     size_t n, struct ovl_buf *out)
 {
 	utf8proc_option_t opt = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
 	utf8proc_ssize_t m, i;
 	unsigned char *d;
 
-	out->len = 0;
-	if (is_ascii(s, n)) {
-		ovl_buf_append(out, s, n);
-		return;
-	}
 	if (k == HN_NFKC || k == HN_NFKD)
 		opt |= UTF8PROC_COMPAT;
 	for (;;) {
@@ -351,6 +350,35 @@ unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
 	for (i = 0; i < m; i++)
 		d += utf8proc_encode_char(t->cps[i], d);
 	out->len = (size_t)(d - out->p);
+}
+
+/*
+ * Unicode normalization of s[0..n) into out. An ASCII character is a
+ * starter that no decomposition reorders across and no composition joins
+ * to what precedes it, so the text normalizes piecewise: ASCII as it is,
+ * each run of other characters with the character before it.
+ */
+static void
+unicode_norm(struct hf_text *t, enum hf_norm_kind k, const unsigned char *s,
+    size_t n, struct ovl_buf *out)
+{
+	size_t i = 0, j, a, e;
+
+	out->len = 0;
+	while (i < n) {
+		for (j = i; j < n && s[j] < 0x80; j++)
+			;
+		a = j > i ? j - 1 : j;
+		ovl_buf_append(out, s + i, a - i);
+		if (j == n) {
+			ovl_buf_append(out, s + a, n - a);
+			break;
+		}
+		for (e = j; e < n && s[e] >= 0x80; e++)
+			;
+		norm_segment(t, k, s + a, e - a, out);
+		i = e;
+	}
 }
 
 static int
@@ -421,15 +449,22 @@ norm_one(struct hf_text *t, const struct hf_norm *nm, const unsigned char *s,
 
 /* ---- pre-tokenizers --------------------------------------------------- */
 
-/* Matches and gaps of piece s[0..n) into t->cut (first = is a match). */
+/*
+ * Matches and gaps of piece s[0..n) into v, in order. Not isolated: v is
+ * emptied first, offsets are from s, first says the part is a match.
+ * Isolated: appended as pieces of their own, offsets plus base, first
+ * when first and the part starts s.
+ */
 static int
 cut_piece(struct hf_text *t, const struct hf_pre *p, const unsigned char *s,
-    size_t n)
+    size_t n, struct hf_pieces *v, uint32_t base, int isolated, int first)
 {
 	size_t pos = 0, prev = 0, ms, me;
+	uint32_t b = isolated ? base : 0;
 	int rc;
 
-	t->cut.len = 0;
+	if (!isolated)
+		v->len = 0;
 	for (;;) {
 		if (p->re != NULL) {
 			rc = ovl_pretok_next(p->re, s, n, pos, &ms, &me, t->err,
@@ -448,15 +483,16 @@ cut_piece(struct hf_text *t, const struct hf_pre *p, const unsigned char *s,
 		if (rc == 0)
 			break;
 		if (ms > prev)
-			ovl_hf__pieces_push(&t->cut, (uint32_t)prev,
-			    (uint32_t)(ms - prev), p->invert);
-		ovl_hf__pieces_push(&t->cut, (uint32_t)ms, (uint32_t)(me - ms),
-		    !p->invert);
+			ovl_hf__pieces_push(v, b + (uint32_t)prev,
+			    (uint32_t)(ms - prev), isolated ? first && prev == 0 :
+			    p->invert);
+		ovl_hf__pieces_push(v, b + (uint32_t)ms, (uint32_t)(me - ms),
+		    isolated ? first && ms == 0 : !p->invert);
 		prev = pos = me;
 	}
 	if (prev < n)
-		ovl_hf__pieces_push(&t->cut, (uint32_t)prev, (uint32_t)(n - prev),
-		    p->invert);
+		ovl_hf__pieces_push(v, b + (uint32_t)prev, (uint32_t)(n - prev),
+		    isolated ? first && prev == 0 : p->invert);
 	return 0;
 }
 
@@ -472,7 +508,15 @@ split(struct hf_text *t, const struct hf_pre *p, const unsigned char *base,
 		const struct hf_piece *pc = &in->p[i];
 		int prevm = 0;
 
-		if (cut_piece(t, p, base + pc->off, pc->len) != 0)
+		if (p->behavior == HB_ISOLATED) {
+			/* every match and gap a piece, none empty */
+			if (cut_piece(t, p, base + pc->off, pc->len, out,
+			    pc->off, 1, (int)pc->first) != 0)
+				return -1;
+			continue;
+		}
+		if (cut_piece(t, p, base + pc->off, pc->len, &t->cut, 0, 0,
+		    0) != 0)
 			return -1;
 		k0 = out->len;
 		if (p->behavior == HB_NEXT) {
@@ -579,6 +623,23 @@ rewrite(const struct hf_pre *p, const unsigned char *base,
 		}
 		ovl_hf__pieces_push(out, (uint32_t)start,
 		    (uint32_t)(dst->len - start), pc->first);
+	}
+}
+
+void
+ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
+    const unsigned char **out, size_t *outlen)
+{
+	size_t i;
+	int b = 0;
+
+	*out = s;
+	*outlen = n;
+	for (i = 0; i < t->nnorm; i++) {
+		norm_one(t, &t->norm[i], *out, *outlen, &t->buf[b]);
+		*out = t->buf[b].p;
+		*outlen = t->buf[b].len;
+		b ^= 1;
 	}
 }
 

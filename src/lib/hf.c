@@ -17,57 +17,6 @@
 #define FILE_MAX	(1u << 30)
 #define ADDED_MAX	(1u << 20)
 
-struct added {
-	char		*s;
-	size_t		 n;
-	uint32_t	 id;
-	uint8_t		 special, normalized;
-};
-
-/* A byte trie over the added tokens' texts. */
-struct tnode {
-	uint32_t	child, sib;	/* 0: none (node 0 is the root) */
-	uint32_t	added;		/* index + 1 of the token ending here */
-	unsigned char	c;
-};
-
-struct sym {
-	uint32_t	id, prev, next, len;
-};
-
-struct hentry {
-	uint32_t	rank, pos, id;
-};
-
-struct ovl_hf {
-	char		 name[40];
-	uint32_t	 nids;
-	uint32_t	*toff, *tlen;	/* id -> bytes in arena */
-	struct ovl_buf	 arena;
-	uint32_t	*slot;		/* vocab bytes -> id + 1 */
-	size_t		 smask;
-	uint64_t	*mkey;		/* merge pair -> rank, new id */
-	uint32_t	*mrank, *mid;
-	size_t		 mmask;
-	int		 bytelevel, byte_fallback, fuse_unk, ignore_merges;
-	uint32_t	 unk;
-	uint32_t	 byte_id[256];
-	struct added	*added;
-	size_t		 nadded;
-	struct tnode	*trie;
-	size_t		 ntrie;
-	unsigned char	 first[256];	/* 1: an added token starts with it */
-	int		 any_normalized;
-	struct hf_text	 text;
-	enum ovl_bpe_special special;
-	struct sym	*sym;
-	size_t		 symcap;
-	struct hentry	*heap;
-	size_t		 heapcap;
-	const char	*error;
-	char		 errbuf[240];
-};
-
 /* ---- GPT-2's byte <-> printable character map ------------------------ */
 
 static uint32_t
@@ -150,84 +99,6 @@ unmap_bytelevel(const unsigned char *s, size_t n, unsigned char *out)
 	return (long)k;
 }
 
-/* ---- tables ------------------------------------------------------------ */
-
-static uint32_t
-vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n)
-{
-	size_t i = (size_t)ovl_hash64(p, n, 0) & h->smask;
-	uint32_t v;
-
-	while ((v = h->slot[i]) != 0) {
-		uint32_t id = v - 1;
-		if (h->tlen[id] == n &&
-		    memcmp(h->arena.p + h->toff[id], p, n) == 0)
-			return id;
-		i = (i + 1) & h->smask;
-	}
-	return HF_NONE;
-}
-
-static void
-vocab_index(struct ovl_hf *h, uint32_t id)
-{
-	size_t i = (size_t)ovl_hash64(h->arena.p + h->toff[id], h->tlen[id], 0) &
-	    h->smask;
-
-	while (h->slot[i] != 0)
-		i = (i + 1) & h->smask;
-	h->slot[i] = id + 1;
-}
-
-static inline size_t
-pair_hash(uint64_t k, size_t mask)
-{
-	k *= 0x9e3779b97f4a7c15ull;
-	return (size_t)(k >> 29) & mask;
-}
-
-static inline int
-merge_find(const struct ovl_hf *h, uint32_t a, uint32_t b, uint32_t *rank,
-    uint32_t *id)
-{
-	uint64_t k = (uint64_t)a << 32 | b;
-	size_t i = pair_hash(k, h->mmask);
-
-	for (;;) {
-		if (h->mkey[i] == UINT64_MAX)
-			return 0;
-		if (h->mkey[i] == k) {
-			*rank = h->mrank[i];
-			*id = h->mid[i];
-			return 1;
-		}
-		i = (i + 1) & h->mmask;
-	}
-}
-
-static void
-merge_put(struct ovl_hf *h, uint32_t a, uint32_t b, uint32_t rank, uint32_t id)
-{
-	uint64_t k = (uint64_t)a << 32 | b;
-	size_t i = pair_hash(k, h->mmask);
-
-	while (h->mkey[i] != UINT64_MAX && h->mkey[i] != k)
-		i = (i + 1) & h->mmask;
-	h->mkey[i] = k;		/* a later duplicate wins, as in HF */
-	h->mrank[i] = rank;
-	h->mid[i] = id;
-}
-
-static size_t
-pow2_above(size_t n)
-{
-	size_t s = 64;
-
-	while (s < n * 2)
-		s *= 2;
-	return s;
-}
-
 /* ---- loading ------------------------------------------------------------ */
 
 static int
@@ -258,8 +129,7 @@ load_vocab(struct ovl_hf *h, json_t *vocab, uint32_t nids, char *msg,
 	h->nids = nids;
 	h->toff = ovl_xcalloc(nids, sizeof(*h->toff));
 	h->tlen = ovl_xcalloc(nids, sizeof(*h->tlen));
-	h->smask = pow2_above(json_object_size(vocab)) - 1;
-	h->slot = ovl_xcalloc(h->smask + 1, sizeof(*h->slot));
+	ovl_hf__vocab_init(h, json_object_size(vocab));
 	json_object_foreach(vocab, key, v) {
 		uint32_t id = (uint32_t)json_integer_value(v);
 		size_t n = strlen(key);
@@ -273,12 +143,12 @@ load_vocab(struct ovl_hf *h, json_t *vocab, uint32_t nids, char *msg,
 		if (h->bytelevel && n <= sizeof(tmp) &&
 		    (k = unmap_bytelevel((const unsigned char *)key, n, tmp)) > 0) {
 			set_token(h, id, tmp, (size_t)k);
-			vocab_index(h, id);
+			ovl_hf__vocab_index(h, id);
 		} else {
 			/* outside the byte map: kept for decoding only */
 			set_token(h, id, (const unsigned char *)key, n);
 			if (!h->bytelevel)
-				vocab_index(h, id);
+				ovl_hf__vocab_index(h, id);
 		}
 	}
 	return 0;
@@ -365,11 +235,7 @@ load_merges(struct ovl_hf *h, json_t *vocab, json_t *merges, char *msg,
 	size_t catcap = 0;
 	json_t *m;
 
-	h->mmask = pow2_above(n) - 1;
-	h->mkey = ovl_xmalloc((h->mmask + 1) * sizeof(*h->mkey));
-	h->mrank = ovl_xmalloc((h->mmask + 1) * sizeof(*h->mrank));
-	h->mid = ovl_xmalloc((h->mmask + 1) * sizeof(*h->mid));
-	memset(h->mkey, 0xff, (h->mmask + 1) * sizeof(*h->mkey));
+	ovl_hf__merge_init(h, n);
 	json_array_foreach(merges, i, m) {
 		const char *a, *b;
 		size_t an, bn;
@@ -402,7 +268,7 @@ load_merges(struct ovl_hf *h, json_t *vocab, json_t *merges, char *msg,
 			free(cat);
 			return -1;
 		}
-		merge_put(h, (uint32_t)json_integer_value(ja),
+		ovl_hf__merge_put(h, (uint32_t)json_integer_value(ja),
 		    (uint32_t)json_integer_value(jb), (uint32_t)i,
 		    (uint32_t)json_integer_value(jc));
 	}
@@ -626,6 +492,7 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 	}
 	json_decref(root);
 	h->special = OVL_BPE_PLAIN;
+	h->fast = 1;
 	return h;
 }
 
@@ -643,13 +510,8 @@ ovl_hf_free(struct ovl_hf *h)
 	free(h->toff);
 	free(h->tlen);
 	ovl_buf_free(&h->arena);
-	free(h->slot);
-	free(h->mkey);
-	free(h->mrank);
-	free(h->mid);
+	ovl_hf__tables_free(h);
 	ovl_hf__text_free(&h->text);
-	free(h->sym);
-	free(h->heap);
 	free(h);
 }
 
@@ -679,9 +541,9 @@ ovl_hf_token_id(const struct ovl_hf *h, const char *text)
 		if (n > sizeof(tmp) ||
 		    (k = unmap_bytelevel((const unsigned char *)text, n, tmp)) <= 0)
 			return -1;
-		i = vocab_find(h, tmp, (size_t)k);
+		i = ovl_hf__vocab_find(h, tmp, (size_t)k);
 	} else
-		i = vocab_find(h, (const unsigned char *)text, n);
+		i = ovl_hf__vocab_find(h, (const unsigned char *)text, n);
 	return i == HF_NONE ? -1 : (int64_t)i;
 }
 
@@ -706,6 +568,17 @@ ovl_hf_set_special(struct ovl_hf *h, enum ovl_bpe_special policy)
 	h->special = policy;
 }
 
+void
+ovl_hf_set_fast(struct ovl_hf *h, int on)
+{
+	size_t i;
+
+	h->fast = on;
+	for (i = 0; i < h->text.npre; i++)
+		if (h->text.pre[i].re != NULL)
+			ovl_pretok_set_scanner(h->text.pre[i].re, on);
+}
+
 const char *
 ovl_hf_error(const struct ovl_hf *h)
 {
@@ -713,169 +586,6 @@ ovl_hf_error(const struct ovl_hf *h)
 }
 
 /* ---- BPE ---------------------------------------------------------------- */
-
-static void
-sym_add(struct ovl_hf *h, size_t *n, uint32_t id, uint32_t len)
-{
-	struct sym *s;
-
-	if (*n == h->symcap) {
-		h->symcap = h->symcap ? h->symcap * 2 : 256;
-		h->sym = ovl_xrealloc(h->sym, h->symcap * sizeof(*h->sym));
-	}
-	s = &h->sym[*n];
-	s->id = id;
-	s->len = len;
-	s->prev = *n > 0 ? (uint32_t)*n - 1 : HF_NONE;
-	s->next = HF_NONE;
-	if (*n > 0)
-		h->sym[*n - 1].next = (uint32_t)*n;
-	(*n)++;
-}
-
-static inline int
-hless(const struct hentry *a, const struct hentry *b)
-{
-	return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
-}
-
-static void
-hpush(struct ovl_hf *h, size_t *n, uint32_t rank, uint32_t pos, uint32_t id)
-{
-	struct hentry e = { rank, pos, id };
-	size_t i;
-
-	if (*n == h->heapcap) {
-		h->heapcap = h->heapcap ? h->heapcap * 2 : 256;
-		h->heap = ovl_xrealloc(h->heap, h->heapcap * sizeof(*h->heap));
-	}
-	i = (*n)++;
-	while (i > 0 && hless(&e, &h->heap[(i - 1) / 2])) {
-		h->heap[i] = h->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->heap[i] = e;
-}
-
-static struct hentry
-hpop(struct ovl_hf *h, size_t *n)
-{
-	struct hentry top = h->heap[0], last = h->heap[--(*n)];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && hless(&h->heap[c + 1], &h->heap[c]))
-			c++;
-		if (!hless(&h->heap[c], &last))
-			break;
-		h->heap[i] = h->heap[c];
-		i = c;
-	}
-	if (*n > 0)
-		h->heap[i] = last;
-	return top;
-}
-
-/* The first symbols of a piece, as HF's BPE::merge_word makes them. */
-static size_t
-initial_symbols(struct ovl_hf *h, const unsigned char *p, size_t n)
-{
-	size_t ns = 0, i, l, k;
-	uint32_t unk_len = 0;
-	int have_unk = 0;
-
-	for (i = 0; i < n; i += l) {
-		uint32_t id;
-
-		if (h->bytelevel) {
-			l = 1;
-			id = h->byte_id[p[i]];
-		} else {
-			l = utf8_len(p[i]);
-			if (l > n - i)
-				l = n - i;
-			id = vocab_find(h, p + i, l);
-		}
-		if (id != HF_NONE) {
-			if (have_unk) {
-				sym_add(h, &ns, h->unk, unk_len);
-				have_unk = 0;
-			}
-			sym_add(h, &ns, id, (uint32_t)l);
-			continue;
-		}
-		if (h->byte_fallback && !h->bytelevel) {
-			for (k = 0; k < l && h->byte_id[p[i + k]] != HF_NONE; k++)
-				;
-			if (k == l) {
-				for (k = 0; k < l; k++)
-					sym_add(h, &ns, h->byte_id[p[i + k]], 1);
-				continue;
-			}
-		}
-		if (h->unk == HF_NONE)
-			continue;	/* HF drops it too */
-		if (have_unk && h->fuse_unk)
-			unk_len += (uint32_t)l;
-		else {
-			if (have_unk)
-				sym_add(h, &ns, h->unk, unk_len);
-			have_unk = 1;
-			unk_len = (uint32_t)l;
-		}
-	}
-	if (have_unk)
-		sym_add(h, &ns, h->unk, unk_len);
-	return ns;
-}
-
-static void
-bpe_piece(struct ovl_hf *h, const unsigned char *p, size_t n,
-    struct ovl_u32vec *out)
-{
-	size_t ns, nh = 0, i;
-	uint32_t rank, id;
-
-	if (h->ignore_merges && (id = vocab_find(h, p, n)) != HF_NONE) {
-		ovl_u32vec_push(out, id);
-		return;
-	}
-	ns = initial_symbols(h, p, n);
-	for (i = 0; i + 1 < ns; i++)
-		if (merge_find(h, h->sym[i].id, h->sym[i + 1].id, &rank, &id))
-			hpush(h, &nh, rank, (uint32_t)i, id);
-	while (nh > 0) {
-		struct hentry top = hpop(h, &nh);
-		struct sym *s = &h->sym[top.pos], *r;
-		uint32_t nx;
-
-		if (s->len == 0 || s->next == HF_NONE)
-			continue;
-		nx = s->next;
-		r = &h->sym[nx];
-		/* an expired entry: the pair there now makes another token */
-		if (!merge_find(h, s->id, r->id, &rank, &id) || id != top.id)
-			continue;
-		s->id = top.id;
-		s->len += r->len;
-		s->next = r->next;
-		r->len = 0;
-		if (s->next != HF_NONE)
-			h->sym[s->next].prev = top.pos;
-		if (s->prev != HF_NONE &&
-		    merge_find(h, h->sym[s->prev].id, s->id, &rank, &id))
-			hpush(h, &nh, rank, s->prev, id);
-		if (s->next != HF_NONE &&
-		    merge_find(h, s->id, h->sym[s->next].id, &rank, &id))
-			hpush(h, &nh, rank, top.pos, id);
-	}
-	for (i = 0; i < ns; i++)
-		if (h->sym[i].len != 0)
-			ovl_u32vec_push(out, h->sym[i].id);
-}
 
 /* ---- encoding ----------------------------------------------------------- */
 
@@ -908,6 +618,32 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 	return best;
 }
 
+/* encode_text when the pieces are one regex's matches and gaps. */
+static int
+encode_direct(struct ovl_hf *h, const unsigned char *s, size_t n,
+    struct ovl_u32vec *out, size_t base, size_t *bad_off)
+{
+	size_t pos = 0, prev = 0, ms, me;
+	int rc;
+
+	ovl_hf__text_norm(&h->text, s, n, &s, &n);
+	while ((rc = ovl_pretok_next(h->text.direct, s, n, pos, &ms, &me,
+	    h->errbuf, sizeof(h->errbuf))) > 0) {
+		if (ms > prev)
+			ovl_hf__piece(h, s + prev, ms - prev, out);
+		ovl_hf__piece(h, s + ms, me - ms, out);
+		prev = pos = me;
+	}
+	if (rc < 0) {
+		h->error = h->errbuf;
+		*bad_off = base;
+		return -1;
+	}
+	if (prev < n)
+		ovl_hf__piece(h, s + prev, n - prev, out);
+	return 0;
+}
+
 static int
 encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
     struct ovl_u32vec *out, size_t base, size_t *bad_off)
@@ -918,6 +654,8 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 
 	if (n == 0)
 		return 0;
+	if (h->fast && h->text.direct != NULL)
+		return encode_direct(h, s, n, out, base, bad_off);
 	if (ovl_hf__text_run(&h->text, s, n, first, &b, &pc) != 0) {
 		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->text.err);
 		h->error = h->errbuf;
@@ -925,7 +663,7 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 		return -1;
 	}
 	for (i = 0; i < pc->len; i++)
-		bpe_piece(h, b + pc->p[i].off, pc->p[i].len, out);
+		ovl_hf__piece(h, b + pc->p[i].off, pc->p[i].len, out);
 	return 0;
 }
 

@@ -14,7 +14,9 @@
  * an error naming it: never a silent difference.
  *
  * Regexes run in PCRE2 (HF runs Oniguruma; the conformance test compares
- * the two on every model it names). Normalization is utf8proc's.
+ * the two on every model it names); a Split regex whose text pretok.h
+ * knows (Llama 3's, Qwen's, GPT-OSS's, DeepSeek V3's) runs on its
+ * scanner. Normalization is utf8proc's.
  *
  * A handle is used by one thread; encoding allocates nothing once its
  * scratch buffers have grown.
@@ -45,6 +47,14 @@ uint32_t ovl_hf_vocab(const struct ovl_hf *h);
 int64_t	ovl_hf_token_id(const struct ovl_hf *h, const char *text);
 /* The usual end-of-document token of the file's model, or -1. */
 int64_t	ovl_hf_default_eod(const struct ovl_hf *h);
+
+/*
+ * 1 (the default): the fast way, the same ids: a built-in pattern's
+ * scanner (pretok.h), a piece that is a token found with one look-up, the
+ * cache of merged pieces; 0: the general way, every piece from PCRE2 and
+ * merged with a heap as HF merges (for tests and benchmarks).
+ */
+void	ovl_hf_set_fast(struct ovl_hf *h, int on);
 
 /* Special added tokens in text: plain (as text), error, allow, strip. */
 void	ovl_hf_set_special(struct ovl_hf *h, enum ovl_bpe_special policy);

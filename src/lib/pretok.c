@@ -86,6 +86,12 @@ static const char pat_cl100k[] =
     "|[" N_ALL "]{1,3}| ?[^" WS L_ALL N_ALL "]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
     "|[" WS "]+(?![^" WS "])|[" WS "]+";
 
+/* cl100k with one number a piece: Qwen 2, 2.5 and 3. */
+static const char pat_qwen[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n" L_ALL N_ALL "]?[" L_ALL "]+"
+    "|[" N_ALL "]| ?[^" WS L_ALL N_ALL "]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?![^" WS "])|[" WS "]+";
+
 #define O2_UP	"[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}" U16_Lu U16_Lt U16_Lm U16_Lo U16_M "]"
 #define O2_LO	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}" U16_Ll U16_Lm U16_Lo U16_M "]"
 #define O2_CON	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
@@ -127,6 +133,8 @@ ovl_pretok_pattern(enum ovl_pretok_kind kind)
 		return pat_r50k;
 	case OVL_PRETOK_CL100K:
 		return pat_cl100k;
+	case OVL_PRETOK_QWEN:
+		return pat_qwen;
 	case OVL_PRETOK_O200K:
 		return pat_o200k;
 	default:
@@ -220,9 +228,12 @@ translate(const char *re)
 
 /*
  * tiktoken's own text of the built-in patterns, as Hugging Face files
- * (Llama 3: cl100k; GPT-OSS: o200k) spell them in a Split regex. Read as
+ * (Llama 3: cl100k; GPT-OSS: o200k; Qwen 2 to 3: cl100k with \p{N} for
+ * \p{N}{1,3}) spell them in a Split regex. Read as
  * Oniguruma reads them (translate), each means what the built-in kind's
  * PCRE2 pattern means, so such a regex gets the kind and its scanner.
+ * DeepSeek V3's three Split regexes get kinds whose PCRE2 pattern is
+ * their translation, and scanners of their own.
  */
 static const struct {
 	enum ovl_pretok_kind kind;
@@ -232,6 +243,18 @@ static const struct {
 	    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
 	    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
 	    "\\s+(?!\\S)|\\s+" },
+	{ OVL_PRETOK_QWEN,
+	    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+	    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+	    "\\s+(?!\\S)|\\s+" },
+	{ OVL_PRETOK_DIGITS3, "\\p{N}{1,3}" },
+	{ OVL_PRETOK_DS_CJK,
+	    "[\xe4\xb8\x80" "-" "\xe9\xbe\xa5" "\xe3\x81\x80" "-" "\xe3\x82\x9f"
+	    "\xe3\x82\xa0" "-" "\xe3\x83\xbf" "]+" },
+	{ OVL_PRETOK_DEEPSEEK,
+	    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|"
+	    "[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+	    " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+" },
 	{ OVL_PRETOK_O200K,
 	    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
 	    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
@@ -259,7 +282,8 @@ ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
 			if (strcmp(regex, tiktoken_text[i].text) == 0)
 				kind = tiktoken_text[i].kind;
 	p = ovl_xcalloc(1, sizeof(*p));
-	onig = kind == OVL_PRETOK_ONIG ? translate(regex) : NULL;
+	onig = kind == OVL_PRETOK_ONIG || kind >= OVL_PRETOK_DIGITS3 ?
+	    translate(regex) : NULL;
 	pattern = onig != NULL ? onig :
 	    kind == OVL_PRETOK_REGEX ? regex : ovl_pretok_pattern(kind);
 	p->kind = kind;
@@ -319,10 +343,17 @@ ovl_pretok_free(struct ovl_pretok *p)
 	free(p);
 }
 
+enum ovl_pretok_kind
+ovl_pretok_kind(const struct ovl_pretok *p)
+{
+	return p->kind;
+}
+
 void
 ovl_pretok_set_scanner(struct ovl_pretok *p, int on)
 {
-	p->scanner = on && p->kind != OVL_PRETOK_REGEX;
+	p->scanner = on && p->kind != OVL_PRETOK_REGEX &&
+	    p->kind != OVL_PRETOK_ONIG;
 }
 
 /* ---- the ASCII scanners ----------------------------------------------
@@ -424,10 +455,11 @@ scan_r50k(const unsigned char *cls, const unsigned char *s, size_t pos,
  * and for o200k
  * [^\r\n\p{L}\p{N}]?UP*LO+CON?|[^\r\n\p{L}\p{N}]?UP+LO*CON?|\p{N}{1,3}
  * | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * and Qwen's: cl100k's with \p{N} (ndig 1) for \p{N}{1,3} (ndig 3).
  */
 static size_t
 scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
-    size_t n, int o200k)
+    size_t n, int o200k, size_t ndig)
 {
 	unsigned k = cls[s[pos]];
 	size_t q = pos, e;
@@ -462,9 +494,9 @@ scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
 	}
 	if (k & C_DIG) {
 		e = pos + 1;
-		while (e < n && e < pos + 3 && (cls[s[e]] & C_DIG))
+		while (e < n && e < pos + ndig && (cls[s[e]] & C_DIG))
 			e++;
-		return e < pos + 3 && HI_AT(e) ? 0 : e;
+		return e < pos + ndig && HI_AT(e) ? 0 : e;
 	}
 	q = pos + (s[pos] == ' ');
 	if (q < n && (cls[s[q]] & C_OTH)) {
@@ -479,6 +511,140 @@ scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
 	return white(cls, s, pos, n, 1);
 }
 
+/*
+ * The scanners of patterns that do not match at every position search:
+ * 1 with the first match at or after pos in [*ms, *me), 0 when there is
+ * none, -1 when a non-ASCII character decides it, with *ms a position
+ * before which no match starts (PCRE2 searches from there).
+ */
+
+/* \p{N}{1,3} */
+static int
+scan_digits3(const unsigned char *cls, const unsigned char *s, size_t pos,
+    size_t n, size_t *ms, size_t *me)
+{
+	size_t i, e;
+
+	for (i = pos; i < n; i++) {
+		if (cls[s[i]] & C_HI)
+			break;
+		if (cls[s[i]] & C_DIG) {
+			for (e = i + 1; e < n && e < i + 3 &&
+			    (cls[s[e]] & C_DIG); e++)
+				;
+			if (e < i + 3 && HI_AT(e))
+				break;
+			*ms = i;
+			*me = e;
+			return 1;
+		}
+	}
+	*ms = i;
+	return i < n ? -1 : 0;
+}
+
+/* The code point of the 3-byte UTF-8 character at s (s[0] is 0xe0-0xef). */
+#define CP3(s)	((uint32_t)((s)[0] & 0x0f) << 12 | \
+		(uint32_t)((s)[1] & 0x3f) << 6 | ((s)[2] & 0x3f))
+#define DS_CJK(c)	(((c) >= 0x4e00 && (c) <= 0x9fa5) || \
+		((c) >= 0x3040 && (c) <= 0x30ff))
+
+/* [\x{4e00}-\x{9fa5}\x{3040}-\x{309f}\x{30a0}-\x{30ff}]+: no PCRE2. */
+static int
+scan_ds_cjk(const unsigned char *s, size_t pos, size_t n, size_t *ms,
+    size_t *me)
+{
+	size_t i = pos, e;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((s[i] & 0xf0) != 0xe0 || !DS_CJK(CP3(s + i))) {
+			i += s[i] < 0xe0 ? 2 : s[i] < 0xf0 ? 3 : 4;
+			continue;
+		}
+		for (e = i + 3; e + 2 < n && (s[e] & 0xf0) == 0xe0 &&
+		    DS_CJK(CP3(s + e)); e += 3)
+			;
+		*ms = i;
+		*me = e;
+		return 1;
+	}
+	return 0;
+}
+
+#define DS_PS(c)	(((c) > 0x20 && (c) < 0x30) || ((c) > 0x39 && (c) < 0x41) || \
+		((c) > 0x5a && (c) < 0x61) || ((c) > 0x7a && (c) < 0x7f))
+
+/*
+ * DeepSeek V3's [!-/:-@[-`{-~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+ * | ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ at i: the end of its
+ * match, i when it has none there, 0 when a non-ASCII character decides.
+ * Every ASCII character that is not a letter, a digit, white space or a
+ * control character is \p{P} or \p{S}.
+ */
+static size_t
+ds_at(const unsigned char *cls, const unsigned char *s, size_t i, size_t n)
+{
+	unsigned k = cls[s[i]];
+	size_t e, q;
+
+	if (k & C_HI)
+		return 0;
+	if (DS_PS(s[i]) && i + 1 < n && (cls[s[i + 1]] & C_L))
+		return run(cls, s, i + 1, n, C_L);
+	if (k & C_L) {
+		e = run(cls, s, i, n, C_L);
+		return HI_AT(e) ? 0 : e;
+	}
+	if (!(k & C_NL) && !DS_PS(s[i]) && i + 1 < n) {
+		/* the optional character before letters */
+		if (cls[s[i + 1]] & C_HI)
+			return 0;
+		if (cls[s[i + 1]] & C_L) {
+			e = run(cls, s, i + 1, n, C_L);
+			return HI_AT(e) ? 0 : e;
+		}
+	}
+	q = i + (s[i] == ' ');
+	if (q < n && (cls[s[q]] & C_HI))
+		return 0;
+	if (q < n && DS_PS(s[q])) {
+		for (e = q + 1; e < n && DS_PS(s[e]); e++)
+			;
+		if (HI_AT(e))
+			return 0;
+		while (e < n && (s[e] == '\r' || s[e] == '\n'))
+			e++;
+		return e;
+	}
+	if (k & C_SPACE)
+		return white(cls, s, i, n, 1);
+	return i;
+}
+
+static int
+scan_deepseek(const unsigned char *cls, const unsigned char *s, size_t pos,
+    size_t n, size_t *ms, size_t *me)
+{
+	size_t i, e;
+
+	for (i = pos; i < n; i++) {
+		e = ds_at(cls, s, i, n);
+		if (e == 0)
+			break;
+		if (e > i) {
+			*ms = i;
+			*me = e;
+			return 1;
+		}
+	}
+	*ms = i;
+	return i < n ? -1 : 0;
+}
+
 int
 ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
     size_t pos, size_t *ms, size_t *me, char *err, size_t errlen)
@@ -490,16 +656,28 @@ ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
 	for (;;) {
 		if (pos >= n)
 			return 0;
-		if (p->scanner) {
+		if (p->scanner && p->kind >= OVL_PRETOK_DIGITS3) {
+			rc = p->kind == OVL_PRETOK_DIGITS3 ?
+			    scan_digits3(p->cls, s, pos, n, ms, me) :
+			    p->kind == OVL_PRETOK_DS_CJK ?
+			    scan_ds_cjk(s, pos, n, ms, me) :
+			    scan_deepseek(p->cls, s, pos, n, ms, me);
+			if (rc >= 0)
+				return rc;
+			pos = *ms;
+		} else if (p->scanner) {
 			switch (p->kind) {
 			case OVL_PRETOK_R50K:
 				e = scan_r50k(p->cls, s, pos, n);
 				break;
 			case OVL_PRETOK_CL100K:
-				e = scan_cl100k(p->cls, s, pos, n, 0);
+				e = scan_cl100k(p->cls, s, pos, n, 0, 3);
+				break;
+			case OVL_PRETOK_QWEN:
+				e = scan_cl100k(p->cls, s, pos, n, 0, 1);
 				break;
 			default:
-				e = scan_cl100k(p->cls, s, pos, n, 1);
+				e = scan_cl100k(p->cls, s, pos, n, 1, 3);
 				break;
 			}
 			if (e != 0) {

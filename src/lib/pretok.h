@@ -3,8 +3,10 @@
  * pieces tiktoken's regex finds.
  *
  * The regex runs in PCRE2 (UTF, Unicode properties, JIT). For the built-in
- * encodings (r50k/p50k, cl100k, o200k) a hand-written scanner finds the
- * pieces of ASCII text itself, with exactly the regex's result, and hands
+ * encodings (r50k/p50k, cl100k, o200k, and Qwen's variant of cl100k), and
+ * for Hugging Face Split regexes that are their text, a hand-written
+ * scanner finds the pieces of ASCII text itself, with exactly the regex's
+ * result, and hands
  * a position to PCRE2 whenever the answer depends on a non-ASCII character.
  * A handle is used by one thread and allocates nothing while matching.
  */
@@ -19,7 +21,12 @@ enum ovl_pretok_kind {
 				   (\s is White_Space), no scanner */
 	OVL_PRETOK_R50K,	/* r50k_base, p50k_base, gpt2 */
 	OVL_PRETOK_CL100K,
-	OVL_PRETOK_O200K
+	OVL_PRETOK_O200K,
+	OVL_PRETOK_QWEN,	/* cl100k with one number a piece (Qwen 2 to 3) */
+	/* Split regexes that get a scanner (DeepSeek V3's); these last: */
+	OVL_PRETOK_DIGITS3,	/* \p{N}{1,3} */
+	OVL_PRETOK_DS_CJK,	/* DeepSeek V3's CJK runs */
+	OVL_PRETOK_DEEPSEEK	/* DeepSeek V3's third */
 };
 
 struct ovl_pretok;
@@ -33,6 +40,8 @@ struct ovl_pretok *ovl_pretok_open(enum ovl_pretok_kind kind,
 void	ovl_pretok_free(struct ovl_pretok *p);
 /* The PCRE2 pattern of a built-in kind (as adjusted for PCRE2). */
 const char *ovl_pretok_pattern(enum ovl_pretok_kind kind);
+/* The kind: a built-in one when an ONIG regex is one's text. */
+enum ovl_pretok_kind ovl_pretok_kind(const struct ovl_pretok *p);
 /* 0: every piece from PCRE2 (for tests and benchmarks); 1: the default. */
 void	ovl_pretok_set_scanner(struct ovl_pretok *p, int on);
 

@@ -183,7 +183,14 @@ bpe_decode_op(void *impl, const uint32_t *ids, size_t n, struct ovl_buf *out)
 	return 0;
 }
 
+static void
+bpe_set_fast_op(void *impl, int on)
+{
+	ovl_bpe_set_scanner(impl, on);
+}
+
 static const struct ovl_tok_ops bpe_ops = {
+	.set_fast = bpe_set_fast_op,
 	.encode = bpe_encode_op,
 	.decode = bpe_decode_op,
 	.special = bpe_special_op,
@@ -236,7 +243,14 @@ hf_set_special_op(void *impl, const char *policy, char *err, size_t errlen)
 	return 0;
 }
 
+static void
+hf_set_fast_op(void *impl, int on)
+{
+	ovl_hf_set_fast(impl, on);
+}
+
 static const struct ovl_tok_ops hf_ops = {
+	.set_fast = hf_set_fast_op,
 	.encode = hf_encode_op,
 	.decode = hf_decode_op,
 	.special = hf_special_op,
@@ -436,6 +450,13 @@ ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
 	snprintf(err, errlen, "tokenizer %s has no special tokens in text: "
 	    "special-token policy '%s' needs tiktoken", t->name, policy);
 	return -1;
+}
+
+void
+ovl_tok_set_fast(struct ovl_tok *t, int on)
+{
+	if (t->ops->set_fast != NULL)
+		t->ops->set_fast(t->impl, on);
 }
 
 const char *

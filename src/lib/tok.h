@@ -89,6 +89,13 @@ int	ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
  */
 const char *ovl_tok_error(const struct ovl_tok *t);
 
+/*
+ * 1 (the default): the fast way of a tiktoken or hf: tokenizer; 0: the
+ * general way, with the same ids (for tests and benchmarks: bpe.h's
+ * ovl_bpe_set_scanner, hf.h's ovl_hf_set_fast). Other tokenizers have one.
+ */
+void	ovl_tok_set_fast(struct ovl_tok *t, int on);
+
 /* Length of the longest valid UTF-8 prefix of s[0..n): n when all valid. */
 size_t	ovl_utf8_valid(const char *s, size_t n);
 
@@ -107,6 +114,8 @@ struct ovl_tok_ops {
 		    size_t errlen);
 	/* The last failure's description. May be NULL ("invalid UTF-8"). */
 	const char *(*error)(void *impl);
+	/* See ovl_tok_set_fast. May be NULL. */
+	void	(*set_fast)(void *impl, int on);
 };
 
 struct ovl_tok {

@@ -6,6 +6,7 @@
  *   t-bpe encode [--special=POLICY] SPEC FILE...   one line of ids per file
  *   t-bpe bench SPEC FILE...     encode speed in process (CPU time),
  *                                documents separated by NUL bytes
+ *   --general: the tokenizer's general way (ovl_tok_set_fast 0)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "bpe.h"
 #include "buf.h"
+#include "hf.h"
 #include "pretok.h"
 #include "tok.h"
 #include "unit.h"
@@ -506,7 +508,9 @@ same_pieces(struct ovl_pretok *fast, struct ovl_pretok *slow, int kind,
 		"(", "\"", "#", "\x01", "\x1c", "\x7f",
 		"\xc3\xa9", "\xc3\x89", "\xc2\xa0", "\xc5\xbf", "\xc2\x85",
 		"\xe4\xb8\xad", "\xd9\xa1", "\xcc\x81", "\xe2\x80\x83",
-		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99"
+		"\xf0\x9f\x98\x80", "\xe1\xa0\x8e", "\xc2\xb2", "\xe2\x80\x99",
+		"\xe3\x81\x82", "\xe3\x82\xa2", "\xe9\xbe\xa5", "\xe9\xbe\xa6",
+		"\xef\xbc\x81", "\xe2\x82\xac", "\xe3\x80\x82"
 	};
 	char err[256], text[2048];
 	size_t k, i, n, pos1, pos2, a1, e1, a2, e2, bad = 0;
@@ -553,14 +557,15 @@ static void
 test_scanner(void)
 {
 	static const enum ovl_pretok_kind kinds[] = {
-		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K
+		OVL_PRETOK_R50K, OVL_PRETOK_CL100K, OVL_PRETOK_O200K,
+		OVL_PRETOK_QWEN
 	};
 	char err[256];
 	struct ovl_pretok *fast, *slow;
 	size_t bad = 0, pieces = 0;
 	int kk;
 
-	for (kk = 0; kk < 3; kk++) {
+	for (kk = 0; kk < 4; kk++) {
 		fast = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
 		slow = ovl_pretok_open(kinds[kk], NULL, err, sizeof(err));
 		CHECK(fast != NULL && slow != NULL);
@@ -577,7 +582,8 @@ test_scanner(void)
 
 /*
  * A tokenizer.json Split regex that is tiktoken's cl100k or o200k text
- * (Llama 3, GPT-OSS) takes the built-in kind's scanner: it cuts as the
+ * (Llama 3, GPT-OSS), or Qwen's variant of cl100k, takes the built-in
+ * kind's scanner: it cuts as the
  * same regex read the general way (Oniguruma translated for PCRE2; the
  * regex in a group, so that it is not recognized).
  */
@@ -588,18 +594,32 @@ test_hf_regex(void)
 		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
 		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
 		"\\s+(?!\\S)|\\s+",
+		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+		"\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+		"\\s+(?!\\S)|\\s+",
 		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
 		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
 		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
 		"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
 		"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
-		"\\s+(?!\\S)|\\s+"
+		"\\s+(?!\\S)|\\s+",
+		/* DeepSeek V3's three */
+		"\\p{N}{1,3}",
+		"[\xe4\xb8\x80" "-" "\xe9\xbe\xa5" "\xe3\x81\x80" "-" "\xe3\x82\x9f"
+		"\xe3\x82\xa0" "-" "\xe3\x83\xbf" "]+",
+		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|"
+		"[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+		" ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+	};
+	static const enum ovl_pretok_kind want[] = {
+		OVL_PRETOK_CL100K, OVL_PRETOK_QWEN, OVL_PRETOK_O200K,
+		OVL_PRETOK_DIGITS3, OVL_PRETOK_DS_CJK, OVL_PRETOK_DEEPSEEK
 	};
 	char err[256], grouped[1024];
 	struct ovl_pretok *fast, *slow;
 	size_t bad = 0, pieces = 0, i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < sizeof(rx) / sizeof(rx[0]); i++) {
 		snprintf(grouped, sizeof(grouped), "(?:%s)", rx[i]);
 		fast = ovl_pretok_open(OVL_PRETOK_ONIG, rx[i], err, sizeof(err));
 		slow = ovl_pretok_open(OVL_PRETOK_ONIG, grouped, err,
@@ -607,12 +627,197 @@ test_hf_regex(void)
 		CHECK(fast != NULL && slow != NULL);
 		if (fast == NULL || slow == NULL)
 			return;
+		CHECK(ovl_pretok_kind(fast) == want[i]);
+		CHECK(ovl_pretok_kind(slow) == OVL_PRETOK_ONIG);
 		bad += same_pieces(fast, slow, (int)i, &pieces);
 		ovl_pretok_free(fast);
 		ovl_pretok_free(slow);
 	}
 	CHECK(bad == 0);
 	CHECK(pieces > 50000);
+}
+
+/* GPT-2's printable character of byte b, UTF-8 into d: its length. */
+static size_t
+byte_char(unsigned b, char *d)
+{
+	unsigned k = 0, i, c;
+
+	if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)
+		c = b;
+	else {
+		for (i = 0; i < b; i++)
+			if (!((i >= 33 && i <= 126) || (i >= 161 && i <= 172) ||
+			    i >= 174))
+				k++;
+		c = 256 + k;
+	}
+	if (c < 0x80) {
+		d[0] = (char)c;
+		return 1;
+	}
+	d[0] = (char)(0xc0 | c >> 6);
+	d[1] = (char)(0x80 | (c & 0x3f));
+	return 2;
+}
+
+/* A token's bytes as a JSON string of byte-level characters. */
+static void
+json_token(struct ovl_buf *j, const char *t, size_t n)
+{
+	char d[2];
+	size_t i, l;
+
+	ovl_buf_append(j, "\"", 1);
+	for (i = 0; i < n; i++) {
+		l = byte_char((unsigned char)t[i], d);
+		if (l == 1 && (d[0] == '"' || d[0] == '\\'))
+			ovl_buf_append(j, "\\", 1);
+		ovl_buf_append(j, d, l);
+	}
+	ovl_buf_append(j, "\"", 1);
+}
+
+/*
+ * The fast way of a tokenizer.json (token look-up, cache, byte tables,
+ * scan merge) gives the general way's ids (every piece merged with a
+ * heap, as HF merges): random byte-level merges over a small alphabet,
+ * some tokens made by more than one merge (as Llama 3's file has them),
+ * with and without ignore_merges, the whole document one piece (long
+ * pieces: the heap against the scan), and with Qwen's Split regex.
+ */
+static void
+puts_buf(struct ovl_buf *b, const char *s)
+{
+	ovl_buf_append(b, s, strlen(s));
+}
+
+static void
+test_hf_fast(void)
+{
+	static const char *const alpha[] = { "a", "b", "c", " ", "\xc3\xa9",
+	    "\n", "1" };
+	char tok[600][12], path[300], err[256], text[200];
+	size_t len[600], ntok = 0, i, k, n, bad = 0, docs = 0;
+	struct ovl_buf j = { 0 };
+	struct ovl_u32vec f = { 0 }, g = { 0 };
+	struct ovl_hf *fast, *gen;
+	int im, pre;
+	FILE *fp;
+
+	for (i = 0; i < 256; i++) {
+		tok[ntok][0] = (char)i;
+		len[ntok++] = 1;
+	}
+	for (im = 0; im < 2; im++)
+		for (pre = 0; pre < 2; pre++) {
+			struct ovl_buf merges = { 0 };
+			size_t nt = 256, nm = 0;
+
+			j.len = 0;
+			/* merges over the alphabet's bytes and what they made */
+			while (nm < 400) {
+				size_t a = rnd(3) == 0 ? (size_t)(unsigned char)
+				    "abc \xc3\xa9\n1"[rnd(8)] : 256 + rnd((uint32_t)
+				    (nt > 256 ? nt - 256 : 1));
+				size_t b = rnd(3) == 0 ? (size_t)(unsigned char)
+				    "abc \xc3\xa9\n1"[rnd(8)] : 256 + rnd((uint32_t)
+				    (nt > 256 ? nt - 256 : 1));
+				size_t c;
+
+				if (a >= nt || b >= nt || len[a] + len[b] > 10)
+					continue;
+				memcpy(tok[nt], tok[a], len[a]);
+				memcpy(tok[nt] + len[a], tok[b], len[b]);
+				len[nt] = len[a] + len[b];
+				for (c = 0; c < nt; c++)
+					if (len[c] == len[nt] &&
+					    memcmp(tok[c], tok[nt], len[c]) == 0)
+						break;
+				if (c < 256 || (c == nt && nt + 1 >= 600))
+					continue;
+				/* c < nt: one more merge that makes token c */
+				puts_buf(&merges, nm ? ",[" : "[");
+				json_token(&merges, tok[a], len[a]);
+				puts_buf(&merges, ",");
+				json_token(&merges, tok[b], len[b]);
+				puts_buf(&merges, "]");
+				nm++;
+				if (c == nt)
+					nt++;
+			}
+			puts_buf(&j, "{\"model\":{\"type\":\"BPE\",\"ignore_merges\":");
+			puts_buf(&j, im ? "true" : "false");
+			puts_buf(&j, ",\"vocab\":{");
+			for (i = 0; i < nt; i++) {
+				char num[24];
+				if (i > 0)
+					puts_buf(&j, ",");
+				json_token(&j, tok[i], len[i]);
+				snprintf(num, sizeof(num), ":%zu", i);
+				ovl_buf_append(&j, num, strlen(num));
+			}
+			puts_buf(&j, "},\"merges\":[");
+			ovl_buf_append(&j, merges.p, merges.len);
+			puts_buf(&j, "]},\"pre_tokenizer\":{\"type\":\"Sequence\","
+			    "\"pretokenizers\":[");
+			if (pre) {
+				const char *q = "{\"type\":\"Split\",\"behavior\":"
+				    "\"Isolated\",\"pattern\":{\"Regex\":\"(?i:'s|'t|"
+				    "'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?"
+				    "\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+"
+				    "[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|"
+				    "\\\\s+\"}},";
+				ovl_buf_append(&j, q, strlen(q));
+			}
+			puts_buf(&j, "{\"type\":\"ByteLevel\",\"add_prefix_space\":"
+			    "false,\"use_regex\":false}]}}");
+			ovl_buf_free(&merges);
+			snprintf(path, sizeof(path), "%s/hf-%d%d.json", tmpdir, im, pre);
+			fp = fopen(path, "w");
+			CHECK(fp != NULL);
+			if (fp == NULL)
+				break;
+			fwrite(j.p, 1, j.len, fp);
+			fclose(fp);
+			fast = ovl_hf_open(path, err, sizeof(err));
+			gen = ovl_hf_open(path, err, sizeof(err));
+			if (fast == NULL || gen == NULL)
+				printf("# %s\n", err);
+			CHECK(fast != NULL && gen != NULL);
+			if (fast == NULL || gen == NULL) {
+				ovl_hf_free(fast);
+				ovl_hf_free(gen);
+				break;
+			}
+			ovl_hf_set_fast(gen, 0);
+			for (k = 0; k < 3000; k++) {
+				size_t want = 1 + rnd(k % 5 == 0 ? 90 : 25);
+				for (n = 0; n + 2 < sizeof(text) && want-- > 0;) {
+					const char *p = alpha[rnd(7)];
+					memcpy(text + n, p, strlen(p));
+					n += strlen(p);
+				}
+				f.len = g.len = 0;
+				CHECK(ovl_hf_encode(fast, text, n, &f, &i) == 0);
+				CHECK(ovl_hf_encode(gen, text, n, &g, &i) == 0);
+				docs++;
+				if (f.len != g.len || memcmp(f.p, g.p, f.len *
+				    sizeof(*f.p)) != 0) {
+					if (bad++ < 3)
+						printf("# ignore_merges %d split %d: "
+						    "'%.*s': %zu ids fast, %zu general\n",
+						    im, pre, (int)n, text, f.len, g.len);
+				}
+			}
+			ovl_hf_free(fast);
+			ovl_hf_free(gen);
+		}
+	CHECK(bad == 0);
+	CHECK(docs == 12000);
+	ovl_buf_free(&j);
+	ovl_u32vec_free(&f);
+	ovl_u32vec_free(&g);
 }
 
 static void
@@ -657,6 +862,7 @@ driver(int argc, char **argv)
 	struct ovl_tok *t;
 	struct ovl_u32vec v = { 0 };
 	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0, nul = 0;
+	int general = 0;
 	size_t len, off, j, bytes = 0, toks = 0;
 	char *text, *doc, *dend, *end;
 	uint32_t h = 2166136261u;
@@ -668,12 +874,14 @@ driver(int argc, char **argv)
 			special = argv[i] + 10;
 		else if (strcmp(argv[i], "--nul") == 0)
 			nul = 1;
+		else if (strcmp(argv[i], "--general") == 0)
+			general = 1;
 		else
 			break;
 	}
 	if (i + 1 >= argc) {
 		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] [--nul] "
-		    "SPEC FILE...\n");
+		    "[--general] SPEC FILE...\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -682,6 +890,8 @@ driver(int argc, char **argv)
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (general)
+		ovl_tok_set_fast(t, 0);
 	if (bench)
 		fprintf(stderr, "load %.3f s\n", (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
@@ -813,6 +1023,7 @@ main(int argc, char **argv)
 	RUN(test_tok_interface);
 	RUN(test_scanner);
 	RUN(test_hf_regex);
+	RUN(test_hf_fast);
 	cleanup();
 	UNIT_DONE();
 }
