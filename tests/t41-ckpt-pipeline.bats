@@ -90,20 +90,19 @@ trial() {
 	[ "$LANDED" -ge 5 ]
 }
 
+log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]; }
+
 @test "SIGTERM to ovl-ckpt: a clean checkpoint, exit 143, and an exact resume" {
 	# the same plan with a throttled source (the same bytes, more slowly), so
 	# the stream cannot end between the first checkpoint and the signal; the
 	# reference from it too (the manifest names the files as the plan does)
-	sed -e "s|\.\./\.\./samples|$SAMPLES|" -e 's|^source web .*|& throttle=400K|' \
+	sed -e "s|\.\./\.\./samples|$SAMPLES|" -e 's|^source web .*|& throttle=100K|' \
 	    "$PLAN" > slow.plan
 	PLAN=$PWD/slow.plan reference
 	rm -rf ck out fifo
 	pl_start slow.plan ck "" "${OUT[@]}"
 	# as soon as the first checkpoint is in the log
-	for i in $(seq 500); do
-		[ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ] && break
-		sleep 0.01
-	done
+	wait_until 120 log_past_header
 	pl_kill ckpt TERM
 	pl_wait
 	[ "${PL_RC[ckpt]}" -eq 143 ]
