@@ -20,6 +20,9 @@ tools. Subcommands:
   cuts FILE DIR     for every checkpoint N of FILE: DIR/st.N (state N) and
                     DIR/after.N (after N); prints the numbers, one a line
   bodies FILE...    body of each FILE into FILE.body
+  checks FILE       check with the arguments of each line of FILE (words
+                    split at spaces), each input read once; exit 1 when
+                    any fails
 """
 import struct
 import sys
@@ -381,6 +384,20 @@ def main():
             with open("%s/after.%d" % (args[1], n), "wb") as f:
                 after(args[0], n, f)
             print(n)
+    elif cmd == "checks":
+        import functools
+        global docs, eod_of
+        docs = functools.lru_cache(maxsize=None)(docs)
+        eod_of = functools.lru_cache(maxsize=None)(eod_of)
+        bad = 0
+        for line in open(args[0]):
+            try:
+                check(line.split())
+            except SystemExit as e:
+                if e.code:
+                    print("failed: check %s" % line.strip(), file=sys.stderr)
+                    bad += 1
+        sys.exit(1 if bad else 0)
     elif cmd == "bodies":
         for a in args:
             with open(a + ".body", "wb") as f:
