@@ -115,12 +115,9 @@ EOF
 	reference p.plan ref
 	"$OVL_RUN" -d run --restart 5 p.plan 3>&- 2> err &
 	pid=$!
-	# wait for a checkpoint, then kill the mixer
-	for _ in $(seq 200); do
-		"$OVL_CKPT" show ckpt 2>/dev/null | grep -q '^checkpoint [2-9]' && break
-		sleep 0.05
-	done
-	pkill -KILL -f -- "ovl-mix .*$BATS_TEST_TMPDIR/run/" || true
+	# once checkpoint 2 is committed, kill the mixer
+	wait_ckpt ckpt 2 "$pid"
+	kill -KILL "$(pgrep -P "$pid" -f -- "ovl-mix .*$BATS_TEST_TMPDIR/run/")"
 	st=0
 	wait "$pid" || st=$?
 	cat err >&2

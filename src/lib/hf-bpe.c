@@ -487,5 +487,7 @@ ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 	}
 	start = out->len;
 	bpe_piece(h, p, n, 1, out);
-	ovl_bpe__cput(c, hv, p, n, out->p + start, out->len - start);
+	/* a piece of no token (bytes the vocabulary lacks) is not cached */
+	if (out->len > start)
+		ovl_bpe__cput(c, hv, p, n, out->p + start, out->len - start);
 }
