@@ -107,6 +107,8 @@ struct ckpt_format {
 #define CKPT_FMT_STREAM	0x1u
 
 /* Each fmt-NAME.c defines its ckpt_fmt_NAME, formats.c the table. */
+/* The free hook of a format whose state is one allocation (common.c). */
+void	 fmt_free_state(struct ckpt_run *R, void *state);
 extern const struct ckpt_format *const ckpt_formats[OVL_OUT_NFORMATS];
 /* The name of a format: "none" for FMT_NONE. */
 const char *fmt_label(int f);
@@ -313,6 +315,9 @@ struct out *out_new(struct ckpt_run *R, const char *name, const char *path,
  * resumed checkpoint has it, cut back to the committed length and continued.
  */
 void	 out_open(struct ckpt_run *R, struct out *o);
+/* out_new, then out_open: the output, open. */
+struct out *out_add(struct ckpt_run *R, const char *name, const char *path,
+	    int type);
 /*
  * The tokens of s into o, 16 or 32 bits (bits16), each at most limit;
  * a larger id exits 1.

@@ -19,6 +19,13 @@ ckpt_on_term(int sig)
 	stop_requested = 1;
 }
 
+void
+fmt_free_state(struct ckpt_run *R, void *state)
+{
+	(void)R;
+	free(state);
+}
+
 char *
 xasprintf(const char *fmt, ...)
 {

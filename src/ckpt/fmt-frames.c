@@ -8,10 +8,7 @@
 static void *
 frames_open(struct ckpt_run *R)
 {
-	struct out *o = out_new(R, "frames", R->o->prefix, OT_FRAMES);
-
-	out_open(R, o);
-	return o;
+	return out_add(R, "frames", R->o->prefix, OT_FRAMES);
 }
 
 static void

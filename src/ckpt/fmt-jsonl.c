@@ -89,10 +89,9 @@ static void *
 jsonl_open(struct ckpt_run *R)
 {
 	char *p = xasprintf("%s.jsonl", R->o->prefix);
-	struct out *o = out_new(R, "jsonl", p, OT_RAW);
+	struct out *o = out_add(R, "jsonl", p, OT_RAW);
 
 	free(p);
-	out_open(R, o);
 	return o;
 }
 

@@ -99,13 +99,11 @@ megatron_open(struct ckpt_run *R)
 	char *p;
 
 	p = xasprintf("%s.bin", R->o->prefix);
-	M->bin = out_new(R, "bin", p, OT_RAW);
+	M->bin = out_add(R, "bin", p, OT_RAW);
 	free(p);
 	p = xasprintf("%s/megatron.sizes", R->dir);
-	M->sizes = out_new(R, "sizes", p, OT_RAW);
+	M->sizes = out_add(R, "sizes", p, OT_RAW);
 	free(p);
-	out_open(R, M->bin);
-	out_open(R, M->sizes);
 	return M;
 }
 
@@ -152,18 +150,11 @@ megatron_restore(const struct ovl_ckstate *st, uint64_t n)
 	free(idx);
 }
 
-static void
-megatron_free(struct ckpt_run *R, void *state)
-{
-	(void)R;
-	free(state);
-}
-
 const struct ckpt_format ckpt_fmt_megatron = {
 	.tok16_vocab = 65499,
 	.open = megatron_open,
 	.seq = megatron_seq,
 	.end = megatron_end,
 	.restore = megatron_restore,
-	.free = megatron_free,
+	.free = fmt_free_state,
 };

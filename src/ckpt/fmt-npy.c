@@ -138,17 +138,10 @@ npy_restore(const struct ovl_ckstate *st, uint64_t n)
 	}
 }
 
-static void
-npy_free(struct ckpt_run *R, void *state)
-{
-	(void)R;
-	free(state);
-}
-
 const struct ckpt_format ckpt_fmt_npy = {
 	.tok16_vocab = 65536,
 	.open = npy_open,
 	.seq = npy_seq,
 	.restore = npy_restore,
-	.free = npy_free,
+	.free = fmt_free_state,
 };

@@ -370,6 +370,15 @@ out_commit(struct out *o)
 }
 
 struct out *
+out_add(struct ckpt_run *R, const char *name, const char *path, int type)
+{
+	struct out *o = out_new(R, name, path, type);
+
+	out_open(R, o);
+	return o;
+}
+
+struct out *
 rank_out(struct ckpt_run *R, uint32_t r)
 {
 	char *path, *ep, name[32];

@@ -471,16 +471,14 @@ open_outputs(struct ckpt_run *R)
 	if (o->per_rank == NULL && o->format == FMT_NONE) {
 		if (!o->json)
 			ovl_io_refuse_tty(STDOUT_FILENO);
-		R->std = out_new(R, "stdout", NULL, o->json ? OT_RAW : OT_FRAMES);
-		out_open(R, R->std);
+		R->std = out_add(R, "stdout", NULL, o->json ? OT_RAW : OT_FRAMES);
 	}
 	if (f != NULL) {
 		R->act[R->nact].f = f;
 		R->act[R->nact++].state = f->open(R);
 	}
 	if (o->manifest != NULL) {
-		R->man = out_new(R, "manifest", o->manifest, OT_RAW);
-		out_open(R, R->man);
+		R->man = out_add(R, "manifest", o->manifest, OT_RAW);
 	}
 	if (o->per_rank != NULL) {
 		uint32_t n = R->meta_ranks ? R->meta_ranks : o->plan_ranks;
