@@ -163,7 +163,7 @@ struct ovl_hf {
 	struct added	*added;
 	size_t		 nadded;
 	struct tnode	*trie;
-	size_t		 ntrie;
+	size_t		 ntrie, trie_cap;
 	unsigned char	 first[256];	/* 1: an added token starts with it */
 	int		 any_normalized;
 	struct hf_text	 text;

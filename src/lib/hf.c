@@ -290,8 +290,11 @@ trie_add(struct ovl_hf *h, const unsigned char *s, size_t n, uint32_t idx)
 		while (c != 0 && h->trie[c].c != s[i])
 			c = h->trie[c].sib;
 		if (c == 0) {
-			h->trie = ovl_xrealloc(h->trie,
-			    (h->ntrie + 1) * sizeof(*h->trie));
+			if (h->ntrie == h->trie_cap) {
+				h->trie_cap *= 2;
+				h->trie = ovl_xrealloc(h->trie,
+				    h->trie_cap * sizeof(*h->trie));
+			}
 			c = (uint32_t)h->ntrie++;
 			memset(&h->trie[c], 0, sizeof(h->trie[c]));
 			h->trie[c].c = s[i];
@@ -317,7 +320,7 @@ load_added(struct ovl_hf *h, json_t *added, char *msg, size_t msglen)
 	}
 	h->added = ovl_xcalloc(h->nadded + 1, sizeof(*h->added));
 	h->trie = ovl_xcalloc(1, sizeof(*h->trie));
-	h->ntrie = 1;
+	h->ntrie = h->trie_cap = 1;
 	json_array_foreach(added, i, a) {
 		struct added *t = &h->added[i];
 		static const char *const opts[] = { "lstrip", "rstrip",
@@ -454,10 +457,13 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 		return fail(h, err, errlen, path, msg), NULL;
 	}
 	data = NULL;
-	for (;;) {
+	for (size_t cap = 0;;) {
 		size_t got;
-		data = ovl_xrealloc(data, len + (1u << 20) + 1);
-		got = fread(data + len, 1, 1u << 20, fp);
+		if (len == cap) {	/* doubled: a 30 MB file is copied twice at most */
+			cap = cap == 0 ? 1u << 20 : cap * 2;
+			data = ovl_xrealloc(data, cap + 1);
+		}
+		got = fread(data + len, 1, cap - len, fp);
 		len += got;
 		if (got == 0 || len > FILE_MAX)
 			break;
