@@ -7,6 +7,10 @@
  *   t-bpe bench SPEC FILE...     encode speed in process (CPU time),
  *                                documents separated by NUL bytes
  *   --general: the tokenizer's general way (ovl_tok_set_fast 0)
+ *   --general-to=F: each document also the general way, its line to F
+ *   --decode-to=F: each document's ids also decoded, NUL-terminated, to F
+ * (one load of the tokenizer for the three: a large tokenizer.json takes
+ * seconds to load under the sanitizers)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -863,6 +867,9 @@ driver(int argc, char **argv)
 	struct ovl_u32vec v = { 0 };
 	int i = 2, bench = strcmp(argv[1], "bench") == 0, rc = 0, nul = 0;
 	int general = 0;
+	FILE *gen_to = NULL, *dec_to = NULL;
+	struct ovl_u32vec gv = { 0 };
+	struct ovl_buf dec = { 0 };
 	size_t len, off, j, bytes = 0, toks = 0;
 	char *text, *doc, *dend, *end;
 	uint32_t h = 2166136261u;
@@ -876,12 +883,20 @@ driver(int argc, char **argv)
 			nul = 1;
 		else if (strcmp(argv[i], "--general") == 0)
 			general = 1;
-		else
+		else if (strncmp(argv[i], "--general-to=", 13) == 0 &&
+		    gen_to == NULL) {
+			if ((gen_to = fopen(argv[i] + 13, "w")) == NULL)
+				return perror(argv[i] + 13), 2;
+		} else if (strncmp(argv[i], "--decode-to=", 12) == 0 &&
+		    dec_to == NULL) {
+			if ((dec_to = fopen(argv[i] + 12, "w")) == NULL)
+				return perror(argv[i] + 12), 2;
+		} else
 			break;
 	}
 	if (i + 1 >= argc) {
 		fprintf(stderr, "usage: t-bpe encode|bench [--special=P] [--nul] "
-		    "[--general] SPEC FILE...\n");
+		    "[--general] [--general-to=F] [--decode-to=F] SPEC FILE...\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -935,9 +950,32 @@ driver(int argc, char **argv)
 					printf(j != 0 ? " %u" : "%u", v.p[j]);
 				putchar('\n');
 			}
+			if (gen_to != NULL) {
+				gv.len = 0;
+				ovl_tok_set_fast(t, 0);
+				if (ovl_tok_encode(t, doc, (size_t)(dend - doc),
+				    &gv, &off) != 0)
+					rc = 1;
+				ovl_tok_set_fast(t, !general);
+				for (j = 0; j < gv.len; j++)
+					fprintf(gen_to, j != 0 ? " %u" : "%u", gv.p[j]);
+				putc('\n', gen_to);
+			}
+			if (dec_to != NULL) {
+				dec.len = 0;
+				if (ovl_tok_decode(t, v.p, v.len, &dec) != 0)
+					rc = 1;
+				fwrite(dec.p, 1, dec.len, dec_to);
+				putc('\0', dec_to);
+			}
 		}
 		free(text);
 	}
+	if ((gen_to != NULL && fclose(gen_to) != 0) ||
+	    (dec_to != NULL && fclose(dec_to) != 0))
+		rc = 2;
+	ovl_u32vec_free(&gv);
+	ovl_buf_free(&dec);
 	if (bench)
 		printf("overlord bytes %zu tokens %zu seconds %.3f hash %x\n",
 		    bytes, toks, sec, h);
