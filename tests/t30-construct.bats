@@ -133,6 +133,22 @@ assert sum(b) > sum(a) * 1.1, (sum(a), sum(b))
 	run -0 python3 "$CHECK" check "$T/bar.f" "$T/full.f" $C --window 3
 }
 
+@test "resume: a stream replayed from an earlier checkpoint is read from the resume point on" {
+	# (a writer replays from the last commit it heard of, which may be
+	# older than the one its restarted reader resumes at)
+	B="$GENARGS --checkpoint-every 2 --ranks 4 --micro-batches 2 --seq-len 256"
+	"$GEN" $B > "$T/bar.f"
+	"$OVL_CONSTRUCT" $C < "$T/bar.f" > "$T/full.f"
+	python3 "$CHECK" state "$T/full.f" 2 > "$T/st"
+	"$GEN" $B --from-checkpoint 2 | "$OVL_CONSTRUCT" $C --resume "$T/st" > "$T/at2.f"
+	for from in 0 1; do
+		if [ $from -eq 0 ]; then cat "$T/bar.f"; else "$GEN" $B --from-checkpoint 1; fi |
+			"$OVL_CONSTRUCT" $C --resume "$T/st" > "$T/from$from.f"
+		cmp "$T/at2.f" "$T/from$from.f"
+	done
+	[ "$(stat -c %s "$T/at2.f")" -gt 1000 ]
+}
+
 @test "barriers from another plan are refused (exit 2)" {
 	"$GEN" $GENARGS --checkpoint-every 2 --ranks 4 --micro-batches 2 --seq-len 200 > "$T/bar.f"
 	run -2 "$OVL_CONSTRUCT" $C < "$T/bar.f" > "$T/out.f"
@@ -146,7 +162,9 @@ assert sum(b) > sum(a) * 1.1, (sum(a), sum(b))
 	python3 "$CHECK" state "$T/full.f" 2 > "$T/st"
 	run -2 "$OVL_CONSTRUCT" $C --balance lpt --resume "$T/st" < "$T/bar.f"
 	[[ "$output" == *"balance kk"* ]]
-	run -1 "$OVL_CONSTRUCT" $C --resume "$T/st" < "$T/bar.f"
+	# a stream that starts after the resume point
+	"$GEN" $B --from-checkpoint 4 > "$T/later.f"
+	run -1 "$OVL_CONSTRUCT" $C --resume "$T/st" < "$T/later.f"
 	[[ "$output" == *"resuming at document"* ]]
 	echo "bogus 1" > "$T/bad"
 	run -2 "$OVL_CONSTRUCT" $C --resume "$T/bad" < "$T/bar.f"
