@@ -29,15 +29,20 @@ reference() {
 
 # One trial: start, kill ROLE with SIG once the log has AT bytes (progress,
 # not time: the stages run ahead of each other by their pipe buffers), kill
-# the rest, restore, run to the end, compare.
+# the rest, restore, run to the end, compare. The log's size is read again
+# only when the log may have changed (a stamp file not strictly newer).
 trial() {
-	local role=$1 sig=$2 at=$3 rc i ms=$3
-	rm -rf ck out fifo ./*.err resume.lines
+	local role=$1 sig=$2 at=$3 rc i ms=$3 size=0
+	rm -rf ck out fifo ./*.err resume.lines log.stamp
 	pl_start "$PLAN" ck "" "${OUT[@]}"
-	for ((i = 0; i < 2000; i++)); do
-		[ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -ge "$at" ] && break
+	for ((i = 0; i < 10000; i++)); do
+		if [ ! log.stamp -nt ck/ckpt.log ]; then
+			: > log.stamp
+			size=$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)
+		fi
+		[ "$size" -ge "$at" ] && break
 		kill -0 "${PL_PID[ckpt]}" 2>/dev/null || break
-		sleep 0.002
+		nap 0.002
 	done
 	kill "-$sig" "${PL_PID[$role]}" 2>/dev/null && LANDED=$((LANDED + 1)) &&
 	    echo "# $role killed at log byte ${at}" >&3

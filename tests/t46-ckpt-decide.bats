@@ -8,12 +8,18 @@ load test_helper
 
 GEN="$OVL_BUILDDIR/tests/unit/t-ckptgen"
 
+# 12 steps, 2 ranks, a checkpoint every 2 steps: barriers 1..5 at bytes
+# 1880, 4428, 7072, 9364, 11496 and END at 13868
+GENARGS=(5 12 2 2 300)
+
+# the stream, generated once for the file's tests
+setup_file() {
+	"$GEN" "${GENARGS[@]}" > "$BATS_FILE_TMPDIR/full.frames"
+}
+
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	# 12 steps, 2 ranks, a checkpoint every 2 steps: barriers 1..5 at
-	# bytes 1880, 4428, 7072, 9364, 11496 and END at 13868
-	GENARGS=(5 12 2 2 300)
-	"$GEN" "${GENARGS[@]}" > full.frames
+	cp "$BATS_FILE_TMPDIR/full.frames" full.frames
 }
 
 @test "two runs with different checkpoint directories and one output: the first run's dataset stays intact, the second is refused (exit 2, naming the first directory)" {

@@ -9,7 +9,8 @@ setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 }
 
-# reference: the same plan run by hand, stage by stage through files
+# reference: the same plan run by hand, stage by stage through files (in
+# the current directory)
 reference() {	# reference PLAN OUTPREFIX
 	local plan=$1 i=0 name args inputs=()
 	while IFS= read -r -d '' name && IFS= read -r -d '' _ &&
@@ -22,6 +23,19 @@ reference() {	# reference PLAN OUTPREFIX
 	"$OVL_MIX" -q "$plan" "${inputs[@]}" > mix.frames || return 1
 	"$OVL_CONSTRUCT" "$plan" < mix.frames > con.frames || return 1
 	"$OVL_CKPT" -q --dir ref-ckpt --format jsonl -o "$2" "$plan" < con.frames
+}
+
+# The references of the file's tests, run by hand once: small_plan's in
+# $BATS_FILE_TMPDIR/small.jsonl and slow_web_plan's in slow.jsonl (a
+# throttle changes no byte of the output)
+setup_file() {
+	local d
+	for d in small slow; do
+		mkdir -p "$BATS_FILE_TMPDIR/$d"
+		cd "$BATS_FILE_TMPDIR/$d" || return 1
+		if [ "$d" = small ]; then small_plan p.plan; else slow_web_plan p.plan; fi
+		reference p.plan "$BATS_FILE_TMPDIR/$d" || return 1
+	done
 }
 
 no_leftovers() {	# no process still has the run directory in its arguments
@@ -49,8 +63,7 @@ no_leftovers() {	# no process still has the run directory in its arguments
 	small_plan p.plan
 	run -0 "$OVL_RUN" -q -d run p.plan
 	[ -s out/small.jsonl ]
-	reference p.plan ref
-	cmp out/small.jsonl ref.jsonl
+	cmp out/small.jsonl "$BATS_FILE_TMPDIR/small.jsonl"
 	# the run directory holds no FIFO any more, and no process is left
 	[ -z "$(find run -type p)" ]
 	no_leftovers "$BATS_TEST_TMPDIR/run"
@@ -112,7 +125,6 @@ EOF
 @test "ovl-run restarts a killed stage alone from the last checkpoint" {
 	small_plan p.plan
 	sed -i 's|^source web .*|& throttle=40K|' p.plan
-	reference p.plan ref
 	"$OVL_RUN" -d run --restart 5 p.plan 3>&- 2> err &
 	pid=$!
 	# once checkpoint 2 is committed, kill the mixer
@@ -125,7 +137,7 @@ EOF
 	# the mixer alone is restarted (with its sources), the rest runs on
 	grep -q 'mix killed by signal 9 (KILL): restarted alone at checkpoint' err
 	! grep -q 'restarting from the last checkpoint' err
-	cmp out/small.jsonl ref.jsonl
+	cmp out/small.jsonl "$BATS_FILE_TMPDIR/small.jsonl"
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
 
@@ -139,24 +151,22 @@ slow_web_plan() {
 
 @test "ovl-run --autoscale adds partitions to a slow source, output unchanged" {
 	slow_web_plan p.plan
-	reference p.plan ref
 	run -0 "$OVL_RUN" -d run --autoscale --scale-interval 1 --status-interval 0.5 \
 	    --max-partitions 4 p.plan
 	[[ "$output" == *"autoscale: web 1 -> 2 partitions"* ]]
-	cmp out/small.jsonl ref.jsonl
+	cmp out/small.jsonl "$BATS_FILE_TMPDIR/slow.jsonl"
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
 
 @test "ovl-run needs neither jq nor awk: autoscaling and status lines with a PATH without them" {
 	slow_web_plan p.plan
-	reference p.plan ref
 	path_without nobin jq awk gawk mawk nawk original-awk
 	PATH=$BATS_TEST_TMPDIR/nobin run -0 "$OVL_RUN" -v -d run --autoscale \
 	    --scale-interval 1 --status-interval 0.5 --max-partitions 4 p.plan
 	[[ "$output" == *"autoscale: web 1 -> 2 partitions (the mixer waited "*"% of the last "*" s on it)"* ]]
 	[[ "$output" == *"step "*" tokens, "*" tok/s"*" | web "*" tok/s "*"%/"*"%, book "* ]]
 	[[ "$output" != *"command not found"* ]]
-	cmp out/small.jsonl ref.jsonl
+	cmp out/small.jsonl "$BATS_FILE_TMPDIR/slow.jsonl"
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 }
 
@@ -214,7 +224,6 @@ slow_web_plan() {
 @test "kill -9 of ovl-run: its stages die with it, and --resume at once continues byte-identically" {
 	small_plan p.plan
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
-	reference p.plan ref
 	"$OVL_RUN" -q -d run p.plan 3>&- 2> err &
 	pid=$!
 	wait_ckpt ckpt 2
@@ -225,7 +234,7 @@ slow_web_plan() {
 	[ -f run/ovl-run.pid ]
 	# the dead supervisor's run directory is reclaimed, the lock is free
 	run -0 "$OVL_RUN" -q --resume -d run p.plan
-	cmp out/small.jsonl ref.jsonl
+	cmp out/small.jsonl "$BATS_FILE_TMPDIR/small.jsonl"
 	run -0 "$OVL_CKPT" verify ckpt out/small.jsonl
 	[ ! -e run/ovl-run.pid ]
 }

@@ -8,8 +8,8 @@
 
 load test_helper
 
-setup() {
-	cd "$BATS_TEST_TMPDIR" || return 1
+# chaos_plan: the plan, p.plan in the current directory
+chaos_plan() {
 	cat > p.plan <<EOF
 source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl format=jsonl partitions=2 on-exhaust=drop throttle=50K
 source book path=$SAMPLES/books/book-0[0-5].txt doc-per=file shadows=1 on-exhaust=drop throttle=25K
@@ -21,10 +21,20 @@ micro-batches 2
 checkpoint every=1 dir=ckpt
 output format=jsonl path=out/chaos
 EOF
-	# the uninterrupted run
+}
+
+# the uninterrupted run, once for the file's tests: $BATS_FILE_TMPDIR/ref.jsonl
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	chaos_plan
 	"$OVL_RUN" -q -d ref-run p.plan 3>&- || return 1
 	mv out/chaos.jsonl ref.jsonl
 	rm -rf ckpt out
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	chaos_plan
 }
 
 # chaos SEED KILLS: run the plan under a seeded killer until KILLS kills
@@ -32,7 +42,7 @@ EOF
 # byte-identical, verify) and the next run goes on with the kills left, so
 # the count never depends on how fast the machine is. Sets $landed.
 chaos() {
-	local seed=$1 want=$2 pid dog victims v runs=0
+	local seed=$1 want=$2 pid dog victims v comm runs=0
 	RANDOM=$seed
 	landed=0
 	while [ "$landed" -lt "$want" ] && [ "$runs" -lt 6 ]; do
@@ -45,17 +55,18 @@ chaos() {
 		( sleep 240; kill -TERM "$pid" ) 3>&- 2>/dev/null &
 		dog=$!
 		while kill -0 "$pid" 2>/dev/null && [ "$landed" -lt "$want" ]; do
-			sleep "0.$((RANDOM % 4 + 1))"
+			nap "0.$((RANDOM % 4 + 1))"
 			# the stages ovl-run started, shadows in standby included
 			# (and now and then an ovl-ckpt restore of a restart)
 			victims=()
 			for v in $(pgrep -P "$pid"); do
-				case $(cat "/proc/$v/comm" 2>/dev/null) in
+				comm=
+				read -r comm 2>/dev/null < "/proc/$v/comm" || continue
+				case $comm in
 				ovl-source | ovl-mix | ovl-construct | ovl-ckpt)
 					# not ovl-run's short questions (the plan, a
 					# source's arguments, the checkpoints' state)
-					grep -qzx -- '--check\|--source-args\|--get\|--list-sources\|show' "/proc/$v/cmdline" 2>/dev/null ||
-						victims+=("$v") ;;
+					question "$v" || victims+=("$v") ;;
 				esac
 			done
 			[ ${#victims[@]} -gt 0 ] || continue
@@ -75,8 +86,21 @@ chaos() {
 	done
 }
 
+# question PID: the process is one of ovl-run's short questions (an
+# argument --check, --source-args, --get, --list-sources or show)
+question() {
+	local w args=()
+	mapfile -d '' -t args 2>/dev/null < "/proc/$1/cmdline" || return 1
+	for w in "${args[@]}"; do
+		case $w in
+		--check | --source-args | --get | --list-sources | show) return 0 ;;
+		esac
+	done
+	return 1
+}
+
 check_same() {	# the output equals the uninterrupted run's, and verifies
-	cmp out/chaos.jsonl ref.jsonl
+	cmp out/chaos.jsonl "$BATS_FILE_TMPDIR/ref.jsonl"
 	run -0 "$OVL_CKPT" verify ckpt out/chaos.jsonl
 }
 
@@ -102,7 +126,7 @@ shadow_takeover() {
 	pid=$!
 	for _ in $(seq 100); do
 		pgrep -f -- "--standby $BATS_TEST_TMPDIR/run/ctl.1.0" > /dev/null && break
-		sleep 0.05
+		nap 0.05
 	done
 	sleep 0.3
 	# the book source's live process (not its standby)

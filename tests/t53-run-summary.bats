@@ -8,9 +8,8 @@
 
 load test_helper
 
-setup() {
-	cd "$BATS_TEST_TMPDIR" || return 1
-	py=$(ovl_python_numpy) || py=python3
+# summary_plan: the plan, p.plan in the current directory
+summary_plan() {
 	cat > p.plan <<EOF
 source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl format=jsonl partitions=2 on-exhaust=drop throttle=50K
 source book path=$SAMPLES/books/book-0[0-5].txt doc-per=file on-exhaust=drop throttle=25K
@@ -23,13 +22,30 @@ output format=jsonl path=out/s
 EOF
 }
 
+# The uninterrupted run, once for the file's tests, in $BATS_FILE_TMPDIR:
+# its summary in sum.json, its standard error in stderr, its output in
+# out/s.jsonl and its checkpoints in ckpt
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	summary_plan
+	"$OVL_RUN" -d run --summary sum.json p.plan 2> stderr 3>&- || { cat stderr; return 1; }
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	py=$(ovl_python_numpy) || py=python3
+	summary_plan
+}
+
 # field FILE KEY: a top-level value of the summary JSON
 field() {
 	"$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
 @test "summary: an uninterrupted run prints it and writes it as JSON; the figures agree with the outputs" {
-	run -0 --separate-stderr "$OVL_RUN" -d run --summary sum.json p.plan 3>&-
+	# the run of setup_file
+	cp -r "$BATS_FILE_TMPDIR/ckpt" "$BATS_FILE_TMPDIR/out" "$BATS_FILE_TMPDIR/sum.json" .
+	stderr=$(cat "$BATS_FILE_TMPDIR/stderr")
 	[[ "$stderr" == *"run in ckpt: complete"* ]]
 	[[ "$stderr" == *"  source "*" share "*" planned"* ]]
 	[[ "$stderr" == *"max/lower bound"* ]]
@@ -57,9 +73,9 @@ PY
 }
 
 @test "summary: kept with the checkpoints across a kill, a restart and a resume, counted once" {
-	"$OVL_RUN" -q -d ref --summary ref.json p.plan 3>&-
-	mv out/s.jsonl ref.jsonl
-	rm -rf ckpt out
+	# the uninterrupted run of setup_file
+	cp "$BATS_FILE_TMPDIR/sum.json" ref.json
+	cp "$BATS_FILE_TMPDIR/out/s.jsonl" ref.jsonl
 	# a run whose constructor is killed once a checkpoint is committed
 	"$OVL_RUN" -q -d run --restart 1 --summary sum.json p.plan 3>&- 2> err &
 	pid=$!
@@ -88,7 +104,8 @@ PY
 }
 
 @test "summary: ovl-ckpt summary of a directory without statistics says what it has" {
-	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
+	# the checkpoints of the run of setup_file
+	cp -r "$BATS_FILE_TMPDIR/ckpt" ckpt
 	rm -rf ckpt/stats
 	run -0 "$OVL_CKPT" summary ckpt
 	[[ "$output" == *"run in ckpt: complete"* ]]

@@ -7,6 +7,16 @@
 
 load test_helper
 
+# the uninterrupted run of small_plan over FIFOs, once for the file's
+# tests: $BATS_FILE_TMPDIR/ref.jsonl (a throttle changes no byte)
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	small_plan p.plan
+	"$OVL_RUN" -q -d run --transport fifo p.plan 3>&- || return 1
+	mv out/small.jsonl ref.jsonl
+	rm -rf ckpt out run
+}
+
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	# the ring directories there before this test (other tests run beside it)
@@ -42,11 +52,9 @@ no_rings() {
 	done
 	# the plan key: rings (a bad ring size fails the run), the same bytes
 	small_plan p.plan
-	run -0 "$OVL_RUN" -q -d run p.plan
-	mv out/small.jsonl ref.jsonl
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	# no key, no option: rings, ovl-run's default (a bad ring size fails
 	# the run); OVL_TRANSPORT=fifo: the FIFOs alone
-	rm -rf ckpt out
 	OVL_RING_SIZE=1 run -2 "$OVL_RUN" -q -d run --restart 0 p.plan
 	[[ "$output" == *"bad OVL_RING_SIZE '1'"* ]]
 	rm -rf ckpt out
@@ -131,8 +139,7 @@ no_rings() {
 @test "rings: each stage killed at a seeded random checkpoint, ovl-run restarts, byte-identical" {
 	small_plan p.plan
 	sed -i 's|^source web .*|& throttle=40K|' p.plan
-	"$OVL_RUN" -q -d ref-run p.plan 3>&-
-	mv out/small.jsonl ref.jsonl
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	RANDOM=20261125
 	for tool in ovl-source ovl-mix ovl-construct ovl-ckpt; do
 		rm -rf ckpt out run
@@ -158,9 +165,7 @@ no_rings() {
 @test "rings: kill -9 of ovl-run, --resume continues byte-identically, nothing left" {
 	small_plan p.plan
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
-	"$OVL_RUN" -q -d ref-run p.plan 3>&-
-	mv out/small.jsonl ref.jsonl
-	rm -rf ckpt out
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	# a run directory off tmpfs: the rings go to /dev/shm/ovl-run-rings.PID
 	"$OVL_RUN" -q -d run --transport ring p.plan 3>&- 2> err &
 	pid=$!
@@ -245,9 +250,7 @@ no_rings() {
 
 @test "a ring directory without room for another ring: that stream goes by its pipe, said on stderr, the same bytes" {
 	small_plan p.plan
-	run -0 "$OVL_RUN" -q -d run p.plan
-	mv out/small.jsonl ref.jsonl
-	rm -rf ckpt out
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	# a tmpfs of 300 KiB holds one ring of 256 KiB, not the two sources'
 	# (the links after ovl-mix keep backups, not rings)
 	mkdir shm

@@ -12,6 +12,16 @@ setup() {
 	export OVL_CRC_LIB="$OVL_BUILDDIR/python/libovlcrc.so"
 }
 
+# the uninterrupted run of small_plan, once for the file's tests:
+# $BATS_FILE_TMPDIR/ref.jsonl
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	small_plan p.plan
+	"$OVL_RUN" -q -d run p.plan 3>&- || return 1
+	mv out/small.jsonl ref.jsonl
+	rm -rf ckpt out run
+}
+
 # victim_pid RUNPID ROLE: the process of a stage of the run (not a shadow)
 victim_pid() {
 	local pat
@@ -47,8 +57,7 @@ starts() {
 
 @test "each stage killed alone: restarted alone, the others keep their processes, byte-identical" {
 	small_plan p.plan
-	run -0 "$OVL_RUN" -q -d run p.plan
-	mv out/small.jsonl ref.jsonl
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	for role in source mix construct ckpt; do
 		rm -rf ckpt out run
@@ -70,8 +79,7 @@ starts() {
 
 @test "a stage stopped (SIGSTOP): the watchdog names it, restarts it alone, byte-identical" {
 	small_plan p.plan
-	run -0 "$OVL_RUN" -q -d run p.plan
-	mv out/small.jsonl ref.jsonl
+	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	for role in source mix ckpt; do
 		rm -rf ckpt out run
@@ -91,54 +99,89 @@ starts() {
 	run -2 "$OVL_RUN" --stall-timeout p.plan
 }
 
-# readers PREFIX: two RankDataset readers of out/rank0, out/rank1 (FIFOs),
-# their digests into PREFIX.0, PREFIX.1; pids in RPIDS
+# readers PREFIX...: two RankDataset readers of out/rank0, out/rank1
+# (FIFOs), each reading one run's stream per PREFIX in turn, a fresh
+# RankDataset each (rank-digest.py: torch is loaded once a reader, not
+# once a run), the digests into PREFIX.0, PREFIX.1; pids in RPIDS,
+# stderr in readers.0.err, readers.1.err
 readers() {
-	local py r
+	local py r p outs
 	py=$(ovl_python_numpy)
 	RPIDS=()
 	for r in 0 1; do
-		"$py" "$OVL_SRCDIR/tests/helper/rank-digest.py" "out/rank$r" "$1.$r" \
-		    3>&- 2> "$1.$r.err" &
+		outs=()
+		for p in "$@"; do outs+=("$p.$r"); done
+		"$py" "$OVL_SRCDIR/tests/helper/rank-digest.py" "out/rank$r" "${outs[@]}" \
+		    3>&- 2> "readers.$r.err" &
 		RPIDS+=("$!")
-	done
-	# the run starts once both hold their FIFO open (torch loaded): a
-	# kill at checkpoint 3 then lands while the run goes on
-	for r in 0 1; do
-		wait_until 120 holds_open "${RPIDS[r]}" "out/rank$r"
 	done
 }
 
-holds_open() {	# holds_open PID PATH: PID has PATH open
+# readers_ready: a run may start: both readers hold their FIFO open (torch
+# loaded, the stream before read whole), so a kill at checkpoint 3 lands
+# while the run goes on; fails when a reader has ended
+readers_ready() {
+	local r
+	for r in 0 1; do
+		wait_until 120 open_or_gone "${RPIDS[r]}" "out/rank$r"
+		kill -0 "${RPIDS[r]}" 2>/dev/null || { cat readers.*.err; return 1; }
+	done
+}
+
+# readers_done PREFIX: both readers have read PREFIX's stream whole
+# (PREFIX.R.done); fails when a reader ended without it
+readers_done() {
+	local r
+	for r in 0 1; do
+		wait_until 120 done_or_gone "${RPIDS[r]}" "$1.$r.done"
+		[ -e "$1.$r.done" ] || { cat readers.*.err; return 1; }
+	done
+}
+
+holds_open() {	# holds_open PID PATH: PID has PATH open (the same file)
 	local f
 	for f in /proc/"$1"/fd/*; do
-		[ "$(readlink "$f")" = "$PWD/$2" ] && return 0
+		[ "$f" -ef "$PWD/$2" ] && return 0
 	done
 	return 1
 }
 
+open_or_gone() {	# open_or_gone PID PATH: PID has PATH open, or is gone
+	! kill -0 "$1" 2>/dev/null || holds_open "$1" "$2"
+}
+
+done_or_gone() {	# done_or_gone PID FILE: FILE exists, or PID is gone
+	[ -e "$2" ] || ! kill -0 "$1" 2>/dev/null
+}
+
 @test "trainers ride through: two RankDataset readers over per-rank FIFOs see no error when any stage is killed" {
 	py=$(ovl_python_numpy) || skip "no python3 with numpy"
-	"$py" -c 'import torch' 2>/dev/null || skip "no torch"
+	# (found, not imported: the readers import it)
+	"$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' ||
+	    skip "no torch"
 	small_plan p.plan
 	sed -i 's|^output .*|output format=frames per-rank=out/rank%d|' p.plan
 	mkdir out
 	mkfifo out/rank0 out/rank1
-	readers ref
+	# the same two readers read the uninterrupted run, then one run per
+	# stage killed
+	readers ref got.source got.mix got.construct got.ckpt
+	readers_ready
 	run -0 "$OVL_RUN" -q -d run p.plan
-	for p in "${RPIDS[@]}"; do wait "$p"; done
+	readers_done ref
 	[ "$(wc -l < ref.0)" -gt 10 ]
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	for role in source mix construct ckpt; do
 		rm -rf ckpt run
-		readers got
+		readers_ready
 		run_killing "$role"
-		for p in "${RPIDS[@]}"; do
-			wait "$p" || { cat got.*.err; false; }
-		done
-		cmp ref.0 got.0
-		cmp ref.1 got.1
+		readers_done "got.$role"
+		cmp ref.0 "got.$role.0"
+		cmp ref.1 "got.$role.1"
 		grep -q "restarted alone at checkpoint" err
 		echo "# $role killed: both readers got the uninterrupted run's tensors" >&3
+	done
+	for p in "${RPIDS[@]}"; do
+		wait "$p" || { cat readers.*.err; false; }
 	done
 }

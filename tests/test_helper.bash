@@ -133,18 +133,21 @@ run_examples() {
 }
 
 # path_without DIR CMD...: make DIR a PATH directory that has every command
-# of /usr/bin and /bin but the ones named (links); prints nothing
+# of /usr/bin and /bin but the ones named (links, made by one ln); prints
+# nothing
 path_without() {
-	local dir=$1 f c skip
+	local dir=$1 f c
+	local -A seen=()
+	local links=()
 	shift
 	mkdir -p "$dir"
+	for c in "$@"; do seen[$c]=1; done
 	for f in /usr/bin/* /bin/*; do
-		skip=0
-		for c in "$@"; do
-			[ "${f##*/}" = "$c" ] && skip=1
-		done
-		[ "$skip" -eq 1 ] || [ -e "$dir/${f##*/}" ] || ln -s "$f" "$dir/${f##*/}"
+		[ -z "${seen[${f##*/}]:-}" ] && [ ! -e "$dir/${f##*/}" ] || continue
+		seen[${f##*/}]=1
+		links+=("$f")
 	done
+	[ ${#links[@]} -eq 0 ] || ln -s -t "$dir" -- "${links[@]}"
 }
 
 # same_as_reference: every file of ref/out is in out/ with the same bytes,
@@ -200,21 +203,38 @@ kill_stage_once() {
 	for ((i = 0; i < 600; i++)); do
 		[ -s "$dir/stats/construct.1.jsonl" ] && break
 		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
+		nap 0.05
 	done
 	victim=$(pgrep -P "$pid" -f -- "$tool" | head -n 1)
 	# a stage that ended meanwhile was not killed
 	[ -z "$victim" ] || kill -KILL "$victim" 2>/dev/null || victim=
 }
 
+# nap SECONDS: sleep without starting a process (a timed read of a FIFO
+# that nobody writes, .nap in the test's or, in setup_file, the file's
+# temporary directory, open only meanwhile): for polling loops, where a
+# sleep(1) each time costs more than the poll
+nap() {
+	local fd f=${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-}}
+	f=${f:+$f/.nap}
+	if [ -z "$f" ] || { [ ! -p "$f" ] && ! mkfifo "$f" 2>/dev/null && [ ! -p "$f" ]; }; then
+		sleep "$1"
+		return 0
+	fi
+	exec {fd}<>"$f"
+	read -r -t "$1" -u "$fd" _ || :
+	exec {fd}>&-
+	return 0
+}
+
 # wait_until SECONDS COMMAND...: COMMAND every 0.05 s until it succeeds
 # (status 0), for at most SECONDS (status 1): a bounded wait for an event
 wait_until() {
-	local n=$(($1 * 20)) _
+	local n=$(($1 * 20)) i
 	shift
-	for _ in $(seq "$n"); do
+	for ((i = 0; i < n; i++)); do
 		"$@" && return 0
-		sleep 0.05
+		nap 0.05
 	done
 	return 1
 }
@@ -232,15 +252,28 @@ wait_gone() {
 
 # wait_ckpt DIR N [PID]: until checkpoint N or later is committed in the
 # checkpoint directory DIR (ovl-ckpt show), polling for at most 60 s;
-# status 1 on the deadline, or once the run PID has ended without it
+# status 1 on the deadline, or once the run PID has ended without it.
+# ovl-ckpt is asked only when DIR/ckpt.log may have changed since it was
+# last asked (a stamp file not strictly newer than the log).
 wait_ckpt() {
-	local dir=$1 want=$2 pid=${3:-} _ last
-	for _ in $(seq 1200); do
-		last=$("$OVL_CKPT" show --print0 "$dir" 2>/dev/null | tr '\0' '\n' | sed -n '/^last$/{n;p}')
-		[ -n "$last" ] && [ "$last" -ge "$want" ] && return 0
-		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
+	local dir=$1 want=$2 pid=${3:-} i w last
+	local stamp=${BATS_TEST_TMPDIR:-$BATS_FILE_TMPDIR}/.wait_ckpt.$BASHPID
+	for ((i = 0; i < 1200; i++)); do
+		if [ ! "$stamp" -nt "$dir/ckpt.log" ]; then
+			: > "$stamp"
+			last=
+			while IFS= read -r -d '' w; do
+				[ "$w" = last ] && IFS= read -r -d '' last
+			done < <("$OVL_CKPT" show --print0 "$dir" 2>/dev/null)
+			if [ -n "$last" ] && [ "$last" -ge "$want" ]; then
+				rm -f "$stamp"
+				return 0
+			fi
+		fi
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || break
+		nap 0.05
 	done
+	rm -f "$stamp"
 	return 1
 }
 

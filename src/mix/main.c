@@ -9,7 +9,7 @@ static const struct ovl_cli cli = {
 	"ovl-mix --check PLAN\n"
 	"ovl-mix --list-sources PLAN\n"
 	"ovl-mix --source-args NAME PLAN\n"
-	"ovl-mix --get KEY PLAN",
+	"ovl-mix --get KEY [--get KEY ...] PLAN",
 	"Mix the DOC streams of a plan's sources into one stream.\n"
 	"INPUT is NAME=PATH (a FIFO, a file, - or a tcp: endpoint), one per\n"
 	"partition of each source, in partition order.\n"
@@ -25,7 +25,8 @@ static const struct ovl_cli cli = {
 	"  --check               validate the plan and print it normalized\n"
 	"  --list-sources        name, partitions, shadows, on-exhaust per source (NUL-separated)\n"
 	"  --source-args NAME    the ovl-source arguments of a source (NUL-separated)\n"
-	"  --get KEY             one plan value, NUL-terminated (checkpoint.dir, ...)\n"
+	"  --get KEY             a plan value, NUL-terminated (checkpoint.dir, ...);\n"
+	"                        repeated: one word per KEY, empty when unset\n"
 	OVL_NET_HELP
 	OVL_RELINK_HELP
 	"  -v, --verbose         per-input statistics on stderr at the end\n"
@@ -127,18 +128,16 @@ cmd_args(const struct mix_opts *o)
 }
 
 /*
- * --get KEY: one value of the plan as the stages see it (paths resolved),
- * NUL-terminated; nothing when the plan leaves it unset. For the supervisor,
- * which must never parse plan text itself.
+ * get_value: KEY's value in the plan P as the stages see it (paths
+ * resolved), or NULL when the plan leaves it unset; numbers are written
+ * into BUF. Exits 2 naming the known keys when KEY is none of them.
  */
-static int
-cmd_get(const struct mix_opts *o)
+static const char *
+get_value(struct ovl_plan *p, const char *k, char *buf, size_t size)
 {
-	struct ovl_plan *p = load_plan(o->plan, OVL_PLAN_NOGLOB);
-	const char *k = o->get_key, *str = NULL;
+	const char *str = NULL;
 	uint64_t num = 0;
-	int isnum = 0;
-	char buf[32];
+	int isnum = 0, i;
 
 	if (strcmp(k, "checkpoint.dir") == 0)
 		str = p->ckpt_dir;
@@ -175,8 +174,8 @@ cmd_get(const struct mix_opts *o)
 		    p->ckpt_verify_all ? "yes" : "no";
 	else if (strncmp(k, "source.", 7) == 0 && strlen(k) > 13 &&
 	    strcmp(k + strlen(k) - 6, ".hosts") == 0 &&
-	    ovl_plan_find(p, k + 7, strlen(k) - 13) >= 0)
-		str = p->sources[ovl_plan_find(p, k + 7, strlen(k) - 13)].hosts;
+	    (i = ovl_plan_find(p, k + 7, strlen(k) - 13)) >= 0)
+		str = p->sources[i].hosts;
 	else {
 		ovl_plan_free(p);
 		ovl_errx(OVL_EXIT_USAGE, "--get: unknown key '%s' (known: "
@@ -187,13 +186,39 @@ cmd_get(const struct mix_opts *o)
 		    "checkpoint.verify-all)", k);
 	}
 	if (isnum && num != 0) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)num);
-		put0(buf);
-	} else if (!isnum && str != NULL)
-		put0(str);
+		snprintf(buf, size, "%llu", (unsigned long long)num);
+		str = buf;
+	}
+	return str;
+}
+
+/*
+ * --get KEY...: the plan's value of each KEY, NUL-terminated, in the order
+ * asked; an unset key is an empty word, or nothing at all when it is the
+ * only key. For the supervisor, which must never parse plan text itself,
+ * and asks for every value it needs at once.
+ */
+static int
+cmd_get(const struct mix_opts *o)
+{
+	struct ovl_plan *p = load_plan(o->plan, OVL_PLAN_NOGLOB);
+	const char *str;
+	char buf[32];
+	size_t k;
+
+	for (k = 0; k < o->nget; k++)	/* every key known before a word */
+		(void)get_value(p, o->get_keys[k], buf, sizeof(buf));
+	for (k = 0; k < o->nget; k++) {
+		str = get_value(p, o->get_keys[k], buf, sizeof(buf));
+		if (str != NULL)
+			put0(str);
+		else if (o->nget > 1)
+			put0("");
+	}
 	(void)fflush(stdout);
 	ovl_io_check_stdout();
 	ovl_plan_free(p);
+	free(o->get_keys);
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
 }
@@ -403,7 +428,9 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 			needs_plan_only = "--source-args";
 			break;
 		case O_GET:
-			o->get_key = optarg;
+			o->get_keys = ovl_xrealloc(o->get_keys,
+			    (o->nget + 1) * sizeof(*o->get_keys));
+			o->get_keys[o->nget++] = optarg;
 			needs_plan_only = "--get";
 			break;
 		default:
@@ -411,7 +438,7 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 		}
 	}
 	if (o->check + o->list + (o->args_name != NULL) +
-	    (o->get_key != NULL) > 1)
+	    (o->nget > 0) > 1)
 		ovl_cli_usagex(&cli, "--check, --list-sources, --source-args and "
 		    "--get exclude each other");
 	if (optind >= argc)
@@ -446,7 +473,7 @@ main(int argc, char **argv)
 		return cmd_list(&o);
 	if (o.args_name != NULL)
 		return cmd_args(&o);
-	if (o.get_key != NULL)
+	if (o.nget > 0)
 		return cmd_get(&o);
 
 	memset(&m, 0, sizeof(m));

@@ -48,7 +48,8 @@ struct mix_opts {
 	int		  check;
 	int		  list;
 	const char	 *args_name;
-	const char	 *get_key;
+	char		**get_keys;	/* --get, in the order given */
+	size_t		  nget;
 	int		  by;		/* -1: the plan's mix-by */
 	int		  has_every;
 	uint64_t	  every;

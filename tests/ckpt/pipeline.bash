@@ -32,18 +32,31 @@ pl_bg() {
 	exec "$@"
 }
 
+# pl_ask FILE COMMAND...: COMMAND's output, kept in FILE: the plan's sources
+# and their arguments are asked of ovl-mix once per plan and test (files
+# under the test's directory, named by the plan's absolute path), not at
+# every start
+pl_ask() {
+	[ -s "$1" ] || "${@:2}" > "$1"
+}
+
 pl_start() {
 	local plan=$1 ck=$2 resume=$3 name parts p i fd
 	local -a list args inputs
+	local cache=${BATS_TEST_TMPDIR:-$BATS_FILE_TMPDIR}/.pl-cache abs=$plan
 	shift 3
+	[[ $abs == /* ]] || abs=$PWD/$abs
 	PL_HOLDS=()
 	PL_PID=()
 	PL_RC=()
-	mkdir -p fifo
-	mapfile -d '' list < <("$OVL_MIX" --list-sources "$plan")
+	mkdir -p fifo "$cache"
+	cache=$cache/${abs//[^A-Za-z0-9]/_}
+	pl_ask "$cache.list" "$OVL_MIX" --list-sources "$plan" || return 1
+	mapfile -d '' list < "$cache.list"
 	for ((i = 0; i < ${#list[@]}; i += 4)); do
 		name=${list[i]} parts=${list[i+1]}
-		mapfile -d '' args < <("$OVL_MIX" --source-args "$name" "$plan")
+		pl_ask "$cache.args.$name" "$OVL_MIX" --source-args "$name" "$plan" || return 1
+		mapfile -d '' args < "$cache.args.$name"
 		for ((p = 0; p < parts; p++)); do
 			[ -p "fifo/$name.$p" ] || mkfifo "fifo/$name.$p"
 			exec {fd}<>"fifo/$name.$p"
@@ -72,7 +85,7 @@ pl_start() {
 	# drop the holds once every source has its FIFO open for writing
 	for ((i = 0; i < 500; i++)); do
 		pl_writers_ready && break
-		sleep 0.01
+		nap 0.01
 	done
 	for fd in "${PL_HOLDS[@]}"; do
 		exec {fd}>&-
