@@ -27,8 +27,12 @@ tiny() {
 	} > "$1"
 }
 
+setup_file() {
+	tiny "$BATS_FILE_TMPDIR/tiny.tiktoken"
+}
+
 setup() {
-	tiny "$BATS_TEST_TMPDIR/tiny.tiktoken"
+	cp "$BATS_FILE_TMPDIR/tiny.tiktoken" "$BATS_TEST_TMPDIR/tiny.tiktoken"
 }
 
 @test "bpe: a tiny rank file merges as tiktoken does, through ovl-source" {
