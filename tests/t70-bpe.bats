@@ -8,27 +8,45 @@ load test_helper
 
 T_BPE="$OVL_BUILDDIR/tests/unit/t-bpe"
 
+# b64 BYTE...: REPLY is the base64 of the bytes (decimal values)
+b64() {
+	local A=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/ n
+	REPLY=
+	while [ $# -gt 0 ]; do
+		n=$(($1 << 16 | ${2:-0} << 8 | ${3:-0}))
+		REPLY+=${A:n >> 18 & 63:1}${A:n >> 12 & 63:1}
+		if [ $# -ge 2 ]; then REPLY+=${A:n >> 6 & 63:1}; else REPLY+==; fi
+		if [ $# -ge 3 ]; then REPLY+=${A:n & 63:1}; shift 3; else REPLY+==; shift $#; fi
+	done
+}
+
 # tiny FILE: the 256 bytes, then ab cd abcd bc aa hello aaa he ll hell " w"
 # with ranks 256.., written as tiktoken does (base64 of the bytes, rank).
 tiny() {
-	local i=0 t
+	local i t k bytes
 	{
-		while [ $i -lt 256 ]; do
-			printf "$(printf '\\%03o' $i)" | base64 | tr -d '\n'
-			echo " $i"
-			i=$((i + 1))
+		for ((i = 0; i < 256; i++)); do
+			b64 $i
+			echo "$REPLY $i"
 		done
-		i=256
 		for t in ab cd abcd bc aa hello aaa he ll hell " w"; do
-			printf '%s' "$t" | base64 | tr -d '\n'
-			echo " $i"
+			bytes=()
+			for ((k = 0; k < ${#t}; k++)); do
+				printf -v 'bytes[k]' '%d' "'${t:k:1}"
+			done
+			b64 "${bytes[@]}"
+			echo "$REPLY $i"
 			i=$((i + 1))
 		done
 	} > "$1"
 }
 
+setup_file() {
+	tiny "$BATS_FILE_TMPDIR/tiny.tiktoken"
+}
+
 setup() {
-	tiny "$BATS_TEST_TMPDIR/tiny.tiktoken"
+	cp "$BATS_FILE_TMPDIR/tiny.tiktoken" "$BATS_TEST_TMPDIR/tiny.tiktoken"
 }
 
 @test "bpe: a tiny rank file merges as tiktoken does, through ovl-source" {
