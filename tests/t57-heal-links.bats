@@ -51,6 +51,8 @@ in_open() {
 	kill -TERM "$c2"
 	wait_until 60 started err construct 3
 	kill -CONT "$mix"
+	# (a restarted stage on a generation nobody opens waits forever)
+	wait_until 120 not kill -0 "$pid" || { kill "$pid"; cat err; false; }
 	st=0
 	wait "$pid" || st=$?
 	[ "$st" -eq 0 ] || { cat err; false; }
@@ -84,6 +86,8 @@ in_open() {
 	kill -TERM "$k2"
 	wait_until 60 started err ckpt 3
 	kill -CONT "$con"
+	# (a restarted stage on a generation nobody opens waits forever)
+	wait_until 120 not kill -0 "$pid" || { kill "$pid"; cat err; false; }
 	st=0
 	wait "$pid" || st=$?
 	[ "$st" -eq 0 ] || { cat err; false; }
