@@ -243,9 +243,11 @@ PLAN
 }
 
 @test "--stats writes per-input JSON; -v reports on stderr; terminals refused" {
-	fifo_source w.fifo web "$SAMPLES/web/web-0.jsonl"
+	# web's frames all there before the mixer starts (a file never makes
+	# it wait), book's throttled through a FIFO
+	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > w.f
 	fifo_source b.fifo --throttle 20docs --doc-per file book "$SAMPLES"/books/book-0[0-4].txt
-	run -0 "$OVL_MIX" -v --stats st.json "$SAMPLES/plans/small.plan" web=w.fifo book=b.fifo
+	run -0 "$OVL_MIX" -v --stats st.json "$SAMPLES/plans/small.plan" web=w.f book=b.fifo
 	[[ "$output" == *"input book=b.fifo: 5 docs,"* ]]
 	python3 - <<'PY'
 import json

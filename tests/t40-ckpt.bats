@@ -459,17 +459,24 @@ print("ok")' "$OVL_SRCDIR/samples"
 	run -0 "$OVL_CKPT" restore --verify-all ck
 }
 
+# waits_in_read PID FD: PID waits in read(2) on FD (0x0 for 0)
+waits_in_read() {
+	local nr fd _
+	read -r nr fd _ 2>/dev/null < "/proc/$1/syscall" || return 1
+	case $(uname -m):$nr in
+	x86_64:0 | aarch64:63) [ "$fd" = "$2" ] ;;
+	*) return 1 ;;
+	esac
+}
+
 @test "an output file has one writer: a second run on the same output prefix is refused and the first run's bytes stay whole" {
 	mkfifo in
 	"$OVL_CKPT" --dir ck1 --format npy -o out/npy < in 3>&- &
 	pid=$!
 	exec 4> in
 	head -c 1880 full.frames >&4	# up to the first barrier
-	for _ in $(seq 600); do
-		[ -s ck1/ckpt.log ] && break
-		sleep 0.05
-	done
-	[ -s ck1/ckpt.log ]
+	# its outputs open and locked: it waits for more of its input
+	wait_until 60 waits_in_read "$pid" 0x0
 	cp out/npy.tokens.npy before.npy
 	run -2 --separate-stderr "$OVL_CKPT" --dir ck2 --format npy -o out/npy < full.frames
 	[ "$stderr" = "ovl-ckpt: '$BATS_TEST_TMPDIR/out/npy.tokens.npy' is being written by another ovl-ckpt (two runs with one output)" ]

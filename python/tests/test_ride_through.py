@@ -149,6 +149,19 @@ def feed(p, data):
         pass
 
 
+
+def read_rest(its, got):
+    """The rest of every rank's stream, read at the same time: the sink
+    writes the ranks' streams step by step, so reading one to its end
+    first would leave it waiting on the other's full socket or FIFO."""
+    def rest(r):
+        got[r] += list(its[r])
+    ts = [threading.Thread(target=rest, args=(r,)) for r in range(len(its))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
 def test_fifo_sink_killed_and_restarted(run, tools, tmp_path):
     plan, fr, web, want, _ = run
     for r in (0, 1):
@@ -157,8 +170,8 @@ def test_fifo_sink_killed_and_restarted(run, tools, tmp_path):
            for r in (0, 1)]
     its, got, again = kill_and_restart(tools, plan, fr, web, tmp_path / "ck",
                                        str(tmp_path / "r%d"), dss)
+    read_rest(its, got)
     for r in (0, 1):
-        got[r] += list(its[r])
         assert_same(tensors(got[r]), want[r])
         assert dss[r].state_dict() == {"step": max(want[r]) + 1}
     assert again.wait(60) == 0
@@ -173,8 +186,8 @@ def test_unix_socket_sink_killed_and_restarted(run, tools, tmp_path, monkeypatch
     its, got, again = kill_and_restart(
         tools, plan, fr, web, tmp_path / "ck",
         "unix-listen:%s/r%%d.sock" % tmp_path, dss)
+    read_rest(its, got)
     for r in (0, 1):
-        got[r] += list(its[r])
         assert_same(tensors(got[r]), want[r])
     assert again.wait(60) == 0
 
