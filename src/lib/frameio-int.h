@@ -94,6 +94,8 @@ struct backup {
 	uint64_t	 keep_count;	/* frames before keep */
 	uint64_t	 m;
 	uint64_t	 last_n;	/* the last BARRIER written, 0 before one */
+	uint64_t	 end_at;	/* where the END frame starts, once one is */
+	int		 ended;
 	struct bk_barrier *bar;		/* written since keep, in order */
 	size_t		 nbar, capbar;
 	struct ovl_buf	 meta;		/* the META frame, whole */

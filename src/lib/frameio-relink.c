@@ -213,6 +213,10 @@ ovl_frameio__bk_frame(struct ovl_writer *w, const uint8_t *p, uint8_t kind, size
 
 	if (kind == OVL_META && b->meta.len == 0)
 		ovl_buf_append(&b->meta, p, size);
+	if (kind == OVL_END) {
+		b->ended = 1;
+		b->end_at = end - size;
+	}
 	if (kind != OVL_BARRIER)
 		return;
 	if (b->nbar == b->capbar) {
@@ -274,6 +278,30 @@ bk_copy(struct ovl_writer *w, uint64_t from, uint64_t to)
 }
 
 /*
+ * The bytes [from, upto) of the spill, its END frame (counted for the
+ * stream it was written to) counted again for this one, which starts
+ * count_base frames later. 0, or -1 with errno.
+ */
+static int
+bk_copy_end(struct ovl_writer *w, uint64_t from, uint64_t upto)
+{
+	struct backup *b = w->bk;
+	uint8_t end[OVL_FRAME_HDR_LEN + OVL_END_LEN];
+
+	if (!b->ended || upto <= b->end_at)
+		return bk_copy(w, from, upto);
+	if (upto != b->end_at + sizeof(end))
+		ovl_errx(OVL_EXIT_DATA, "internal error: a replay of '%s' "
+		    "ends inside its END frame", w->name);
+	if (bk_copy(w, from, b->end_at) != 0)
+		return -1;
+	memset(end, 0, sizeof(end));
+	ovl_end_encode(end + OVL_FRAME_HDR_LEN, w->count - w->count_base);
+	ovl_frame_seal(end, OVL_END, 0, OVL_END_LEN);
+	return ovl_io_write_full(w->fd, end, sizeof(end));
+}
+
+/*
  * The successor's stream: the stream header, the META saying where it
  * resumes, the bytes kept since then up to upto. 0, or -1 with errno.
  */
@@ -290,7 +318,7 @@ bk_replay(struct ovl_writer *w, uint64_t upto)
 
 	if (b->keep == 0 || b->meta.len == 0) {
 		w->count_base = 0;
-		return bk_copy(w, 0, upto);
+		return bk_copy_end(w, 0, upto);
 	}
 	if (ovl_frame_parse(b->meta.p, b->meta.len, OVL_FRAME_LIMIT, &f) !=
 	    OVL_F_OK || ovl_meta_decode(&f, &t, &len) != OVL_F_OK)
@@ -317,7 +345,7 @@ bk_replay(struct ovl_writer *w, uint64_t upto)
 	ovl_buf_free(&fr);
 	/* the new stream's frames: its META, then those after keep */
 	w->count_base = b->keep_count - 1;
-	return rc != 0 ? -1 : bk_copy(w, b->keep, upto);
+	return rc != 0 ? -1 : bk_copy_end(w, b->keep, upto);
 }
 
 /* The reader went away: replay to its successor, as often as it takes. */

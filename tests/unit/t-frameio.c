@@ -4,6 +4,10 @@
  * frames leaves them whole for a later call; buffers that shrink after an
  * outlier keep every frame intact; ovl_buf_trim keeps the contents.
  */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 #include "buf.h"
 #include "frame.h"
 #include "frameio.h"
+#include "relink.h"
 #include "testframes.h"
 #include "unit.h"
 
@@ -197,6 +202,104 @@ test_buf_huge(void)
 	ovl_buf_huge(0);
 }
 
+/* A BARRIER n in w's stream. */
+static void
+put_barrier(struct ovl_writer *w, uint64_t n)
+{
+	struct ovl_barrier b = { .n = n, .step = n };
+
+	ovl_barrier_encode(ovl_writer_begin(w, OVL_BARRIER_LEN), &b);
+	ovl_writer_finish(w, OVL_BARRIER, 0);
+}
+
+/* The frames of the stream on fd read to its END (fd closed): frames, or -1. */
+static long
+read_to_end(int fd, const char *path)
+{
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	long n = 0;
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	r = ovl_reader_new(fd, path, OVL_FRAME_LIMIT);
+	while ((rc = ovl_reader_next(r, &f)) == OVL_RD_FRAME &&
+	    f.kind != OVL_END)
+		n++;
+	if (rc != OVL_RD_FRAME) {
+		printf("# %s: %s\n", path, ovl_reader_error(r));
+		n = -1;
+	}
+	ovl_reader_free(r);
+	close(fd);
+	return n;
+}
+
+/*
+ * A backed-up writer whose reader leaves after its END, before the end is
+ * committed: the successor gets the replay since the committed checkpoint,
+ * and its END counts the frames of that stream, not of the first.
+ */
+static void
+test_replay_after_end(void)
+{
+	char dir[] = "/tmp/t-frameio.XXXXXX", fifo[64], next[80], spill[64];
+	char committed[64], meta[OVL_FRAME_HDR_LEN + 64];
+	struct ovl_writer *w;
+	FILE *fp;
+	int fd, st;
+	pid_t pid;
+	uint32_t plen;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof(fifo), "%s/link", dir);
+	snprintf(next, sizeof(next), "%s/link@1", dir);
+	snprintf(spill, sizeof(spill), "%s/backup", dir);
+	snprintf(committed, sizeof(committed), "%s/committed", dir);
+	CHECK(mkfifo(fifo, 0600) == 0);
+	CHECK(mkfifo(next, 0600) == 0);
+	fp = fopen(committed, "w");
+	fputs("1\n", fp);
+	fclose(fp);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		fd = open(fifo, O_WRONLY);
+		w = ovl_writer_new(fd, fifo);
+		ovl_writer_backup(w, spill, committed, 1u << 30);
+		plen = ovl_meta_payload_len(4);
+		memset(meta, 0, sizeof(meta));
+		ovl_meta_encode((uint8_t *)meta, "t 1\n", 4);
+		ovl_writer_frame(w, OVL_META, 0, meta, plen);
+		put_frame(w, 64);
+		put_barrier(w, 1);
+		put_frame(w, 128);
+		put_frame(w, 256);
+		put_barrier(w, 2);
+		put_frame(w, 32);
+		ovl_writer_end(w);	/* waits until the end is committed */
+		ovl_writer_free(w);
+		_exit(0);
+	}
+	/* META, 64, B1, 128, 256, B2, 32 */
+	CHECK(read_to_end(open(fifo, O_RDONLY), fifo) == 7);
+	/* the replay, once the end is committed: META "resumed 1", 128, 256, B2, 32 */
+	fd = open(next, O_RDONLY);
+	fp = fopen(committed, "w");
+	fputs("3\n", fp);
+	fclose(fp);
+	CHECK(read_to_end(fd, next) == 5);
+	/* the writer sees the reader gone and the end committed */
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0);
+	unlink(fifo);
+	unlink(next);
+	unlink(spill);
+	unlink(committed);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -205,5 +308,6 @@ main(void)
 	RUN(test_defer);
 	RUN(test_buf_trim);
 	RUN(test_buf_huge);
+	RUN(test_replay_after_end);
 	UNIT_DONE();
 }
