@@ -55,8 +55,12 @@ int
 ovl_frameio__reader_relink(struct ovl_reader *r)
 {
 	char *path;
+	int rc, again;
 
-	ovl_warnx("%s; waiting for its successor", r->errmsg);
+	/* a writer that sent nothing: its successor comes here (relink.h) */
+	again = r->base + r->end == 0 && !ovl_link_marked(&r->link);
+	ovl_warnx("%s; waiting for its successor%s", r->errmsg,
+	    again ? " on the same link" : "");
 	if (r->ring != NULL) {
 		free(r->big);
 		r->big = NULL;
@@ -66,10 +70,12 @@ ovl_frameio__reader_relink(struct ovl_reader *r)
 		r->cap = r->chunk;
 		r->buf = ovl_xmalloc(r->cap);
 	}
-	if (ovl_link_next(&r->link, r->fd, 0, &path) != 0) {
+	rc = again ? ovl_link_again(&r->link, r->fd, &path) :
+	    ovl_link_next(&r->link, r->fd, 0, &path);
+	if (rc != 0) {
 		if (errno != EINTR)
-			ovl_warn("'%s': cannot open its next generation",
-			    r->link.base);
+			ovl_warn("'%s': cannot open its %s generation",
+			    r->link.base, again ? "same" : "next");
 		return -1;
 	}
 	free(r->name);
@@ -191,6 +197,9 @@ ovl_writer_backup(struct ovl_writer *w, const char *spill,
 	if (ovl_link_of_fd(w->fd, &b->link) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': a backup is for a named FIFO "
 		    "(mkfifo), as ovl-run links stages", w->name);
+	if (ovl_link_mark(&b->link) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot mark '%s' as written",
+		    b->link.base);
 	b->fd = open(spill, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (b->fd < 0)
 		ovl_err(OVL_EXIT_DATA, "cannot create '%s'", spill);
@@ -358,7 +367,8 @@ bk_relink(struct ovl_writer *w, uint64_t upto)
 		ovl_warnx("the reader of '%s' went away; waiting for its "
 		    "successor, to replay since checkpoint %" PRIu64, w->name,
 		    w->bk->m);
-		if (ovl_link_next(&w->bk->link, w->fd, 1, &path) != 0)
+		if (ovl_link_next(&w->bk->link, w->fd, 1, &path) != 0 ||
+		    ovl_link_mark(&w->bk->link) != 0)
 			ovl_err(OVL_EXIT_DATA, "'%s': cannot open its next "
 			    "generation", w->bk->link.base);
 		free(w->name);

@@ -103,13 +103,26 @@ open_reader(const char *p)
 	return fd;
 }
 
-int
-ovl_link_next(struct ovl_link *l, int fd, int write, char **path)
+/* The path of generation g of l (the caller frees it), or NULL. */
+static char *
+gen_path(const struct ovl_link *l, uint64_t g, const char *suffix)
+{
+	char *p;
+
+	if ((g == 0 ? asprintf(&p, "%s%s", l->base, suffix) :
+	    asprintf(&p, "%s@%" PRIu64 "%s", l->base, g, suffix)) < 0)
+		return NULL;
+	return p;
+}
+
+/* Open generation g of l in place of fd, as ovl_link_next says. */
+static int
+link_open(struct ovl_link *l, int fd, int write, uint64_t g, char **path)
 {
 	char *p;
 	int nfd, e;
 
-	if (asprintf(&p, "%s@%" PRIu64, l->base, l->gen + 1) < 0)
+	if ((p = gen_path(l, g, "")) == NULL)
 		return -1;
 	if (mkfifo(p, 0600) != 0 && errno != EEXIST) {
 		e = errno;
@@ -135,9 +148,50 @@ ovl_link_next(struct ovl_link *l, int fd, int write, char **path)
 		close(nfd);
 	}
 	ovl_io_pipe_grow(fd);
-	l->gen++;
+	l->gen = g;
 	*path = p;
 	return 0;
+}
+
+int
+ovl_link_next(struct ovl_link *l, int fd, int write, char **path)
+{
+	return link_open(l, fd, write, l->gen + 1, path);
+}
+
+int
+ovl_link_again(struct ovl_link *l, int fd, char **path)
+{
+	return link_open(l, fd, 0, l->gen, path);
+}
+
+int
+ovl_link_mark(const struct ovl_link *l)
+{
+	char *p = gen_path(l, l->gen, OVL_LINK_MARK);
+	int fd;
+
+	if (p == NULL)
+		return -1;
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	free(p);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int
+ovl_link_marked(const struct ovl_link *l)
+{
+	char *p = gen_path(l, l->gen, OVL_LINK_MARK);
+	int rc;
+
+	if (p == NULL)
+		return 1;
+	rc = access(p, F_OK) == 0 || errno != ENOENT;
+	free(p);
+	return rc;
 }
 
 int

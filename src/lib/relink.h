@@ -52,6 +52,27 @@ int	ovl_link_of_fd(int fd, struct ovl_link *l);
  */
 int	ovl_link_next(struct ovl_link *l, int fd, int write, char **path);
 /*
+ * A reader's writer wrote nothing and left, or never came: open the same
+ * generation again in place of fd (its next writer comes there, see
+ * below). 0, or -1 with errno as ovl_link_next.
+ */
+int	ovl_link_again(struct ovl_link *l, int fd, char **path);
+/*
+ * Which generation a writer's successor takes. A writer marks the
+ * generation it has open (PATH@N.w, made before its first byte) with
+ * ovl_link_mark. When it dies, its reader and the supervisor decide alike
+ * from the mark alone, once the writer is gone: marked, the reader moves
+ * on to the next generation (after what the writer sent) and the
+ * successor writes there; not marked, the writer sent nothing, the reader
+ * stays (ovl_link_again) and the successor writes to the same generation.
+ * Whether the dead writer had opened it does not matter, and no side
+ * waits on a generation the other will never open. 0, or -1 with errno.
+ */
+#define OVL_LINK_MARK	".w"
+int	ovl_link_mark(const struct ovl_link *l);
+/* Generation l->gen of l is marked (1 also when it cannot be told). */
+int	ovl_link_marked(const struct ovl_link *l);
+/*
  * A function polled while a reader waits for its successor (a SIGTERM
  * handler's flag): when it says stop, ovl_link_next fails with EINTR.
  */

@@ -300,6 +300,75 @@ test_replay_after_end(void)
 	rmdir(dir);
 }
 
+/* A child that opens path for writing, marks it when mark, writes n test frames and END (none when n is 0: it closes at once), and exits. */
+static pid_t
+writer_child(const char *path, int mark, int n)
+{
+	struct ovl_writer *w;
+	struct ovl_link l;
+	pid_t pid;
+	int fd, i;
+
+	fflush(stdout);
+	if ((pid = fork()) != 0)
+		return pid;
+	fd = open(path, O_WRONLY);
+	if (mark && (ovl_link_of_fd(fd, &l) != 0 || ovl_link_mark(&l) != 0))
+		_exit(1);
+	if (n > 0) {
+		w = ovl_writer_new(fd, path);
+		for (i = 0; i < n; i++)
+			put_frame(w, 16);
+		ovl_writer_end(w);
+		ovl_writer_free(w);
+	}
+	_exit(0);
+}
+
+/*
+ * A relinked reader whose writer left without a byte: it waits on the
+ * same generation when the writer had not marked it, on the next when it
+ * had; the successor writes there (relink.h), and its stream is read whole.
+ */
+static void
+test_relink_after_nothing(void)
+{
+	char dir[] = "/tmp/t-frameio.XXXXXX", fifo[64], next[80];
+	struct ovl_reader *r;
+	struct ovl_frame f;
+	int mark, fd, st, n;
+	pid_t a, b;
+
+	for (mark = 0; mark <= 1; mark++) {
+		CHECK(mkdtemp(strcpy(dir, "/tmp/t-frameio.XXXXXX")) != NULL);
+		snprintf(fifo, sizeof(fifo), "%s/link", dir);
+		snprintf(next, sizeof(next), "%s/link@1", dir);
+		CHECK(mkfifo(fifo, 0600) == 0);
+		CHECK(mkfifo(next, 0600) == 0);
+		a = writer_child(fifo, mark, 0);
+		fd = open(fifo, O_RDONLY);
+		r = ovl_reader_new(fd, fifo, OVL_FRAME_LIMIT);
+		ovl_reader_relink(r);
+		CHECK(waitpid(a, &st, 0) == a && WIFEXITED(st) &&
+		    WEXITSTATUS(st) == 0);
+		/* the successor, where both sides look for it */
+		b = writer_child(mark ? next : fifo, 0, 3);
+		n = 0;
+		while (ovl_reader_next(r, &f) == OVL_RD_FRAME && f.kind != OVL_END)
+			CHECK(frame_ok(&f, 16) && ++n > 0);
+		CHECK(n == 3);
+		CHECK(waitpid(b, &st, 0) == b && WIFEXITED(st) &&
+		    WEXITSTATUS(st) == 0);
+		ovl_reader_free(r);
+		close(fd);
+		unlink(fifo);
+		unlink(next);
+		strcat(fifo, OVL_LINK_MARK);
+		unlink(fifo);
+		rmdir(dir);
+	}
+}
+
 int
 main(void)
 {
@@ -309,5 +378,6 @@ main(void)
 	RUN(test_buf_trim);
 	RUN(test_buf_huge);
 	RUN(test_replay_after_end);
+	RUN(test_relink_after_nothing);
 	UNIT_DONE();
 }
