@@ -62,3 +62,50 @@ EOF
 	[[ "$stderr" == *"rank0: the reader of '$BATS_TEST_TMPDIR/f/rank0' went away"* ]]
 	wait
 }
+
+# blocked_stop PLAN STREAM CALL: ovl-ckpt writes STREAM to per-rank FIFOs,
+# rank 0's held open (read and write: the open does not wait) and never
+# read, the others read to their end; once the sink waits in CALL (write:
+# the pipe is full; poll: it waits for the reader to take its last bytes),
+# a SIGTERM stops it: exit 143, naming the output; resumable
+blocked_stop() {
+	local r pid st=0
+	for r in f/rank*; do
+		[ "$r" = f/rank0 ] || cat "$r" > /dev/null 3>&- &
+	done
+	exec 4<> f/rank0
+	"$OVL_CKPT" --dir ck -p f/rank%d "$1" < "$2" 2> err 3>&- 4<&- &
+	pid=$!
+	wait_until 60 waits_in "$pid" "$3"
+	kill -TERM "$pid"
+	wait "$pid" || st=$?
+	exec 4<&-
+	cat err
+	[ "$st" -eq 143 ]
+	grep -q "^ovl-ckpt: stopped while rank0 waited for its reader to read '.*/f/rank0'; resume with 'ovl-ckpt restore'$" err
+	run -0 "$OVL_CKPT" restore ck
+	[[ "$output" == *"ckpt --resume "* ]]
+}
+
+# waits_in PID CALL: PID waits in the system call CALL (write or poll)
+waits_in() {
+	local nr _
+	read -r nr _ 2>/dev/null < "/proc/$1/syscall" || return 1
+	case $(uname -m):$nr:$2 in
+	x86_64:1:write | aarch64:64:write | x86_64:7:poll | aarch64:73:poll) return 0 ;;
+	esac
+	return 1
+}
+
+@test "a SIGTERM stops a sink that waits for a reader to take its last bytes: exit 143, naming the output, resumable" {
+	blocked_stop p.plan c.fr poll
+}
+
+@test "a SIGTERM stops a sink blocked in a write to a reader that does not read: exit 143, naming the output, resumable" {
+	# more than a pipe holds, for one rank
+	cat "$SAMPLES"/web/web-[01].jsonl "$SAMPLES"/web/web-[01].jsonl > big.jsonl
+	printf 'source web path=big.jsonl\nranks 1\nseq-len 256\ncheckpoint every=4\n' > q.plan
+	"$OVL_SOURCE" web big.jsonl | "$OVL_MIX" q.plan web=- | "$OVL_CONSTRUCT" q.plan > big.fr
+	rm f/rank1
+	blocked_stop q.plan big.fr write
+}

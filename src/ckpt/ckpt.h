@@ -258,6 +258,15 @@ struct outrec {
 /* A SIGTERM asked the sink to stop (ckpt_on_term, its handler, was called). */
 int	 ckpt_stopping(void);
 void	 ckpt_on_term(int sig);
+/*
+ * Around a write to an output's reader: when a SIGTERM comes (or came)
+ * and the write is still blocked a second later, the sink says so, naming
+ * the output, and exits EXIT_STOPPED (what it committed is durable).
+ */
+void	 ckpt_write_begin(const char *name, const char *path);
+void	 ckpt_write_end(void);
+/* The same stop, said and done now (a wait that polls). */
+void	 ckpt_stop_blocked(const char *name, const char *path);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An absolute form of path whose directory exists (made when mkdirs). */
 char	*abspath(const char *path, int mkdirs);

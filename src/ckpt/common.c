@@ -12,11 +12,71 @@ ckpt_stopping(void)
 	return stop_requested;
 }
 
+/* what to say when a write to a reader keeps the sink from stopping */
+static char blocked_msg[600];
+static volatile sig_atomic_t in_write;
+
 void
 ckpt_on_term(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+	/* a write blocked on a reader still blocked in a second: stop there */
+	if (in_write)
+		alarm(1);
+}
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	if (!in_write)
+		return;
+	(void)write(STDERR_FILENO, blocked_msg, strlen(blocked_msg));
+	_exit(EXIT_STOPPED);
+}
+
+/* blocked_msg: the sink stopped while NAME's reader did not read PATH */
+static void
+blocked_say(const char *name, const char *path)
+{
+	snprintf(blocked_msg, sizeof(blocked_msg), "%s: stopped while %s "
+	    "waited for its reader to read '%s'; resume with 'ovl-ckpt "
+	    "restore'\n", ovl_err_prog(), name, path);
+}
+
+void
+ckpt_stop_blocked(const char *name, const char *path)
+{
+	blocked_say(name, path);
+	fputs(blocked_msg, stderr);
+	exit(EXIT_STOPPED);
+}
+
+void
+ckpt_write_begin(const char *name, const char *path)
+{
+	static int armed;
+	struct sigaction sa;
+
+	if (!armed) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL);
+		armed = 1;
+	}
+	blocked_say(name, path);
+	in_write = 1;
+	if (stop_requested)
+		alarm(1);
+}
+
+void
+ckpt_write_end(void)
+{
+	in_write = 0;
 }
 
 void

@@ -93,12 +93,18 @@ readers_stopped(const struct ckpt_run *R)
 void
 out_flush(struct out *o)
 {
+	int rc;
+
 	if (o->buf.len == 0 || o->done) {
 		o->buf.len = 0;
 		return;
 	}
-	if (o->stops ? flush_stoppable(o) != 0 :
-	    ovl_io_write_full(o->fd, o->buf.p, o->buf.len) != 0) {
+	ckpt_write_begin(o->name, o->peer != NULL ? o->peer : o->path != NULL ?
+	    o->path : "standard output");
+	rc = o->stops ? flush_stoppable(o) : ovl_io_write_full(o->fd,
+	    o->buf.p, o->buf.len);
+	ckpt_write_end();
+	if (rc != 0) {
 		/* a named stream's reader leaving loses data: an error */
 		if ((errno == EPIPE || errno == ECONNRESET) && o->path != NULL)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
@@ -554,6 +560,8 @@ fifo_drain(struct ckpt_run *R, struct out *o)
 			ovl_errx(OVL_EXIT_DATA, "%s: the reader of '%s' went "
 			    "away with %d bytes unread", o->name, o->path, n);
 		}
+		if (ckpt_stopping())
+			ckpt_stop_blocked(o->name, o->path);
 		if (!waited_out(R, &t0))
 			continue;
 		/* a reader that took the last bytes meanwhile is done */
