@@ -85,8 +85,14 @@ ovl_frameio__reader_relink(struct ovl_reader *r)
 	r->eof = 0;
 	r->state = 0;
 	r->scount = 0;
-	r->positioned = 1;
-	r->successor = 1;
+	/*
+	 * Nothing came before (the first writer sent nothing): the
+	 * successor's stream is the first, its META the stage's.
+	 */
+	if (r->count > 0) {
+		r->positioned = 1;
+		r->successor = 1;
+	}
 	return 0;
 }
 

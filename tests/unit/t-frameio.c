@@ -202,6 +202,17 @@ test_buf_huge(void)
 	ovl_buf_huge(0);
 }
 
+/* A META frame "t 1" in w's stream. */
+static void
+put_meta(struct ovl_writer *w)
+{
+	uint8_t meta[OVL_FRAME_HDR_LEN + 64];
+
+	memset(meta, 0, sizeof(meta));
+	ovl_meta_encode(meta, "t 1\n", 4);
+	ovl_writer_frame(w, OVL_META, 0, meta, ovl_meta_payload_len(4));
+}
+
 /* A BARRIER n in w's stream. */
 static void
 put_barrier(struct ovl_writer *w, uint64_t n)
@@ -245,12 +256,11 @@ static void
 test_replay_after_end(void)
 {
 	char dir[] = "/tmp/t-frameio.XXXXXX", fifo[64], next[80], spill[64];
-	char committed[64], meta[OVL_FRAME_HDR_LEN + 64];
+	char committed[64];
 	struct ovl_writer *w;
 	FILE *fp;
 	int fd, st;
 	pid_t pid;
-	uint32_t plen;
 
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(fifo, sizeof(fifo), "%s/link", dir);
@@ -268,10 +278,7 @@ test_replay_after_end(void)
 		fd = open(fifo, O_WRONLY);
 		w = ovl_writer_new(fd, fifo);
 		ovl_writer_backup(w, spill, committed, 1u << 30);
-		plen = ovl_meta_payload_len(4);
-		memset(meta, 0, sizeof(meta));
-		ovl_meta_encode((uint8_t *)meta, "t 1\n", 4);
-		ovl_writer_frame(w, OVL_META, 0, meta, plen);
+		put_meta(w);
 		put_frame(w, 64);
 		put_barrier(w, 1);
 		put_frame(w, 128);
@@ -300,7 +307,10 @@ test_replay_after_end(void)
 	rmdir(dir);
 }
 
-/* A child that opens path for writing, marks it when mark, writes n test frames and END (none when n is 0: it closes at once), and exits. */
+/*
+ * A child that opens path for writing, marks it when mark, writes a META,
+ * n test frames and END (nothing when n is 0: it closes at once).
+ */
 static pid_t
 writer_child(const char *path, int mark, int n)
 {
@@ -317,6 +327,7 @@ writer_child(const char *path, int mark, int n)
 		_exit(1);
 	if (n > 0) {
 		w = ovl_writer_new(fd, path);
+		put_meta(w);
 		for (i = 0; i < n; i++)
 			put_frame(w, 16);
 		ovl_writer_end(w);
@@ -351,8 +362,10 @@ test_relink_after_nothing(void)
 		ovl_reader_relink(r);
 		CHECK(waitpid(a, &st, 0) == a && WIFEXITED(st) &&
 		    WEXITSTATUS(st) == 0);
-		/* the successor, where both sides look for it */
+		/* the successor, where both sides look for it; its stream is
+		 * the first the stage gets: its META too */
 		b = writer_child(mark ? next : fifo, 0, 3);
+		CHECK(ovl_reader_next(r, &f) == OVL_RD_FRAME && f.kind == OVL_META);
 		n = 0;
 		while (ovl_reader_next(r, &f) == OVL_RD_FRAME && f.kind != OVL_END)
 			CHECK(frame_ok(&f, 16) && ++n > 0);
