@@ -21,7 +21,7 @@ doc_blocks() {
 	awk -v want="$marker" '
 	FNR == 1 { n = 0; open = 0 }
 	open {
-		if ($0 ~ /^[ \t]*```[ \t]*$/) { open = 0; next }
+		if ($0 ~ "^[ \t]*" fence "[ \t]*$") { open = 0; next }
 		if (take) { t = $0; sub("^" ind, "", t); print t }
 		next
 	}
@@ -31,8 +31,9 @@ doc_blocks() {
 		marks[++n] = m
 		next
 	}
-	/^[ \t]*```/ {
+	/^[ \t]*(```|~~~)/ {
 		open = 1; take = 0
+		fence = $0; sub(/^[ \t]*/, "", fence); fence = substr(fence, 1, 3)
 		ind = $0; sub(/[^ \t].*/, "", ind)
 		if (want == "" && n == 0)
 			print FILENAME ":" FNR "\t"
@@ -116,7 +117,7 @@ python_first() {
 	    '<!-- run by: python/tests/test_handshake.py::test_none -->' '```python' 'pass' '```' \
 	    '  <!-- not run: builds -->' '  ```sh' '  make check' '  ovl-run p.plan' '  ```' \
 	    '<!-- run by: tests/t02-readme.bats: every code block of README.md and doc/ names the test that runs it, and that test exists -->' \
-	    '' '```sh' 'ls' '```' > new.md
+	    '' '~~~sh' 'ls' '~~~' > new.md
 	run -1 check_doc_blocks new.md
 	[ "${lines[0]}" = "new.md:2: a block no test runs" ]
 	[ "${lines[1]}" = "new.md:6: no test \"no such test\" in tests/t02-readme.bats" ]
