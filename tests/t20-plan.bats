@@ -206,6 +206,7 @@ plan_refused() {
 	[[ "$output" == *$'\n'"  --field-type T        jsonl: text or ids (default text); ids: "* ]]
 	[[ "$output" == *$'\n'"  --images MODE         inline, ref or none (default inline): "* ]]
 	[[ "$output" == *$'\n'"  --on-error MODE       fail or skip (default fail) bad records"* ]]
+	[[ "$output" == *$'\n'"                        plain, error, allow or strip (default plain)"$'\n'* ]]
 	run -0 "$OVL_MIX" --help
 	[[ "$output" == *$'\n'"  --by UNIT             tokens or docs (default tokens): "* ]]
 	run -0 "$OVL_CKPT" --help

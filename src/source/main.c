@@ -38,8 +38,8 @@ static const char help[] =
 	"                        travel as their bytes, as a reference (shard,\n"
 	"                        member, offset, length) or not at all (IMAGE\n"
 	"                        frames, ovl-frame(5))\n"
-	"  --special POLICY      special-token text in documents: plain (default),\n"
-	"                        error, allow or strip (tiktoken)\n"
+	"  --special POLICY      special-token text in documents (tiktoken):\n"
+	"                        %s (default %s)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
 	"  --max-tokens N        drop documents with more tokens\n"
 	"  --match REGEX         keep only documents matching (PCRE2)\n"
@@ -642,17 +642,19 @@ teardown(struct src *s)
 static void
 help_text(void)
 {
-	char *l[4];
+	char *l[5];
 	size_t i;
 
 	l[0] = ovl_cli_choices(ovl_plan_formats, ", ", " or ");
 	l[1] = ovl_cli_choices(ovl_plan_fieldtypes, ", ", " or ");
 	l[2] = ovl_cli_choices(ovl_plan_imagemodes, ", ", " or ");
-	l[3] = ovl_cli_choices(ovl_plan_onerrors, ", ", " or ");
+	l[3] = ovl_cli_choices(ovl_bpe_special_names, ", ", " or ");
+	l[4] = ovl_cli_choices(ovl_plan_onerrors, ", ", " or ");
 	cli.help = ovl_cli_help_fill(help, (const char *[]){ l[0], l[1],
 	    ovl_plan_fieldtypes[0], l[2], ovl_plan_imagemodes[IMG_INLINE],
-	    l[3], ovl_plan_onerrors[0], NULL });
-	for (i = 0; i < 4; i++)
+	    l[3], ovl_bpe_special_names[OVL_BPE_PLAIN], l[4],
+	    ovl_plan_onerrors[0], NULL });
+	for (i = 0; i < 5; i++)
 		free(l[i]);
 }
 
