@@ -194,4 +194,21 @@ plan_refused() {
 	run -2 "$OVL_SOURCE" --format arrow x y
 	run -2 "$OVL_SOURCE" --doc-per para x y
 	run -2 "$OVL_SOURCE" --on-error ignore x y
+	# the same lists in --help, defaults included, and in the messages
+	plan_refused " images=all" "bad images 'all': expected one of inline, ref, none"
+	run -2 "$OVL_SOURCE" --images all x y
+	[[ "$output" == "ovl-source: unknown --images 'all' (inline, ref, none)"$'\n'* ]]
+	plan_refused "mix-by bytes" "bad mix-by 'bytes': expected one of tokens, docs"
+	run -2 "$OVL_MIX" --by bytes p.plan
+	[[ "$output" == "ovl-mix: unknown --by 'bytes' (tokens, docs)"$'\n'* ]]
+	run -0 "$OVL_SOURCE" --help
+	[[ "$output" == *$'\n'"  --format F            jsonl, text, tar, wds, parquet, megatron or npy"$'\n'* ]]
+	[[ "$output" == *$'\n'"  --field-type T        jsonl: text or ids (default text); ids: "* ]]
+	[[ "$output" == *$'\n'"  --images MODE         inline, ref or none (default inline): "* ]]
+	[[ "$output" == *$'\n'"  --on-error MODE       fail or skip (default fail) bad records"* ]]
+	[[ "$output" == *$'\n'"                        plain, error, allow or strip (default plain)"$'\n'* ]]
+	run -0 "$OVL_MIX" --help
+	[[ "$output" == *$'\n'"  --by UNIT             tokens or docs (default tokens): "* ]]
+	run -0 "$OVL_CKPT" --help
+	[[ "$output" == *$'\n'"  -f, --format FMT        megatron, npy, jsonl, frames or wds "* ]]
 }

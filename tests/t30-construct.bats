@@ -11,11 +11,16 @@ setup() {
 @test "help, version, usage errors" {
 	run -0 "$OVL_CONSTRUCT" --help
 	[[ "${lines[0]}" == "usage: ovl-construct "* ]]
+	# the methods named from the tables the option and the plan read
+	[[ "$output" == *"  --balance METHOD       none, lpt or kk (default kk)"$'\n'* ]]
+	[[ "$output" == *"  --pack METHOD          bfd, first-fit or concat (default bfd)"$'\n'* ]]
 	run -0 "$OVL_CONSTRUCT" -V
 	[[ "$output" == "ovl-construct "* ]]
 	run -2 "$OVL_CONSTRUCT" --balance best
+	[[ "$output" == *"unknown --balance 'best' (none, lpt, kk)"* ]]
 	[[ "$output" == *"usage:"* ]]
 	run -2 "$OVL_CONSTRUCT" --pack tight
+	[[ "$output" == *"unknown --pack 'tight' (bfd, first-fit, concat)"* ]]
 	run -2 "$OVL_CONSTRUCT" --seq-len 128,64@0
 	run -2 "$OVL_CONSTRUCT" --cost 0,0
 	run -2 "$OVL_CONSTRUCT" --window 0

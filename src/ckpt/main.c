@@ -17,11 +17,10 @@ static struct ovl_cli cli = {
 	NULL,	/* the formats' names from the plan's (main) */
 };
 
-static const char help_head[] =
+static const char help[] =
 	"Write packed sequences and commit differential checkpoints.\n"
 	"  -d, --dir CKPTDIR       checkpoint directory (or the plan's checkpoint dir=)\n"
-	"  -f, --format FMT        %s (files under -o)\n";
-static const char help_rest[] =
+	"  -f, --format FMT        %s (files under -o)\n"
 	"  -o, --output PREFIX     output prefix (the file itself for frames)\n"
 	"  -p, --per-rank PATTERN  one frame stream per rank, e.g. out/rank%d\n"
 	"  -m, --manifest FILE     provenance of every sequence, as JSON lines\n"
@@ -141,9 +140,11 @@ main(int argc, char **argv)
 	uint64_t v;
 	size_t k;
 	int c, format_set = 0, wait_set = 0, stream;
+	char *fmts;
 
-	cli.help = ovl_cli_help_names(help_head, ovl_plan_out_formats,
-	    help_rest);
+	fmts = ovl_cli_choices(ovl_plan_out_formats, ", ", " or ");
+	cli.help = ovl_cli_help_fill(help, (const char *[]){ fmts, NULL });
+	free(fmts);
 	ovl_cli_init(&cli);
 	ovl_cli_stage_memory();
 	/* the sink's streams are for trainers and files: never a ring */

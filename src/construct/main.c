@@ -5,9 +5,16 @@
 
 #include "image.h"
 
-static const struct ovl_cli cli = {
+/* the methods' defaults; --help names them from their tables */
+enum { BALANCE_DEFAULT = OVL_BAL_KK, PACK_DEFAULT = OVL_PACK_BFD };
+
+static struct ovl_cli cli = {
 	"ovl-construct",
 	"ovl-construct [options] [PLAN]",
+	NULL,	/* help, with the methods' names (main) */
+};
+
+static const char help[] =
 	"\n"
 	"Read mixed DOC frames on standard input; write one SEQ frame per packed\n"
 	"sequence, step by step, rank by rank, micro-batch by micro-batch.\n"
@@ -22,8 +29,8 @@ static const struct ovl_cli cli = {
 	"                         micro-batches x seq-len)\n"
 	"  --cost A,B             piece cost A*L^2 + B*L (default 1,0), or\n"
 	"                         model:LAYERS:HIDDEN[:FFN[:VOCAB]]\n"
-	"  --balance METHOD       kk (default), lpt or none\n"
-	"  --pack METHOD          bfd (default), first-fit or concat\n"
+	"  --balance METHOD       %s (default %s)\n"
+	"  --pack METHOD          %s (default %s)\n"
 	"  --window K             balance over K steps, moving whole pieces\n"
 	"  --uniform              every rank gets the same number of full-length\n"
 	"                         micro-batches, padded where nothing fits\n"
@@ -45,8 +52,7 @@ static const struct ovl_cli cli = {
 	"  -v, --verbose          a line per step on standard error\n"
 	"  -q, --quiet            errors only\n"
 	"  -h, --help             this help\n"
-	"  -V, --version          the version\n"
-};
+	"  -V, --version          the version\n";
 
 static void
 usage_num(const char *opt, const char *arg)
@@ -260,8 +266,8 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 	o->cost.a = 1;
 	o->cost.b = 0;
 	snprintf(o->cost_text, sizeof(o->cost_text), "1,0");
-	o->balance = OVL_BAL_KK;
-	o->pack = OVL_PACK_BFD;
+	o->balance = BALANCE_DEFAULT;
+	o->pack = PACK_DEFAULT;
 	o->window = 1;
 	while ((opt = getopt_long(argc, argv, OVL_CLI_SHORTOPTS, longopts,
 	    NULL)) != -1) {
@@ -271,8 +277,8 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		set[opt & 0xff] = 1;
 		switch (opt) {
 		case 'b':
-			if ((o->balance = ovl_balance_parse(optarg)) < 0)
-				usage_num("--balance", optarg);
+			o->balance = ovl_cli_choice_opt(&cli, "--balance",
+			    ovl_balance_names, optarg);
 			break;
 		case 'c':
 			if (parse_cost(optarg, o) != 0)
@@ -293,8 +299,8 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 			    OVL_PLAN_MAX_MICRO_BATCHES);
 			break;
 		case 'p':
-			if ((o->pack = ovl_pack_parse(optarg)) < 0)
-				usage_num("--pack", optarg);
+			o->pack = ovl_cli_choice_opt(&cli, "--pack",
+			    ovl_pack_names, optarg);
 			break;
 		case 'B':
 			if (strcmp(optarg, "16") != 0 && strcmp(optarg, "32") != 0)
@@ -420,8 +426,15 @@ main(int argc, char **argv)
 {
 	struct construct_opts o;
 	struct construct c;
-	char inname[512], outname[512];
+	char inname[512], outname[512], *bal, *pack;
 
+	bal = ovl_cli_choices(ovl_balance_names, ", ", " or ");
+	pack = ovl_cli_choices(ovl_pack_names, ", ", " or ");
+	cli.help = ovl_cli_help_fill(help, (const char *[]){ bal,
+	    ovl_balance_names[BALANCE_DEFAULT], pack,
+	    ovl_pack_names[PACK_DEFAULT], NULL });
+	free(bal);
+	free(pack);
 	ovl_cli_init(&cli);
 	ovl_cli_stage_memory();
 	parse_args(argc, argv, &o);

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "cli.h"
 #include "err.h"
 #include "num.h"
 #include "pretok.h"
@@ -693,18 +694,18 @@ ovl_bpe_set_special(struct ovl_bpe *b, enum ovl_bpe_special policy)
 	b->policy = policy;
 }
 
+const char *const ovl_bpe_special_names[] = { "plain", "error", "allow",
+	"strip", NULL };
+
 int
 ovl_bpe_special_parse(const char *s, enum ovl_bpe_special *out)
 {
-	static const char *const names[] = { "plain", "error", "allow", "strip" };
-	size_t i;
+	int i = ovl_cli_choice(ovl_bpe_special_names, s);
 
-	for (i = 0; i < 4; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*out = (enum ovl_bpe_special)i;
-			return 0;
-		}
-	return -1;
+	if (i < 0)
+		return -1;
+	*out = (enum ovl_bpe_special)i;
+	return 0;
 }
 
 const char *

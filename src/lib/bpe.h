@@ -69,7 +69,9 @@ void	ovl_bpe_set_special(struct ovl_bpe *b, enum ovl_bpe_special policy);
  * it can, PCRE2 the rest (pretok.h); 0: PCRE2 finds every piece (for tests).
  */
 void	ovl_bpe_set_scanner(struct ovl_bpe *b, int on);
-/* Parse "plain", "error", "allow", "strip": 0, or -1. */
+/* The policies' names, NULL-terminated, in enum ovl_bpe_special order. */
+extern const char *const ovl_bpe_special_names[];
+/* A policy by its name: 0, or -1. */
 int	ovl_bpe_special_parse(const char *s, enum ovl_bpe_special *out);
 
 /*

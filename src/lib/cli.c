@@ -124,19 +124,31 @@ ovl_cli_choices(const char *const *names, const char *sep, const char *last)
 	return (char *)b.p;
 }
 
-char *
-ovl_cli_help_names(const char *head, const char *const *names,
-    const char *rest)
+int
+ovl_cli_choice_opt(const struct ovl_cli *cli, const char *opt,
+    const char *const *names, const char *arg)
 {
-	char *list = ovl_cli_choices(names, ", ", " or ");
-	const char *at = strstr(head, "%s");
-	struct ovl_buf b = { 0 };
+	int i = ovl_cli_choice(names, arg);
 
-	ovl_buf_append(&b, head, (size_t)(at - head));
-	ovl_buf_append(&b, list, strlen(list));
-	ovl_buf_append(&b, at + 2, strlen(at + 2));
-	ovl_buf_append(&b, rest, strlen(rest) + 1);
-	free(list);
+	if (i < 0)
+		ovl_cli_usagex(cli, "unknown %s '%s' (%s)", opt, arg,
+		    ovl_cli_choices(names, ", ", ", "));
+	return i;
+}
+
+char *
+ovl_cli_help_fill(const char *text, const char *const *with)
+{
+	struct ovl_buf b = { 0 };
+	const char *at;
+
+	while ((at = strstr(text, "%s")) != NULL && *with != NULL) {
+		ovl_buf_append(&b, text, (size_t)(at - text));
+		ovl_buf_append(&b, *with, strlen(*with));
+		text = at + 2;
+		with++;
+	}
+	ovl_buf_append(&b, text, strlen(text) + 1);
 	return (char *)b.p;
 }
 

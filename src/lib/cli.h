@@ -69,11 +69,18 @@ const char *ovl_cli_choice_name(const char *const *names, int i);
 char	*ovl_cli_choices(const char *const *names, const char *sep,
 	    const char *last);
 /*
- * A help text whose option list names choices: head (whose one "%s"
- * becomes the names, "a, b or c") followed by rest. Allocated.
+ * The index of arg in names, an option's choices; else print "unknown
+ * OPT 'ARG' (a, b, c)" and the usage lines, and exit 2.
  */
-char	*ovl_cli_help_names(const char *head, const char *const *names,
-	    const char *rest);
+int	ovl_cli_choice_opt(const struct ovl_cli *cli, const char *opt,
+	    const char *const *names, const char *arg);
+/*
+ * A help text whose option lines name choices: text with each "%s"
+ * replaced, in order, by the next string of with (NULL-terminated, as
+ * many as text has "%s"; no other conversion, so "%d" stays). Allocated.
+ * ovl_cli_choices(names, ", ", " or ") makes a list's string.
+ */
+char	*ovl_cli_help_fill(const char *text, const char *const *with);
 /* Print "usage:" and the synopsis on stderr and exit 2. */
 void	ovl_cli_usage(const struct ovl_cli *cli) __attribute__((noreturn));
 /* Print "prog: message", then the usage lines, and exit 2. */

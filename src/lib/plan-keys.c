@@ -32,8 +32,8 @@ const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1] = {
 const char *const ovl_plan_docpers[] = { "line", "blank-line", "file", "eod",
 	"offsets", NULL };
 const char *const ovl_plan_onerrors[] = { "fail", "skip", NULL };
-static const char *const fieldtypes[] = { "text", "ids", NULL };
-static const char *const imagemodes[] = { "inline", "ref", "none", NULL };
+const char *const ovl_plan_fieldtypes[] = { "text", "ids", NULL };
+const char *const ovl_plan_imagemodes[] = { "inline", "ref", "none", NULL };
 const char *const ovl_plan_longdocs[] = { "split", "split-continue",
 	"truncate", "drop", "error", NULL };
 const char *const ovl_plan_exhausts[] = { "stop", "drop", "repeat", NULL };
@@ -45,7 +45,7 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 	[OVL_OUT_WDS] = "wds",
 };
 static const char *const yesno[] = { "no", "yes", NULL };
-static const char *const mixbys[] = { "tokens", "docs", NULL };
+const char *const ovl_plan_mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
 
 enum {
@@ -95,7 +95,7 @@ static const struct key source_keys[] = {
 	{ "format", PK_CHOICE, SRC(format), 0, 0, ovl_plan_formats, "--format",
 	    0, 0, 0 },
 	{ "field", PK_STR, SRC(field), 0, 0, NULL, "--field", 0, 0, 0 },
-	{ "field-type", PK_CHOICE, SRC(field_type), 0, 0, fieldtypes,
+	{ "field-type", PK_CHOICE, SRC(field_type), 0, 0, ovl_plan_fieldtypes,
 	    "--field-type", 0, 0, 0 },
 	{ "doc-per", PK_CHOICE, SRC(doc_per), 0, 0, ovl_plan_docpers,
 	    "--doc-per", 0, 0, 0 },
@@ -120,8 +120,8 @@ static const struct key source_keys[] = {
 	    0, 0 },
 	{ "image-token", PK_STR, SRC(image_token), 0, 0, NULL, "--image-token",
 	    0, 0, 0 },
-	{ "images", PK_CHOICE, SRC(images), 0, 0, imagemodes, "--images", 0,
-	    0, 0 },
+	{ "images", PK_CHOICE, SRC(images), 0, 0, ovl_plan_imagemodes,
+	    "--images", 0, 0, 0 },
 	{ "shuffle-seed", PK_SEED, 0, 0, 0, NULL, "--shuffle-seed", 0, 0, 0 },
 	{ "epochs", PK_U32, SRC(epochs), 1, UINT32_MAX, NULL, "--epochs",
 	    PKF_EPOCHS, 0, 0 },
@@ -148,8 +148,8 @@ static const struct key simple_keys[] = {
 	{ "bos-token", PK_STR, PLAN(bos_token), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "long-docs", PK_CHOICE, PLAN(long_docs), 0, 0, ovl_plan_longdocs,
 	    NULL, 0, 0, 0 },
-	{ "mix-by", PK_ENUM, PLAN(mix_by), 0, 0, mixbys, NULL, PKF_ALWAYS, 0,
-	    0 },
+	{ "mix-by", PK_ENUM, PLAN(mix_by), 0, 0, ovl_plan_mixbys, NULL,
+	    PKF_ALWAYS, 0, 0 },
 	{ "ranks", PK_U32, PLAN(ranks), 1, OVL_PLAN_MAX_RANKS, NULL, NULL,
 	    PKF_ALWAYS, 0, 0 },
 	{ "micro-batches", PK_U32, PLAN(micro_batches), 1,

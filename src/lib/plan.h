@@ -62,6 +62,9 @@ enum ovl_in_format {
 extern const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1];
 extern const char *const ovl_plan_docpers[];	/* line blank-line file */
 extern const char *const ovl_plan_onerrors[];	/* fail skip */
+extern const char *const ovl_plan_fieldtypes[];	/* text ids */
+/* inline ref none: how placed images travel (ovl-source --images) */
+extern const char *const ovl_plan_imagemodes[];
 /* split split-continue truncate drop error: enum ovl_long_docs order */
 extern const char *const ovl_plan_longdocs[];
 
@@ -101,6 +104,7 @@ enum ovl_mixby {
 	OVL_MIXBY_TOKENS = 0,	/* default: shares and at= in tokens */
 	OVL_MIXBY_DOCS = 1	/* shares and at= in documents */
 };
+extern const char *const ovl_plan_mixbys[];	/* enum order */
 
 struct ovl_plan_source {
 	char		 *name;		/* [A-Za-z0-9_][A-Za-z0-9_-]*, unique */

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "bpe.h"
+#include "cli.h"
 #include "hf.h"
 #include "spm.h"
 #include "num.h"
@@ -145,10 +146,14 @@ static int
 policy_of(const char *policy, enum ovl_bpe_special *p, char *err,
     size_t errlen)
 {
+	char *names;
+
 	if (ovl_bpe_special_parse(policy, p) == 0)
 		return 0;
-	snprintf(err, errlen, "unknown special-token policy '%s' "
-	    "(plain, error, allow, strip)", policy);
+	names = ovl_cli_choices(ovl_bpe_special_names, ", ", ", ");
+	snprintf(err, errlen, "unknown special-token policy '%s' (%s)",
+	    policy, names);
+	free(names);
 	return -1;
 }
 

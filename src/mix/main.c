@@ -3,17 +3,21 @@
  */
 #include "mix.h"
 
-static const struct ovl_cli cli = {
+static struct ovl_cli cli = {
 	"ovl-mix",
 	"ovl-mix [options] PLAN INPUT...\n"
 	"ovl-mix --check PLAN\n"
 	"ovl-mix --list-sources PLAN\n"
 	"ovl-mix --source-args NAME PLAN\n"
 	"ovl-mix --get KEY [--get KEY ...] PLAN",
+	NULL,	/* help, with the choices' names (main) */
+};
+
+static const char help[] =
 	"Mix the DOC streams of a plan's sources into one stream.\n"
 	"INPUT is NAME=PATH (a FIFO, a file, - or a tcp: endpoint), one per\n"
 	"partition of each source, in partition order.\n"
-	"  --by tokens|docs      weights count tokens (default) or documents\n"
+	"  --by UNIT             %s (default %s): what the weights count\n"
 	"  --every K             a checkpoint every K steps (plan: checkpoint every=)\n"
 	"  --resume FILE         continue from a mix STATE text\n"
 	"  --reopen              wait for a new writer when an input fails\n"
@@ -32,8 +36,7 @@ static const struct ovl_cli cli = {
 	"  -v, --verbose         per-input statistics on stderr at the end\n"
 	"  -q, --quiet           only errors\n"
 	"  -h, --help            this help\n"
-	"  -V, --version         the version\n"
-};
+	"  -V, --version         the version\n";
 
 enum {
 	O_BY = 256, O_EVERY, O_RESUME, O_REOPEN, O_STATS, O_JSON, O_CHECK,
@@ -383,13 +386,8 @@ parse_opts(struct mix_opts *o, int argc, char **argv)
 			o->output = optarg;
 			break;
 		case O_BY:
-			if (strcmp(optarg, "tokens") == 0)
-				o->by = OVL_MIXBY_TOKENS;
-			else if (strcmp(optarg, "docs") == 0)
-				o->by = OVL_MIXBY_DOCS;
-			else
-				ovl_cli_usagex(&cli, "bad --by '%s' (tokens, "
-				    "docs)", optarg);
+			o->by = ovl_cli_choice_opt(&cli, "--by", ovl_plan_mixbys,
+			    optarg);
 			break;
 		case O_EVERY:
 			if (ovl_num_size(optarg, &o->every) != 0)
@@ -461,9 +459,13 @@ main(int argc, char **argv)
 {
 	struct mix_opts o;
 	struct mixer m;
-	char outname[512];
+	char outname[512], *by;
 	size_t i;
 
+	by = ovl_cli_choices(ovl_plan_mixbys, ", ", " or ");
+	cli.help = ovl_cli_help_fill(help, (const char *[]){ by,
+	    ovl_plan_mixbys[OVL_MIXBY_TOKENS], NULL });
+	free(by);
 	ovl_cli_init(&cli);
 	ovl_cli_stage_memory();
 	parse_opts(&o, argc, argv);

@@ -9,17 +9,17 @@ static struct ovl_cli cli = {
 	NULL,	/* the formats' names from the plan's (main) */
 };
 
-static const char help_head[] =
+static const char help[] =
 	"Read one source and write its documents as DOC frames (or --json lines).\n"
 	"\n"
 	"  --format F            %s\n"
-	"                        (default: from the name)\n";
-static const char help_rest[] =
+	"                        (default: from the name)\n"
 	"  --field PATH          jsonl field or parquet column, dotted (default\n"
 	"                        text)\n"
 	"  --json-parser P       fast (default) or jansson\n"
-	"  --field-type T        jsonl: text (default) or ids (an array of token\n"
-	"                        ids, pre-tokenized, checked against the tokenizer)\n"
+	"  --field-type T        jsonl: %s (default %s); ids: an array of\n"
+	"                        token ids, pre-tokenized, checked against the\n"
+	"                        tokenizer\n"
 	"  --doc-per MODE        text: line (default), blank-line or file;\n"
 	"                        npy: eod (default), offsets or file\n"
 	"  --member-ext EXT      tar/wds: the text member(s), e.g. .c (repeatable)\n"
@@ -34,11 +34,12 @@ static const char help_rest[] =
 	"                        of placeholder tokens: fixed:N, patch:P or\n"
 	"                        dynamic:P:MERGE:MIN_PIXELS:MAX_PIXELS\n"
 	"  --image-token TOK     the placeholder token (text or id)\n"
-	"  --images MODE         placed images travel inline (default, their\n"
-	"                        bytes), ref (shard, member, offset, length)\n"
-	"                        or none (IMAGE frames, ovl-frame(5))\n"
-	"  --special POLICY      special-token text in documents: plain (default),\n"
-	"                        error, allow or strip (tiktoken)\n"
+	"  --images MODE         %s (default %s): placed images\n"
+	"                        travel as their bytes, as a reference (shard,\n"
+	"                        member, offset, length) or not at all (IMAGE\n"
+	"                        frames, ovl-frame(5))\n"
+	"  --special POLICY      special-token text in documents (tiktoken):\n"
+	"                        %s (default %s)\n"
 	"  --min-tokens N        drop documents with fewer tokens\n"
 	"  --max-tokens N        drop documents with more tokens\n"
 	"  --match REGEX         keep only documents matching (PCRE2)\n"
@@ -49,7 +50,7 @@ static const char help_rest[] =
 	"  --epochs N            passes over the source (default 1)\n"
 	"  --repeat              repeat forever\n"
 	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
-	"  --on-error MODE       fail (default) or skip bad records, counted\n"
+	"  --on-error MODE       %s (default %s) bad records, counted\n"
 	"  --max-doc-bytes SIZE  longest record (default 32Mi)\n"
 	"  --id N                source id in frames (default 0)\n"
 	"  --text                include the text in DOC frames\n"
@@ -165,17 +166,6 @@ opt_throttle(struct src_opts *o, const char *v)
 	o->throttle = (double)x;
 }
 
-static int
-parse_format(const char *v)
-{
-	int i = ovl_cli_choice(ovl_plan_formats, v);
-
-	if (i < 0)
-		ovl_cli_usagex(&cli, "unknown --format '%s' (%s)", v,
-		    ovl_cli_choices(ovl_plan_formats, ", ", ", "));
-	return i;
-}
-
 static void
 parse_opts(struct src_opts *o, int argc, char **argv)
 {
@@ -198,20 +188,16 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			continue;
 		switch (c) {
 		case O_FORMAT:
-			o->format = parse_format(optarg);
+			o->format = ovl_cli_choice_opt(&cli, "--format",
+			    ovl_plan_formats, optarg);
 			break;
 		case O_FIELD:
 			o->field = optarg;
 			o->field_set = 1;
 			break;
 		case O_FIELD_TYPE:
-			if (strcmp(optarg, "text") == 0)
-				o->ids = 0;
-			else if (strcmp(optarg, "ids") == 0)
-				o->ids = 1;
-			else
-				ovl_cli_usagex(&cli, "unknown --field-type '%s' "
-				    "(text, ids)", optarg);
+			o->ids = ovl_cli_choice_opt(&cli, "--field-type",
+			    ovl_plan_fieldtypes, optarg);
 			break;
 		case O_PARSER:
 			if (strcmp(optarg, "fast") == 0)
@@ -224,10 +210,8 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_DOCPER:
 			/* the plan's names, in PER_* order */
-			if ((o->per = ovl_cli_choice(ovl_plan_docpers,
-			    optarg)) < 0)
-				ovl_cli_usagex(&cli, "unknown --doc-per '%s' "
-				    "(line, blank-line, file, eod, offsets)", optarg);
+			o->per = ovl_cli_choice_opt(&cli, "--doc-per",
+			    ovl_plan_docpers, optarg);
 			o->per_set = 1;
 			break;
 		case O_EXT:
@@ -288,10 +272,8 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_ONERR:
 			/* the plan's names: fail, skip */
-			if ((o->skip = ovl_cli_choice(ovl_plan_onerrors,
-			    optarg)) < 0)
-				ovl_cli_usagex(&cli, "unknown --on-error '%s' "
-				    "(fail, skip)", optarg);
+			o->skip = ovl_cli_choice_opt(&cli, "--on-error",
+			    ovl_plan_onerrors, optarg);
 			break;
 		case O_MAXDOC:
 			o->max_doc = opt_size("max-doc-bytes", optarg);
@@ -339,15 +321,8 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			o->image_token = optarg;
 			break;
 		case O_IMAGES:
-			if (strcmp(optarg, "inline") == 0)
-				o->images = IMG_INLINE;
-			else if (strcmp(optarg, "ref") == 0)
-				o->images = IMG_REF;
-			else if (strcmp(optarg, "none") == 0)
-				o->images = IMG_NONE;
-			else
-				ovl_cli_usagex(&cli, "bad --images '%s' (inline, "
-				    "ref or none)", optarg);
+			o->images = ovl_cli_choice_opt(&cli, "--images",
+			    ovl_plan_imagemodes, optarg);
 			images_set = 1;
 			break;
 		case O_TOKEN_BITS:
@@ -663,13 +638,33 @@ teardown(struct src *s)
 	ovl_chunks_free(&s->cs);
 }
 
+/* cli.help: help with the choices' names from their tables */
+static void
+help_text(void)
+{
+	char *l[5];
+	size_t i;
+
+	l[0] = ovl_cli_choices(ovl_plan_formats, ", ", " or ");
+	l[1] = ovl_cli_choices(ovl_plan_fieldtypes, ", ", " or ");
+	l[2] = ovl_cli_choices(ovl_plan_imagemodes, ", ", " or ");
+	l[3] = ovl_cli_choices(ovl_bpe_special_names, ", ", " or ");
+	l[4] = ovl_cli_choices(ovl_plan_onerrors, ", ", " or ");
+	cli.help = ovl_cli_help_fill(help, (const char *[]){ l[0], l[1],
+	    ovl_plan_fieldtypes[0], l[2], ovl_plan_imagemodes[IMG_INLINE],
+	    l[3], ovl_bpe_special_names[OVL_BPE_PLAIN], l[4],
+	    ovl_plan_onerrors[0], NULL });
+	for (i = 0; i < 5; i++)
+		free(l[i]);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct src_opts o;
 	struct src s;
 
-	cli.help = ovl_cli_help_names(help_head, ovl_plan_formats, help_rest);
+	help_text();
 	ovl_cli_init(&cli);
 	ovl_ring_default_size(OVL_RING_SIZE_SOURCE);
 	parse_opts(&o, argc, argv);

@@ -37,6 +37,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "bpe.h"
 #include "buf.h"
 #include "chunk.h"
 #include "cli.h"
