@@ -19,8 +19,12 @@ setup_file() {
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	# the ring directories there before this test (other tests run beside it)
-	printf '%s\n' /dev/shm/ovl-run-rings.* > shm.before
+	# every ovl-run of this test notes its pid (its ring directory is
+	# /dev/shm/ovl-run-rings.PID; other tests' runs make theirs beside)
+	printf '#!/bin/sh\necho $$ >> "%s/ovl-run.pids"\nexec "%s" "$@"\n' \
+	    "$BATS_TEST_TMPDIR" "$OVL_RUN" > ovl-run-noted
+	chmod +x ovl-run-noted
+	OVL_RUN=$BATS_TEST_TMPDIR/ovl-run-noted
 }
 
 # no_rings DIR: no ring file left in DIR, and no ring directory of an
@@ -31,8 +35,9 @@ no_rings() {
 		[ -e "$f" ] || continue
 		case $f in
 		/dev/shm/*)
-			kill -0 "${f##*.}" 2>/dev/null && continue
-			grep -qxF -- "$f" "$BATS_TEST_TMPDIR/shm.before" && continue ;;
+			grep -qxF -- "${f##*.}" "$BATS_TEST_TMPDIR/ovl-run.pids" 2>/dev/null ||
+			    continue
+			kill -0 "${f##*.}" 2>/dev/null && continue ;;
 		esac
 		echo "left behind: $f"
 		return 1
