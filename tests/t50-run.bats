@@ -126,7 +126,7 @@ EOF
 
 @test "ovl-run restarts a killed stage alone from the last checkpoint" {
 	small_plan p.plan
-	sed -i 's|^source web .*|& throttle=40K|' p.plan
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	"$OVL_RUN" -d run --restart 5 p.plan 3>&- 2> err &
 	pid=$!
 	# once checkpoint 2 is committed, kill the mixer

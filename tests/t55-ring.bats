@@ -143,7 +143,7 @@ no_rings() {
 
 @test "rings: each stage killed at a seeded random checkpoint, ovl-run restarts, byte-identical" {
 	small_plan p.plan
-	sed -i 's|^source web .*|& throttle=40K|' p.plan
+	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	cp "$BATS_FILE_TMPDIR/ref.jsonl" ref.jsonl
 	RANDOM=20261125
 	for tool in ovl-source ovl-mix ovl-construct ovl-ckpt; do
