@@ -22,7 +22,7 @@ resume_all() {
 	n=${#u[@]}
 	[ "$n" -ge 4 ] || { echo "only $n documents"; return 1; }
 	# at[K]: the byte offset of document K + 1 (after the first K lines)
-	mapfile -t at < <(LC_ALL=C awk '{ print o; o += length($0) + 1 } END { print o }' "$d/uncut")
+	mapfile -t at < <(LC_ALL=C awk '{ print o + 0; o += length($0) + 1 } END { print o + 0 }' "$d/uncut")
 	step=$(( n / 9 + 1 ))
 	# the last document of every chunk: where the chunk index changes next
 	pts=$(sed 's/.*"pos":\[\([0-9]*\),\([0-9]*\),.*/\1:\2/' "$d/uncut" |
