@@ -29,10 +29,13 @@ output format=npy path=out/s
 EOF
 }
 
-# dom FILE: the page as Chromium renders it (its DOM, serialized)
-dom() {
+# render FILE PNG: the page as Chromium renders it (its DOM, serialized)
+# on stdout, and a picture of it (1000 x 3000) into PNG, from one start
+# of Chromium
+render() {
 	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
-		--user-data-dir="$BATS_TEST_TMPDIR/chrome" --dump-dom "file://$BATS_TEST_TMPDIR/$1" 2>/dev/null
+		--user-data-dir="$BATS_TEST_TMPDIR/chrome" --window-size=1000,3000 \
+		--screenshot="$BATS_TEST_TMPDIR/$2" --dump-dom "file://$BATS_TEST_TMPDIR/$1" 2>/dev/null
 }
 
 @test "ovl-report(1) EXAMPLES run against samples/" {
@@ -50,7 +53,7 @@ dom() {
 	[[ "$output" == *"wrote report.html"* ]]
 	# nothing from elsewhere: no script, no external reference
 	! grep -qiE '<script|https?://[^"]*"|src=|@import' report.html || false
-	dom report.html > dom.html
+	render report.html report.png > dom.html
 	[ -s dom.html ]
 	"$py" - dom.html sum.json ckpt <<'PY'
 import glob, html.parser, json, sys
@@ -115,9 +118,6 @@ assert len(summ["failures"]) == 1 and "construct" in summ["failures"][0], summ
 print("ok")
 PY
 	# the picture itself: a PNG of the whole page
-	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
-		--user-data-dir="$BATS_TEST_TMPDIR/chrome" --window-size=1000,3000 \
-		--screenshot="$BATS_TEST_TMPDIR/report.png" "file://$BATS_TEST_TMPDIR/report.html" 2>/dev/null
 	"$py" - report.png <<'PY'
 import struct, sys, zlib
 b = open(sys.argv[1], "rb").read()

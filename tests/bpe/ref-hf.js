@@ -9,6 +9,11 @@
 //       added tokens in the text are split out, special or not
 //   node ref-hf.js NODE_MODULES decode LIB TOKENIZER.JSON IDS-FILE
 //       the text of each line of ids, NUL-terminated
+//   node ref-hf.js NODE_MODULES jobs LIB TOKENIZER.JSON JOB...
+//       several of the above in one process (one start of node, one load
+//       of each tokenizer), in order; a JOB is --encode OUT FILE (encode
+//       --nul FILE into OUT), --decode OUT IDS-FILE (decode into OUT) or
+//       --tokenizer TOKENIZER.JSON (the jobs after it use that file)
 //   node ref-hf.js NODE_MODULES bench LIB TOKENIZER.JSON FILE
 //       encode each NUL-separated document; print "LIB bytes B tokens T
 //       seconds S hash H" (S: CPU seconds spent encoding, H: FNV-1a over
@@ -28,7 +33,7 @@ if (!mods || !mode || !lib || !file) {
 const need = (name) => require(require.resolve(name, { paths: [mods] }));
 
 // An object with async encode(text) -> ids and decode(ids) -> text.
-function load() {
+function load(file) {
 	if (lib === 'hf') {
 		const { Tokenizer } = need('tokenizers');
 		const t = Tokenizer.fromFile(file);
@@ -60,26 +65,50 @@ function fnv(h, ids) {
 	return h;
 }
 
+// The ids of FILES' documents (with nul, NUL-separated ones), one line each.
+async function encodeText(t, nul, files) {
+	const out = [];
+	for (const f of files) {
+		const text = fs.readFileSync(f, 'utf8');
+		for (const d of nul ? text.split('\0') : [text])
+			out.push(Array.from(await t.encode(d)).join(' '));
+	}
+	return out.join('\n') + (out.length ? '\n' : '');
+}
+
+// The text of each line of ids of FILE, NUL-terminated.
+async function decodeText(t, f) {
+	const lines = fs.readFileSync(f, 'utf8').split('\n');
+	if (lines[lines.length - 1] === '')
+		lines.pop();
+	const out = [];
+	for (const l of lines)
+		out.push((await t.decode(l === '' ? [] : l.split(' ').map(Number))) + '\0');
+	return out.join('');
+}
+
 (async () => {
-	const t = load();
+	let t = load(file);
 	if (mode === 'encode') {
 		let nul = false;
 		while (rest.length && rest[0].startsWith('--'))
 			if (rest.shift() === '--nul')
 				nul = true;
-		const out = [];
-		for (const f of rest) {
-			const text = fs.readFileSync(f, 'utf8');
-			for (const d of nul ? text.split('\0') : [text])
-				out.push(Array.from(await t.encode(d)).join(' '));
-		}
-		process.stdout.write(out.join('\n') + (out.length ? '\n' : ''));
+		process.stdout.write(await encodeText(t, nul, rest));
 	} else if (mode === 'decode') {
-		const lines = fs.readFileSync(rest[0], 'utf8').split('\n');
-		if (lines[lines.length - 1] === '')
-			lines.pop();
-		for (const l of lines)
-			process.stdout.write((await t.decode(l === '' ? [] : l.split(' ').map(Number))) + '\0');
+		process.stdout.write(await decodeText(t, rest[0]));
+	} else if (mode === 'jobs') {
+		while (rest.length) {
+			const job = rest.shift();
+			if (job === '--tokenizer' && rest.length >= 1)
+				t = load(rest.shift());
+			else if (job === '--encode' && rest.length >= 2)
+				fs.writeFileSync(rest.shift(), await encodeText(t, true, [rest.shift()]));
+			else if (job === '--decode' && rest.length >= 2)
+				fs.writeFileSync(rest.shift(), await decodeText(t, rest.shift()));
+			else
+				throw new Error('bad job ' + job + ' (--encode OUT FILE, --decode OUT IDS, --tokenizer FILE)');
+		}
 	} else if (mode === 'bench') {
 		const docs = fs.readFileSync(rest[0], 'utf8').split('\0');
 		const bytes = fs.statSync(rest[0]).size;
