@@ -56,5 +56,5 @@ PAGE
 	[ "$(cat ex.2.sh)" = "$(printf '%s\n' 'echo a \' '    b' "printf '%s\\n' ...")" ]
 	run -0 help_synopsis "$OVL_CKPT"
 	[ "${#lines[@]}" -eq 7 ]
-	[ "${lines[1]}" = "ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]" ]
+	[ "${lines[1]}" = "ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N ...]" ]
 }

@@ -183,6 +183,14 @@ print("ok")' "$OVL_SRCDIR/samples"
 	[[ "$output" != *"source.web.partitions"* ]]
 	run -1 "$OVL_CKPT" show ck --at 99
 	[[ "$output" == *"no checkpoint 99"* ]]
+	# --at repeated: each in turn, a JSON line each, the same objects
+	run -0 "$OVL_CKPT" show --json ck --at 5 --at 2
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${lines[1]}" = "$("$OVL_CKPT" show --json ck --at 2)" ]
+	[ "${lines[0]}" = "$("$OVL_CKPT" show --json ck --at 5)" ]
+	run -1 --separate-stderr "$OVL_CKPT" show --json ck --at 2 --at 99
+	[ -z "$output" ]
+	[[ "$stderr" == *"no checkpoint 99"* ]]
 }
 
 @test "restore prints the resume options of every stage and writes the STATE files" {

@@ -91,7 +91,6 @@ killed_and_resumed() {
 		pid=$!
 		want=$(( k * 2 + RANDOM % 3 ))
 		wait_ckpt ck "$want" "$pid" || true
-		sleep "0.$((RANDOM % 5))"
 		kill -KILL "$pid" 2> /dev/null || true
 		wait "$pid" || true
 		# (killed while it ran: the end is not recorded)

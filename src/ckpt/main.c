@@ -8,7 +8,7 @@
 static struct ovl_cli cli = {
 	"ovl-ckpt",
 	"ovl-ckpt [options] --dir CKPTDIR [PLAN]\n"
-	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]\n"
+	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N ...]\n"
 	"ovl-ckpt diff CKPTDIR N M\n"
 	"ovl-ckpt compact CKPTDIR\n"
 	"ovl-ckpt restore [--print0] [--skip-steps A-B | --step S] [--wait S] [--verify-all] [--adopt] [--fresh-ok] [--live DIR] CKPTDIR [--at N]\n"

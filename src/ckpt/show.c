@@ -5,10 +5,10 @@
 
 static const struct ovl_cli show_cli = {
 	"ovl-ckpt",
-	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N]",
+	"ovl-ckpt show [--json | --list | --print0] CKPTDIR [--at N ...]",
 	"Show the state a checkpoint records: the last one, or N.\n"
-	"  -a, --at N     checkpoint N, not the last\n"
-	"  -j, --json     one JSON object\n"
+	"  -a, --at N     checkpoint N, not the last (repeated: each in turn)\n"
+	"  -j, --json     one JSON object (a line each)\n"
 	"  -l, --list     one line per record of the log\n"
 	"      --print0   NUL-separated key and value words, for a supervisor\n"
 	"  -h, --help, -V, --version, -v, --verbose, -q, --quiet\n"
@@ -102,53 +102,16 @@ show_print0(const char *dir)
 	return 0;
 }
 
-int
-cmd_show(int argc, char **argv)
+/* Record i of the log in dir, as JSON (one line) or as text. */
+static void
+show_one(const char *dir, const struct ovl_ckptlog *log, size_t i, int json)
 {
-	struct ovl_ckptlog log;
+	const struct ovl_ckrec *r = &log->rec[i];
 	struct ovl_ckstate st = { 0 };
-	const struct ovl_ckrec *r;
-	uint64_t at = 0;
-	size_t i, j;
-	int s, c, at_set = 0, json = 0, list = 0, print0 = 0;
+	size_t j;
+	int s;
 
-	while ((c = ckpt_getopt(&show_cli, "show", argc, argv, "a:jl",
-	    "0")) != -1) {
-		switch (c) {
-		case 'a':
-			at = ckpt_opt_at(&show_cli, optarg);
-			at_set = 1;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'l':
-			list = 1;
-			break;
-		case '0':
-			print0 = 1;
-			break;
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc != 1)
-		ovl_cli_usage(&show_cli);
-	if (json + list + print0 > 1)
-		ovl_cli_usagex(&show_cli, "--json, --list and --print0 exclude "
-		    "each other");
-	if (print0)
-		return show_print0(argv[0]);
-	read_log(argv[0], &log);
-	if (list) {
-		show_list(&log, argv[0]);
-		ovl_ckptlog_free(&log);
-		ovl_io_close_stdout();
-		return 0;
-	}
-	i = pick_record(argv[0], &log, at_set, at);
-	r = &log.rec[i];
-	log_state(argv[0], &log, i, &st);
+	log_state(dir, log, i, &st);
 	if (json) {
 		printf("{\"checkpoint\":%" PRIu64 ",\"record\":\"%s\",\"offset\":%"
 		    PRIu64 ",\"bytes\":%" PRIu32 ",\"end\":%s", r->n,
@@ -173,8 +136,7 @@ cmd_show(int argc, char **argv)
 		printf("checkpoint %" PRIu64 "%s: %s record of %" PRIu32
 		    " bytes at byte offset %" PRIu64 " of '%s/ckpt.log'\n", r->n,
 		    r->flags & OVL_CKPTREC_END ? " (end of run)" : "",
-		    rec_type(r), OVL_CKPTREC_HDR_LEN + r->len, r->offset,
-		    argv[0]);
+		    rec_type(r), OVL_CKPTREC_HDR_LEN + r->len, r->offset, dir);
 		for (s = 0; s < OVL_NSEC; s++) {
 			printf("[%s]\n", ovl_sec_name[s]);
 			for (j = 0; j < st.sec[s].n; j++)
@@ -185,6 +147,56 @@ cmd_show(int argc, char **argv)
 		}
 	}
 	ovl_ckstate_clear(&st);
+}
+
+int
+cmd_show(int argc, char **argv)
+{
+	struct ovl_ckptlog log;
+	uint64_t *at = NULL;
+	size_t nat = 0, k;
+	int c, json = 0, list = 0, print0 = 0;
+
+	while ((c = ckpt_getopt(&show_cli, "show", argc, argv, "a:jl",
+	    "0")) != -1) {
+		switch (c) {
+		case 'a':
+			at = ovl_xrealloc(at, (nat + 1) * sizeof(*at));
+			at[nat++] = ckpt_opt_at(&show_cli, optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'l':
+			list = 1;
+			break;
+		case '0':
+			print0 = 1;
+			break;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 1)
+		ovl_cli_usage(&show_cli);
+	if (json + list + print0 > 1)
+		ovl_cli_usagex(&show_cli, "--json, --list and --print0 exclude "
+		    "each other");
+	if (print0)
+		return show_print0(argv[0]);
+	read_log(argv[0], &log);
+	if (list) {
+		show_list(&log, argv[0]);
+	} else if (nat == 0) {
+		show_one(argv[0], &log, pick_record(argv[0], &log, 0, 0), json);
+	} else {
+		/* each is found before any is shown: all or nothing */
+		for (k = 0; k < nat; k++)
+			at[k] = pick_record(argv[0], &log, 1, at[k]);
+		for (k = 0; k < nat; k++)
+			show_one(argv[0], &log, (size_t)at[k], json);
+	}
+	free(at);
 	ovl_ckptlog_free(&log);
 	ovl_io_close_stdout();
 	return 0;

@@ -51,9 +51,8 @@ ovl_reader_new(int fd, const char *name, uint32_t max)
 	r->max = max != 0 ? max : default_max();
 	if (r->max > OVL_FRAME_LIMIT)
 		r->max = OVL_FRAME_LIMIT;
-	r->cap = RD_CHUNK;
+	/* the buffer comes with the first read, of the chunk then set */
 	r->chunk = RD_CHUNK;
-	r->buf = ovl_xmalloc(r->cap);
 	ovl_io_pipe_grow(fd);
 	return r;
 }
@@ -392,7 +391,7 @@ static int ring_fill(struct ovl_reader *, size_t);
 static int
 fill(struct ovl_reader *r, size_t need)
 {
-	size_t c = r->chunk, want;
+	size_t c = r->chunk, want, upto;
 	ssize_t n;
 	int rc;
 
@@ -408,9 +407,16 @@ fill(struct ovl_reader *r, size_t need)
 			r->end -= r->start;
 			r->start = 0;
 		}
-		if (need > r->cap || r->cap - r->end < c / 4) {
-			size_t ncap = r->cap;
-			while (ncap < need || ncap - r->end < c / 4)
+		/*
+		 * The buffer grows with what arrives, a chunk past it at most:
+		 * a frame's header alone (a corrupt length) costs no memory.
+		 */
+		upto = r->start + need;
+		if (upto > r->end + c)
+			upto = r->end + c;
+		if (upto > r->cap || r->cap - r->end < c / 4) {
+			size_t ncap = r->cap != 0 ? r->cap : c;
+			while (ncap < upto || ncap - r->end < c / 4)
 				ncap *= 2;
 			r->buf = ovl_xrealloc(r->buf, ncap);
 			r->cap = ncap;

@@ -341,6 +341,9 @@ read_all(const uint8_t *buf, size_t n, int *nframes)
 	fflush(fp);
 	lseek(fileno(fp), 0, SEEK_SET);
 	r = ovl_reader_new(fileno(fp), "test", 0);
+	/* small reads: the same frames and errors, and thousands of readers
+	 * stay cheap */
+	ovl_reader_set_chunk(r, 4096);
 	*nframes = 0;
 	while ((rc = ovl_reader_next(r, &f)) == OVL_RD_FRAME)
 		(*nframes)++;
