@@ -341,16 +341,24 @@ print("ok")' "$OVL_SRCDIR/samples"
 	[[ "$output" == *"skip-steps 5-7"* ]]
 }
 
+# has_read PID N: process PID has read N bytes or more (its rchar)
+has_read() {
+	local r
+	r=$(sed -n 's/^rchar: //p' "/proc/$1/io" 2>/dev/null)
+	[ "${r:-0}" -ge "$2" ]
+}
+
 @test "SIGTERM: ovl-ckpt commits at the next barrier and exits 143; resume is exact" {
 	reference
 	mkfifo in.fifo
 	"$OVL_CKPT" --dir ck "${OPTS[@]}" < in.fifo 2> err 3>&- &
 	pid=$!
+	# the signal once the sink has read the first 5000 bytes (its read
+	# count), the rest after it
 	{
 		head -c 5000 full.frames
-		sleep 0.5
+		wait_until 60 has_read "$pid" 5000
 		kill -TERM "$pid"
-		sleep 0.2
 		tail -c +5001 full.frames
 	} > in.fifo 2>/dev/null || true
 	wait "$pid" && rc=0 || rc=$?

@@ -13,6 +13,14 @@ setup() {
 	OUT=(--per-rank out/rank%d --format npy -o out/npy --manifest out/man.jsonl)
 }
 
+# shared_reference: the uninterrupted run of $PLAN, made once per file,
+# as ref/ (REF_LOG set)
+shared_reference() {
+	[ -d "$BATS_FILE_TMPDIR/ref" ] || (cd "$BATS_FILE_TMPDIR" && reference) || return 1
+	ln -s "$BATS_FILE_TMPDIR/ref" ref
+	REF_LOG=$(stat -c %s ref/ck/ckpt.log)
+}
+
 reference() {
 	mkdir -p ref
 	(
@@ -46,7 +54,8 @@ trial() {
 	done
 	kill "-$sig" "${PL_PID[$role]}" 2>/dev/null && LANDED=$((LANDED + 1)) &&
 	    echo "# $role killed at log byte ${at}" >&3
-	sleep 0.2
+	# the others see it go, then go too
+	wait "${PL_PID[$role]}" 2>/dev/null
 	pl_killall
 	rc=0
 	pl_restore ck resume.lines || rc=$?
@@ -71,31 +80,45 @@ trial() {
 	[[ "${lines[-1]}" == *" end" ]]
 }
 
-@test "SIGKILL of each stage at seeded random moments: restore, restart, byte-identical" {
-	reference
-	RANDOM=20261122
+# kill_trials ROLE SEED MIN: three trials SIGKILLing ROLE at seeded random
+# moments, then more (10 at most) until MIN kills have hit a live process:
+# on a fast machine sources finish early behind the pipe buffers
+kill_trials() {
+	local role=$1 min=$3 n=0
+	shared_reference
+	RANDOM=$2
 	LANDED=0
-	for role in source:web:0/2 source:book:0/1 mix construct ckpt; do
-		for k in 1 2 3; do
-			# a moment in the first 60% of the run (the log's growth)
-			trial "$role" KILL $(( (RANDOM * 32768 + RANDOM) % (REF_LOG * 6 / 10) ))
-		done
+	while [ "$n" -lt 3 ] || { [ "$LANDED" -lt "$min" ] && [ "$n" -lt 10 ]; }; do
+		# a moment in the first 60% of the run (the log's growth)
+		trial "$role" KILL $(( (RANDOM * 32768 + RANDOM) % (REF_LOG * 6 / 10) ))
+		n=$((n + 1))
 	done
-	# At least 5 kills must have hit a live process: on a fast machine
-	# sources finish early behind the pipe buffers, so more seeded trials
-	# (each byte-compared too) follow until 5 have landed.
-	extra=0
-	while [ "$LANDED" -lt 5 ] && [ "$extra" -lt 30 ]; do
-		for role in mix construct ckpt; do
-			trial "$role" KILL $(( (RANDOM * 32768 + RANDOM) % (REF_LOG * 6 / 10) ))
-		done
-		extra=$((extra + 3))
-	done
-	echo "# kills that landed: $LANDED of $((15 + extra))" >&3
-	[ "$LANDED" -ge 5 ]
+	echo "# kills that landed: $LANDED of $n" >&3
+	[ "$LANDED" -ge "$min" ]
 }
 
-log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]; }
+@test "SIGKILL of a source partition at seeded random moments: restore, restart, byte-identical" {
+	kill_trials source:web:0/2 20261122 0
+}
+
+@test "SIGKILL of a source without partitions at seeded random moments: restore, restart, byte-identical" {
+	kill_trials source:book:0/1 20261123 0
+}
+
+@test "SIGKILL of ovl-mix at seeded random moments: restore, restart, byte-identical" {
+	kill_trials mix 20261124 2
+}
+
+@test "SIGKILL of ovl-construct at seeded random moments: restore, restart, byte-identical" {
+	kill_trials construct 20261125 2
+}
+
+@test "SIGKILL of ovl-ckpt at seeded random moments: restore, restart, byte-identical" {
+	kill_trials ckpt 20261126 2
+}
+
+log_past_header() { log_past 16; }
+log_past() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt "$1" ]; }
 
 @test "SIGTERM to ovl-ckpt: a clean checkpoint, exit 143, and an exact resume" {
 	# the same plan with a throttled source (the same bytes, more slowly), so
@@ -123,16 +146,19 @@ log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]
 	reference
 	rm -rf ck out fifo
 	pl_start "$PLAN" ck "" "${OUT[@]}"
-	sleep 0.1
+	# killed once the first checkpoint is in, then again once the
+	# restarted run has committed more
+	wait_until 120 log_past_header
 	pl_kill mix KILL
-	sleep 0.1
+	wait "${PL_PID[mix]}" 2>/dev/null
 	pl_killall
 	rc=0; pl_restore ck r1 || rc=$?
 	[ "$rc" -eq 1 ] && rm -rf ck
+	size=$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)
 	pl_start "$PLAN" ck r1 "${OUT[@]}"
-	sleep 0.1
+	wait_until 120 log_past "$size"
 	pl_kill construct KILL
-	sleep 0.1
+	wait "${PL_PID[construct]}" 2>/dev/null
 	pl_killall
 	rc=0; pl_restore ck r2 || rc=$?
 	[ "$rc" -le 2 ]

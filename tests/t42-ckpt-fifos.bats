@@ -22,7 +22,7 @@ wait_for_line() {
 	local _
 	for _ in $(seq 600); do
 		grep -qF -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
+		nap 0.05
 	done
 	echo "no '$2' in $1:"; cat "$1"
 	return 1

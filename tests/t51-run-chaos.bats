@@ -128,7 +128,6 @@ shadow_takeover() {
 		pgrep -f -- "--standby $BATS_TEST_TMPDIR/run/ctl.1.0" > /dev/null && break
 		nap 0.05
 	done
-	sleep 0.3
 	# the book source's live process (not its standby)
 	victim=$(pgrep -P "$pid" -f -- "ovl-source --id 1 .*--partition 0/1$")
 	[ -n "$victim" ]

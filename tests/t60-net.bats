@@ -37,7 +37,7 @@ wait_for() {
 		else
 			grep -qF -- "$2" "$1" 2>/dev/null && return 0
 		fi
-		sleep 0.05
+		nap 0.05
 	done
 	echo "waited in vain for $1 ${2:-}"; cat "$1" 2>/dev/null
 	return 1
@@ -138,7 +138,7 @@ reference() {
 	# the rank 0 reader retries until its socket is there
 	"$OVL_TEST_TOOL" net-cat "unix:$PWD/r0.sock" got0 3>&- &
 	r0=$!
-	for _ in $(seq 600); do [ -S r1.sock ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -S r1.sock ] && break; nap 0.05; done
 	[ "$(stat -c %a r1.sock)" = 600 ]
 	run -0 "$OVL_TEST_TOOL" net-cat "unix:$PWD/r1.sock" got1
 	wait "$r0"
@@ -332,7 +332,7 @@ tcp_wait() {
 			kill -0 "${PID[$role]}" 2>/dev/null && alive=1
 		done
 		[ "$alive" -eq 0 ] && break
-		sleep 0.05
+		nap 0.05
 	done
 	for role in "${!PID[@]}"; do
 		[ "$alive" -eq 0 ] || kill -KILL "${PID[$role]}" 2>/dev/null || true
@@ -367,7 +367,7 @@ kill_resume() {
 			kill -0 "${PID[mix]}" 2>/dev/null || break
 			n=$("$OVL_CKPT" show --print0 ck 2>>show.err | tr '\0' '\n' | sed -n 2p)
 			[ "${n:-0}" -ge 1 ] && break
-			sleep 0.01
+			nap 0.01
 		done
 		if [ "${n:-0}" -ge 1 ] && kill -0 "${PID[mix]}" 2>/dev/null; then
 			kill -KILL "${PID[$role]}"

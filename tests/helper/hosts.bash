@@ -15,6 +15,9 @@
 #
 # Names carry the test's pid (o<pid>...), so parallel runs do not collide.
 
+# nap: the tests' sleep without a process (test_helper), else sleep(1)
+declare -F nap > /dev/null || nap() { sleep "$1"; }
+
 # kept when set: setup_file makes the hosts, every test loads this file
 : "${HOSTS_N:=0}" "${HOSTS_DIR:=}" "${HOSTS_TAG:=}" "${HOSTS_NET:=}"
 
@@ -90,7 +93,7 @@ host_sshd() {
 	for ((k = 0; k < 300; k++)); do
 		ssh -F "$HOSTS_DIR/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 "$1" true \
 			</dev/null 2>/dev/null 3>&- && return 0
-		sleep 0.1
+		nap 0.1
 	done
 	echo "sshd on $1 does not answer" >&2
 	cat "$HOSTS_DIR/sshd.$1.log" >&2

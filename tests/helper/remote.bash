@@ -5,6 +5,9 @@
 # Every server writes its port (or pid) to a file the caller waits for
 # with a deadline; nothing sleeps for a fixed time.
 
+# nap: the tests' sleep without a process (test_helper), else sleep(1)
+declare -F nap > /dev/null || nap() { sleep "$1"; }
+
 # remote_free_port: a TCP port on 127.0.0.1 that nobody listens on now
 remote_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -15,7 +18,7 @@ remote_wait_file() {
 	local f=$1 end=$((SECONDS + ${2:-30}))
 	until [ -s "$f" ]; do
 		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $f" >&2; return 1; }
-		sleep 0.05
+		nap 0.05
 	done
 }
 
@@ -31,7 +34,7 @@ remote_wait_grep() {
 	local end=$((SECONDS + ${3:-60}))
 	until grep -q -e "$1" "$2" 2>/dev/null; do
 		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for '$1' in $2" >&2; return 1; }
-		sleep 0.05
+		nap 0.05
 	done
 }
 
@@ -40,7 +43,7 @@ remote_wait_url() {
 	local end=$((SECONDS + ${2:-30}))
 	until curl -s -o /dev/null --max-time 2 "$1"; do
 		[ "$SECONDS" -lt "$end" ] || { echo "timed out waiting for $1" >&2; return 1; }
-		sleep 0.05
+		nap 0.05
 	done
 }
 
@@ -94,10 +97,10 @@ remote_nginx_kill() {
 	pid=$(cat "$1/nginx.pid")
 	workers=$(pgrep -P "$pid" || true)
 	kill -9 "$pid" 2>/dev/null || true
-	while remote_alive "$pid"; do sleep 0.05; done
+	while remote_alive "$pid"; do nap 0.05; done
 	for w in $workers; do
 		kill -9 "$w" 2>/dev/null || true
-		while remote_alive "$w"; do sleep 0.05; done
+		while remote_alive "$w"; do nap 0.05; done
 	done
 	rm -f "$1/nginx.pid"
 }
@@ -145,7 +148,7 @@ remote_pid_stop() {
 	[ -s "$1" ] || return 0
 	pid=$(cat "$1")
 	kill "$pid" 2>/dev/null || true
-	while remote_alive "$pid"; do sleep 0.05; done
+	while remote_alive "$pid"; do nap 0.05; done
 	rm -f "$1"
 }
 
