@@ -152,6 +152,12 @@ struct ovl_plan_source {
 	 */
 	int		  shuffle;
 	uint64_t	  shuffle_seed;
+	/*
+	 * shuffle-window=N|chunk|none (docshuf.h): the source's documents
+	 * permuted in windows of N records of a chunk, from shuffle_seed (0
+	 * without one); NULL: the plan's shuffle-window.
+	 */
+	char		 *shuffle_window;
 	uint32_t	  partitions;	/* partitions=, default 1 */
 	uint32_t	  shadows;	/* shadows=, default 0 */
 	char		 *hosts;	/* hosts=a,b: its loader hosts (ovl-run),
@@ -184,6 +190,7 @@ struct ovl_plan {
 	char		*eod_token;	/* eod-token X: default of every source, NULL */
 	char		*bos_token;	/* bos-token X: default of every source, NULL */
 	char		*long_docs;	/* long-docs X: default of every source, NULL */
+	char		*shuffle_window; /* shuffle-window W: the sources' default */
 
 	struct ovl_plan_source *sources;
 	size_t		 nsources;	/* >= 1 */

@@ -51,7 +51,9 @@ run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
 	s->cx.name = ovl_remote_is(s->cx.path) ? ovl_remote_shown(s->cx.path,
 	    s->cx.shown, sizeof(s->cx.shown)) : s->cx.path;
 	clock_gettime(CLOCK_MONOTONIC, &s->cx.t0);
+	shuf_chunk_begin(s, &rec0);
 	bytes = src_formats[s->o->format]->run(s, off0, rec0);
+	shuf_chunk_end(s);
 	chunk_end(s, bytes);
 }
 
