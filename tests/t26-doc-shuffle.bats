@@ -15,7 +15,7 @@ setup() {
 seed 7
 shuffle-window 6
 source web path=$SAMPLES/web/web-*.jsonl* format=jsonl chunk-size=48K on-exhaust=drop
-source books path=$SAMPLES/books/book-0[0-5].txt doc-per=blank-line shuffle-window=chunk on-exhaust=drop
+source books path=$SAMPLES/books/book-0[0-5].txt doc-per=blank-line shuffle-window=2chunks on-exhaust=drop
 weights web=0.6 books=0.4
 seq-len 256
 ranks 2
@@ -75,15 +75,29 @@ start() {
 	awk 'NR <= 6 && ($3 != NR - 1 || $5 != 0) { exit 1 }' a.d
 	awk 'NR == 7 && $3 != 7 { exit 1 }' a.d
 	awk '$7 != 0 { exit 1 }' plain.d
+	# groups of 4 chunks: one window of their documents, all numbered
+	# in the group's first chunk, its neighbours from other chunks
+	"$OVL_SOURCE" web "${web[@]}" --shuffle-window 4chunks --shuffle-seed 3 > g.f
+	python3 "$DOCTOOL" docs g.f > g.d
+	cmp <(cut -d' ' -f8 plain.d | sort) <(cut -d' ' -f8 g.d | sort)
+	[ "$(cut -d' ' -f2 g.d | sort -u | tr '\n' ' ')" = "0 4 " ]
+	awk '$5 != 0 || $6 != $3 + 1 { exit 1 }' g.d
+	# neighbours from two chunks (each document's chunk as in plain.d, a
+	# repeated text in one of them): about one pair a chunk in file
+	# order, most pairs in groups of 4
+	chg() { awk 'NR == FNR { c[$8] = $2; next } FNR > 1 && c[$8] != p { n++ }
+	    { p = c[$8] } END { print n + 0 }' plain.d "$1"; }
+	[ "$(chg g.d)" -ge $((10 * $(chg plain.d))) ]
 }
 
 @test "a cursor of every document resumes the shuffled stream exactly" {
-	books=("$SAMPLES"/books/book-0[0-2].txt --doc-per blank-line --shuffle-seed 5)
-	for w in 4 chunk; do
+	books=("$SAMPLES"/books/book-0[01].txt --doc-per blank-line --chunk-size 2K
+	    --shuffle-seed 5)
+	for w in 4 chunk 2chunks; do
 		"$OVL_SOURCE" books "${books[@]}" --shuffle-window $w > full.f
 		python3 "$DOCTOOL" docs full.f > full.d
 		n=$(wc -l < full.d)
-		[ "$n" -ge 20 ]
+		[ "$n" -ge 15 ]
 		rm -f r.*
 		# the cursor after document i: epoch:chunk:next_off:next_rec
 		awk '{ print $1 ":" $2 ":" $5 ":" $6 }' full.d > cursors
@@ -165,18 +179,24 @@ PY
 
 @test "shuffle-window in plans: per source, plan-wide, checked" {
 	run -0 --separate-stderr "$OVL_MIX" --check p.plan
-	[[ "$output" == *"shuffle-window=chunk"* ]]
+	[[ "$output" == *"shuffle-window=2chunks"* ]]
 	[[ "$output" == *$'\nshuffle-window 6'* ]]
 	run -0 tr '\0' ' ' < web.args
 	[[ "$output" == *"--shuffle-window 6 "* ]]
 	run -0 tr '\0' ' ' < books.args
-	[[ "$output" == *"--shuffle-window chunk "* ]]
+	[[ "$output" == *"--shuffle-window 2chunks "* ]]
 	sed 's/^shuffle-window 6$/shuffle-window lots/' p.plan > bad.plan
 	run -2 --separate-stderr "$OVL_MIX" --check bad.plan
 	[[ "$stderr" == *"bad.plan:2: bad shuffle-window 'lots'"* ]]
 	run -2 --separate-stderr "$OVL_SOURCE" --shuffle-window 0x web "$SAMPLES/web/web-0.jsonl"
 	[[ "$stderr" == *"bad --shuffle-window '0x'"* ]]
 	run -2 --separate-stderr "$OVL_SOURCE" --json --shuffle-window 4 web "$SAMPLES/web/web-0.jsonl"
+	# a stream read in groups other than the plan's
+	mapfile -d '' args < web.args
+	"$OVL_SOURCE" "${args[@]}" > web.f
+	"$OVL_SOURCE" books "$SAMPLES/books/book-00.txt" --doc-per blank-line > books.f
+	run -2 --separate-stderr "$OVL_MIX" p.plan web=web.f books=books.f
+	[[ "$stderr" == *"'books=books.f' reads chunks in groups of 1, the plan's shuffle-window= in groups of 2"* ]]
 	# a cursor past the documents of its window
 	run -2 --separate-stderr "$OVL_SOURCE" --shuffle-window 4 --resume 0:0:0:4 web \
 	    "$SAMPLES/books/book-00.txt" --doc-per file

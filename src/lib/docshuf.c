@@ -14,17 +14,34 @@ int
 ovl_docshuf_parse(const char *s, struct ovl_docshuf_win *w)
 {
 	uint64_t n;
+	size_t len;
 
 	if (s == NULL)
 		return (errno = EINVAL), -1;
 	if (strcmp(s, "chunk") == 0) {
-		w->kind = OVL_DOCSHUF_CHUNK;
-		w->n = 0;
+		w->kind = OVL_DOCSHUF_CHUNKS;
+		w->n = 1;
 		return 0;
 	}
 	if (strcmp(s, "none") == 0) {
 		w->kind = OVL_DOCSHUF_OFF;
 		w->n = 0;
+		return 0;
+	}
+	len = strlen(s);
+	if (len > 6 && strcmp(s + len - 6, "chunks") == 0) {
+		char num[32];
+
+		if (len - 6 >= sizeof(num))
+			return (errno = EINVAL), -1;
+		memcpy(num, s, len - 6);
+		num[len - 6] = '\0';
+		if (ovl_num_u64(num, &n) != 0 || n == 0)
+			return (errno = EINVAL), -1;
+		if (n > OVL_DOCSHUF_MAX_CHUNKS)
+			return (errno = ERANGE), -1;
+		w->kind = OVL_DOCSHUF_CHUNKS;
+		w->n = n;
 		return 0;
 	}
 	if (ovl_num_size(s, &n) != 0)
@@ -34,6 +51,18 @@ ovl_docshuf_parse(const char *s, struct ovl_docshuf_win *w)
 	w->kind = n == 0 ? OVL_DOCSHUF_OFF : OVL_DOCSHUF_DOCS;
 	w->n = n;
 	return 0;
+}
+
+uint32_t
+ovl_docshuf_group(const struct ovl_docshuf_win *w)
+{
+	return w->kind == OVL_DOCSHUF_CHUNKS ? (uint32_t)w->n : 1;
+}
+
+uint32_t
+ovl_docshuf_part(const struct ovl_docshuf_win *w, uint32_t k, uint32_t nparts)
+{
+	return k / ovl_docshuf_group(w) % nparts;
 }
 
 uint64_t

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "docshuf.h"
 #include "step.h"
 
 /* Bounds on what a plan may declare. */
@@ -351,5 +352,8 @@ char	*ovl_plan_quote(const char *s);
 
 /* Source i's long-document policy (its own, the plan's, or split). */
 enum ovl_long_docs ovl_plan_long_docs(const struct ovl_plan *p, size_t i);
+/* Source i's shuffle window: its shuffle-window=, else the plan's. */
+void	ovl_plan_shuffle_window(const struct ovl_plan *p, size_t i,
+	    struct ovl_docshuf_win *w);
 
 #endif

@@ -48,7 +48,8 @@ static const char help[] =
 	"  --partition P/N       read the canonical chunks k with k % N == P\n"
 	"  --shuffle-seed S      permute the chunk order per epoch\n"
 	"  --shuffle-window W    permute the documents of every W records of a\n"
-	"                        chunk (W: a count, chunk or none), from the seed\n"
+	"                        chunk, of every G chunks (Gchunks), of every\n"
+	"                        chunk (chunk) or none (none), from the seed\n"
 	"  --epochs N            passes over the source (default 1)\n"
 	"  --repeat              repeat forever\n"
 	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
@@ -264,8 +265,8 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_WINDOW:
 			if (ovl_docshuf_parse(optarg, &o->window) != 0)
 				ovl_cli_usagex(&cli, "bad --shuffle-window '%s' "
-				    "(a count of records up to 2^32, chunk or "
-				    "none)", optarg);
+				    "(a count of records up to 2^32, "
+				    "Gchunks, chunk or none)", optarg);
 			break;
 		case O_EPOCHS:
 			o->epochs = (uint32_t)opt_u64("epochs", optarg,
@@ -651,6 +652,7 @@ teardown(struct src *s)
 	ovl_u32vec_free(&s->itoks);
 	ovl_chunks_free(&s->cs);
 	shuf_free(s);
+	free(s->gbytes);
 }
 
 /* cli.help: help with the choices' names from their tables */

@@ -1,10 +1,11 @@
 /*
- * ovl-source --shuffle-window: the documents of a window of records go
- * out in a permuted order (lib/docshuf.h says which, and what their
- * positions and cursors are). The frames of a window's documents (each
- * DOC with its IMAGE frames) are held until its last record has been read,
- * then written in the window's order with their positions set: memory is
- * one window's frames, nothing of them is in any cursor.
+ * ovl-source --shuffle-window: the documents of a window (records of a
+ * chunk, or a group of chunks) go out in a permuted order (lib/docshuf.h
+ * says which, and what their positions and cursors are). The frames of a
+ * window's documents (each DOC with its IMAGE frames) are held until its
+ * last record has been read, then written in the window's order with
+ * their positions set: memory is one window's frames, nothing of them is
+ * in any cursor.
  */
 #include "source.h"
 
@@ -18,18 +19,13 @@ shuf_on(const struct src *s)
 	return s->sh.win.kind != OVL_DOCSHUF_OFF;
 }
 
-void
-shuf_chunk_begin(struct src *s, uint64_t *rec0)
+/* A window begins empty; skip of its documents were sent before. */
+static void
+window_begin(struct shuf *h, uint32_t epoch, uint32_t k, uint64_t skip)
 {
-	struct shuf *h = &s->sh;
-	uint64_t w, j;
-
-	if (!shuf_on(s))
-		return;
-	*rec0 = ovl_docshuf_split(&h->win, *rec0, &w, &j);
-	h->count = *rec0;
-	h->w = w;
-	h->skip = j;
+	h->epoch = epoch;
+	h->k = k;
+	h->skip = skip;
 	h->started = 0;
 	h->arena.len = 0;
 	h->nfr = 0;
@@ -37,16 +33,43 @@ shuf_chunk_begin(struct src *s, uint64_t *rec0)
 }
 
 void
+shuf_chunk_begin(struct src *s, uint64_t *rec0)
+{
+	struct shuf *h = &s->sh;
+	uint64_t w, j;
+
+	if (h->win.kind != OVL_DOCSHUF_DOCS)
+		return;
+	*rec0 = ovl_docshuf_split(&h->win, *rec0, &w, &j);
+	window_begin(h, s->cx.epoch, s->cx.k, j);
+	h->count = *rec0;
+	h->w = w;
+	h->group = 0;
+}
+
+void
+shuf_group_begin(struct src *s, uint32_t epoch, uint32_t first, uint64_t skip)
+{
+	window_begin(&s->sh, epoch, first, skip);
+	s->sh.w = 0;
+	s->sh.start_off = 0;
+	s->sh.group = 1;
+}
+
+void
 shuf_record_begin(struct src *s, const struct rec *r)
 {
 	struct shuf *h = &s->sh;
-	uint64_t w = ovl_docshuf_window(&h->win, h->count);
+	uint64_t w;
 
+	if (h->group)
+		return;
+	w = ovl_docshuf_window(&h->win, h->count);
 	h->count++;
 	if (h->started && w == h->w)
 		return;
 	if (h->started)
-		shuf_flush(s);
+		(void)shuf_flush(s);
 	h->w = w;
 	h->start_off = r->start_off;
 	h->started = 1;
@@ -57,8 +80,8 @@ shuf_record_end(struct src *s)
 {
 	struct shuf *h = &s->sh;
 
-	if (h->win.kind == OVL_DOCSHUF_DOCS && h->count % h->win.n == 0)
-		shuf_flush(s);
+	if (!h->group && h->count % h->win.n == 0)
+		(void)shuf_flush(s);
 }
 
 uint8_t *
@@ -110,22 +133,23 @@ put_frame(struct src *s, const struct shuf_frame *f)
  * Write the window held in its order, from the document a resume skips
  * to; the documents skipped were counted when read, and are not sent.
  */
-void
+uint64_t
 shuf_flush(struct src *s)
 {
 	struct shuf *h = &s->sh;
 	size_t n = h->docs.len, j, d, end;
-	uint64_t pos;
+	uint64_t pos, sent = 0;
 
 	if (h->skip > n)
-		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume cursor is past the %zu "
-		    "documents of its shuffle window (chunk %" PRIu32 " of "
-		    "epoch %" PRIu32 ")", s->cx.name, n, s->cx.k, s->cx.epoch);
+		ovl_errx(OVL_EXIT_USAGE, "--resume cursor %" PRIu32 ":%" PRIu32
+		    ":%" PRIu64 ":%" PRIu64 " is past the %zu documents of its "
+		    "shuffle window", h->epoch, h->k, h->start_off,
+		    ovl_docshuf_pos(&h->win, h->w, h->skip), n);
 	if (h->pcap < n) {
 		h->pcap = n;
 		h->perm = ovl_xrealloc(h->perm, n * sizeof(*h->perm));
 	}
-	ovl_docshuf_perm(s->o->seed, s->cx.epoch, s->cx.k, h->w, h->perm, n);
+	ovl_docshuf_perm(s->o->seed, h->epoch, h->k, h->w, h->perm, n);
 	for (j = 0; j < n; j++) {
 		d = h->perm[j];
 		end = d + 1 < n ? h->docs.p[d + 1] : h->nfr;
@@ -134,22 +158,26 @@ shuf_flush(struct src *s)
 			    64);
 
 			s->docs--;
-			s->cx.docs--;
 			s->tokens -= ntok;
-			s->cx.tokens -= ntok;
+			if (!h->group) {
+				s->cx.docs--;
+				s->cx.tokens -= ntok;
+			}
 			continue;
 		}
 		{
 			uint8_t *p = h->arena.p + h->fr[h->docs.p[d]].off;
 
-			pos = ovl_docshuf_pos(&h->win, h->w, j);
+			pos = h->group ? j : ovl_docshuf_pos(&h->win, h->w, j);
 			ovl_put32(p + 4, ovl_le32(p + 4) | OVL_DOC_SHUFFLED);
+			ovl_put32(p + 12, h->k);
 			ovl_put64(p + 24, pos);
 			ovl_put64(p + 32, h->start_off);
 			ovl_put64(p + 40, pos + 1);
 		}
 		for (d = h->docs.p[d]; d < end; d++)
 			put_frame(s, &h->fr[d]);
+		sent++;
 	}
 	h->skip = 0;
 	h->nfr = 0;
@@ -166,13 +194,14 @@ shuf_flush(struct src *s)
 		h->hi = 0;
 		h->calm = 0;
 	}
+	return sent;
 }
 
 void
 shuf_chunk_end(struct src *s)
 {
-	if (shuf_on(s))
-		shuf_flush(s);
+	if (s->sh.win.kind == OVL_DOCSHUF_DOCS)
+		(void)shuf_flush(s);
 }
 
 void

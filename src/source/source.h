@@ -166,6 +166,8 @@ struct shuf_frame {
 /* The shuffle window being read (shuffle.c). */
 struct shuf {
 	struct ovl_docshuf_win win;
+	int		 group;		/* the window is a group of chunks */
+	uint32_t	 epoch, k;	/* where it is: epoch, (first) chunk */
 	uint64_t	 count;		/* records counted in the chunk */
 	uint64_t	 w;		/* the window being read */
 	uint64_t	 start_off;	/* its first record's offset */
@@ -215,6 +217,7 @@ struct src {
 	struct timespec	 t0;
 	uint64_t	 thr_bytes, thr_docs;
 	struct shuf	 sh;
+	uint64_t	*gbytes;	/* a group's chunks' bytes (run.c) */
 };
 
 
@@ -276,14 +279,17 @@ int	shuf_on(const struct src *s);
  * number the reader counts from (the window's first record's).
  */
 void	shuf_chunk_begin(struct src *s, uint64_t *rec0);
+/* A group of chunks from canonical chunk first: one window, skip sent. */
+void	shuf_group_begin(struct src *s, uint32_t epoch, uint32_t first,
+	    uint64_t skip);
 /* Around each record that reaches the filters (record()). */
 void	shuf_record_begin(struct src *s, const struct rec *r);
 void	shuf_record_end(struct src *s);
 /* A frame of the window: as ovl_writer_begin and ovl_writer_finish. */
 uint8_t	*shuf_begin(struct src *s, uint32_t len);
 void	shuf_finish(struct src *s, uint8_t kind, uint8_t flags);
-/* Write the window held, in its order. */
-void	shuf_flush(struct src *s);
+/* Write the window held, in its order; returns the documents written. */
+uint64_t shuf_flush(struct src *s);
 /* The chunk's last window goes out. */
 void	shuf_chunk_end(struct src *s);
 void	shuf_free(struct src *s);
