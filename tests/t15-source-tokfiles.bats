@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Pre-tokenized sources: Megatron indexed datasets (.bin/.idx, one document
-# per entry) and numpy token arrays (.npy; documents ended by the
+# Pre-tokenized sources: Megatron indexed datasets (.bin/.idx, a document
+# the entries of its document_indices) and numpy token arrays (.npy; documents ended by the
 # end-of-document token, bounded by PATH.offsets.npy, or the whole file).
 # The files are written here with numpy from the sample text's byte ids,
 # so each must give exactly the documents ovl-source reads from the text.
@@ -133,4 +133,48 @@ np.save(sys.argv[1], a)' "$D/shrink.npy"
 	exec 4<&-
 	run -1 wait "$pid"
 	grep -q "ovl-source: '$D/shrink.npy' shrank below its 16777344 bytes while being read" "$D/err"
+}
+
+@test "megatron: a document is the entries its document_indices give it (--split-sentences)" {
+	local py
+	py=$(ovl_python_numpy)
+	# 2 documents of 2 sentences each, the end token after each document's
+	# last sentence (Megatron's preprocess_data --split-sentences
+	# --append-eod), then the same index with its last document index
+	# short of the entries
+	"$py" - "$D" <<'PY'
+import numpy as np, sys
+d = sys.argv[1]
+sents = [[104, 105], [32, 116, 104, 101, 256], [120, 121, 122], [33, 256]]
+docs = [0, 2, 4]
+def write(name, di):
+    arrs = [np.array(s, dtype=np.uint16) for s in sents]
+    sizes = np.array([len(a) for a in arrs], dtype=np.int32)
+    ptrs = np.zeros(len(arrs), dtype=np.int64)
+    ptrs[1:] = np.cumsum(sizes[:-1].astype(np.int64) * 2)
+    with open("%s/%s.bin" % (d, name), "wb") as f:
+        for a in arrs:
+            f.write(a.tobytes())
+    with open("%s/%s.idx" % (d, name), "wb") as f:
+        f.write(b"MMIDIDX\x00\x00")
+        f.write(np.array([1], dtype=np.uint64).tobytes())
+        f.write(np.array([8], dtype=np.uint8).tobytes())
+        f.write(np.array([len(arrs)], dtype=np.uint64).tobytes())
+        f.write(np.array([len(di)], dtype=np.uint64).tobytes())
+        f.write(sizes.tobytes())
+        f.write(ptrs.tobytes())
+        f.write(np.array(di, dtype=np.int64).tobytes())
+write("sent", docs)
+write("short", [0, 2, 3])
+PY
+	run -0 --separate-stderr "$OVL_SOURCE" --json t "$D/sent.bin"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[0]}" == *'"pos":[0,0,0],'*'"tokens":[104,105,32,116,104,101,256],'* ]]
+	[[ "${lines[1]}" == *'"pos":[0,0,1],'*'"tokens":[120,121,122,33,256],'* ]]
+	# resumed after the first document: the second, whole
+	run -0 --separate-stderr "$OVL_SOURCE" --json --resume 0:0:1:1 t "$D/sent.idx"
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == *'"tokens":[120,121,122,33,256],'* ]]
+	run -1 --separate-stderr "$OVL_SOURCE" --json t "$D/short.bin"
+	[[ "$stderr" == *"short.idx': document index 2 is 3: not from 0 up to its 4 entries"* ]]
 }

@@ -28,7 +28,8 @@ The recipe (the plan, then Megatron's flags)::
 
 Each sample is a dict as ``GPTDataset`` gives it: ``tokens`` and
 ``labels`` (the next token, never across a document: a document's last
-token predicts nothing), ``loss_mask`` (0 there and on padding) and
+token predicts nothing), ``loss_mask`` (0 there, on padding and on the
+last real token before padding: padding is never learnt) and
 ``position_ids`` (from 0 in every document), as numpy arrays of
 ``seq_length``.
 """
@@ -39,7 +40,9 @@ from typing import Callable
 
 import numpy as np
 
-from .offline import megatron as _sequences
+from typing import Optional
+
+from .offline import megatron as _sequences, next_token_labels
 
 
 class LoaderOrderDataset:
@@ -49,13 +52,16 @@ class LoaderOrderDataset:
     ``ranks`` and ``micro_batches`` are the plan's; the plan must have
     fixed shapes (``uniform yes``): every step holds ranks x micro_batches
     sequences, which is checked. ``eod`` is the end-of-document id (the
-    stream's META ``eod``), ``pad`` the id written after a short sequence.
+    stream's META ``eod``), ``pad`` the run's padding id (ovl-construct's
+    ``--pad-id``; default the eod, as ovl-construct's): the trailing run of
+    it in a sequence is padding, and what a short sequence is filled with.
     """
 
     def __init__(self, prefix: str, seq_length: int, eod: int, ranks: int = 1,
-                 micro_batches: int = 1, pad: int = 0) -> None:
+                 micro_batches: int = 1, pad: Optional[int] = None) -> None:
         self.seqs = [s.tokens for s in _sequences(prefix)]
-        self.seq_length, self.eod, self.pad = int(seq_length), int(eod), int(pad)
+        self.seq_length, self.eod = int(seq_length), int(eod)
+        self.pad = self.eod if pad is None else int(pad)
         self.ranks, self.mb = int(ranks), int(micro_batches)
         per = self.ranks * self.mb
         if per < 1 or len(self.seqs) % per != 0:
@@ -87,12 +93,12 @@ class LoaderOrderDataset:
         tokens = np.full(S, self.pad, dtype=np.int64)
         tokens[:n] = t
         labels = np.full(S, self.pad, dtype=np.int64)
-        labels[:n - 1] = t[1:]
         loss_mask = np.zeros(S, dtype=np.float32)
-        loss_mask[:n - 1] = 1.0
-        # a document's end token predicts the next document: no loss
+        # a document's end token predicts the next document, padding and
+        # the token before it predict nothing: no loss
+        labels[:n], loss_mask[:n] = next_token_labels(t, None, self.eod, self.pad)
+        labels[n - 1:] = self.pad
         ends = np.nonzero(t == self.eod)[0]
-        loss_mask[ends[ends < S]] = 0.0
         position_ids = np.zeros(S, dtype=np.int64)
         start = 0
         for e in list(ends) + [n - 1]:
@@ -106,7 +112,7 @@ class LoaderOrderDataset:
 
 
 def datasets_provider(prefix: str, seq_length: int, eod: int, ranks: int = 1,
-                      micro_batches: int = 1, pad: int = 0) -> Callable:
+                      micro_batches: int = 1, pad: Optional[int] = None) -> Callable:
     """A ``train_valid_test_datasets_provider`` for Megatron's
     ``pretrain()``: the training set in the loader's order, no validation
     or test set (overlord's plan decides what is trained on)."""

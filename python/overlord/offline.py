@@ -7,15 +7,58 @@ micro-batch by micro-batch, as written), not reshuffled.
 sequence per entry); both yield ``OfflineSeq`` objects with step, rank, mb
 (npy only; Megatron's index does not keep them), tokens, positions and
 cu_seqlens as numpy arrays, and ``by_step`` groups them per step.
+``OfflineSeq.labels`` (and ``next_token_labels``) gives a sequence's
+labels and loss mask as every reader makes them: padding never predicts
+and is never predicted.
 """
 
 from __future__ import annotations
 
 import struct
 
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
+
+
+def next_token_labels(tokens, cu_seqlens=None, eod: Optional[int] = None,
+                      pad: Optional[int] = None) -> tuple:
+    """(labels, loss_mask) of one sequence: labels (int64) the next token,
+    loss_mask (float32) 0 where that must not be learnt: at every piece's
+    last token (from ``cu_seqlens``, or, without them, at every ``eod``:
+    the next token is another document's), at the sequence's last, and
+    from the last real token on. Padding is, with ``pad`` given, the last
+    segment of cu_seqlens when all its ids are pad (ovl-ckpt's npy output
+    makes the padding a segment of its own), or without cu_seqlens (a
+    Megatron output) the trailing run of pad ids; when pad is the eod, the
+    first of that run may be a document's own end, which then predicts
+    nothing either. So padding never has a loss, nor is it ever the label
+    of a real token with a loss."""
+    t = np.asarray(tokens, dtype=np.int64)
+    n = len(t)
+    labels = np.empty(n, dtype=np.int64)
+    mask = np.ones(n, dtype=np.float32)
+    if n == 0:
+        return labels, mask
+    labels[:-1] = t[1:]
+    labels[-1] = t[-1] if pad is None else pad
+    mask[-1] = 0.0
+    real = n
+    if cu_seqlens is not None:
+        cu = np.asarray(cu_seqlens, dtype=np.int64)
+        ends = cu[1:]
+        mask[ends[(ends > 0) & (ends <= n)] - 1] = 0.0
+        if pad is not None and len(cu) > 1 and (t[int(cu[-2]):] == pad).all():
+            real = int(cu[-2])
+    else:
+        if eod is not None:
+            mask[t == eod] = 0.0
+        if pad is not None:
+            nz = np.nonzero(t != pad)[0]
+            real = int(nz[-1]) + 1 if len(nz) else 0
+    if real < n:
+        mask[max(real - 1, 0):] = 0.0
+    return labels, mask
 
 
 class OfflineSeq:
@@ -25,6 +68,14 @@ class OfflineSeq:
                  positions: np.ndarray, cu_seqlens: np.ndarray) -> None:
         self.step, self.rank, self.mb = step, rank, mb
         self.tokens, self.positions, self.cu_seqlens = tokens, positions, cu_seqlens
+
+    def labels(self, eod: int, pad: Optional[int] = None) -> tuple:
+        """(labels, loss_mask): ``next_token_labels`` of this sequence, its
+        pieces from its cu_seqlens (npy) or its ``eod`` ids (Megatron),
+        its padding the ``pad`` ids (ovl-construct's --pad-id; default the
+        eod, as ovl-construct's)."""
+        return next_token_labels(self.tokens, self.cu_seqlens, eod,
+                                 eod if pad is None else pad)
 
 
 def npy(prefix: str) -> Iterator[OfflineSeq]:

@@ -143,6 +143,12 @@ int	ovl_cursor_cmp(const struct ovl_cursor *a, const struct ovl_cursor *b);
 #define OVL_DOC_TEXT	0x1u	/* text bytes follow the tokens */
 #define OVL_DOC_MIXED	0x2u	/* mix_pos and mix_tokens are set */
 #define OVL_DOC_IMAGES	0x4u	/* its nimages IMAGE frames follow it */
+/*
+ * Sent from a shuffle window (docshuf.h): record is its position in the
+ * shuffled order, the cursor after it the window's start (next_off may
+ * be below start_off).
+ */
+#define OVL_DOC_SHUFFLED 0x8u
 #define OVL_DOC_FIXED	80u	/* bytes before the token array */
 
 struct ovl_doc {

@@ -304,7 +304,8 @@ check_frame(struct ovl_reader *r, const struct ovl_frame *f)
 		/* the decoder holds the chunk below the chunk count */
 		if (ovl_doc_decode(f, &d) != OVL_F_OK)
 			return ovl_frameio__bad(r, OVL_F_EPAYLOAD, "malformed DOC");
-		if (d.next_rec != d.record + 1 || d.next_off < d.start_off)
+		if (d.next_rec != d.record + 1 || (d.next_off < d.start_off &&
+		    !(d.flags & OVL_DOC_SHUFFLED)))
 			return ovl_frameio__bad(r, OVL_F_EGRAMMAR, "DOC of record %" PRIu64
 			    " at byte %" PRIu64 " with the cursor after it at "
 			    "record %" PRIu64 ", byte %" PRIu64, d.record,

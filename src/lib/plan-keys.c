@@ -15,6 +15,7 @@
 #include "balance.h"
 #include "buf.h"
 #include "cli.h"
+#include "docshuf.h"
 #include "image.h"
 #include "num.h"
 #include "pack.h"
@@ -59,7 +60,8 @@ enum {
 	PK_PATTERN,	/* path=, repeatable (source) */
 	PK_LIST,	/* char *: "a,b"; one option per item in ovl-source's
 			   arguments (member-ext) */
-	PK_HOSTS	/* char *: "a,b", host names or addresses (ovl-run) */
+	PK_HOSTS,	/* char *: "a,b", host names or addresses (ovl-run) */
+	PK_WINDOW	/* char *: a shuffle window, N|chunk|none (docshuf.h) */
 };
 
 #define PKF_ALWAYS	0x1	/* printed even when unset or default */
@@ -123,6 +125,8 @@ static const struct key source_keys[] = {
 	{ "images", PK_CHOICE, SRC(images), 0, 0, ovl_plan_imagemodes,
 	    "--images", 0, 0, 0 },
 	{ "shuffle-seed", PK_SEED, 0, 0, 0, NULL, "--shuffle-seed", 0, 0, 0 },
+	{ "shuffle-window", PK_WINDOW, SRC(shuffle_window), 0, 0, NULL,
+	    "--shuffle-window", PKF_PLANDEF, 0, PLAN(shuffle_window) },
 	{ "epochs", PK_U32, SRC(epochs), 1, UINT32_MAX, NULL, "--epochs",
 	    PKF_EPOCHS, 0, 0 },
 	{ "partitions", PK_U32, SRC(partitions), 1, OVL_PLAN_MAX_PARTITIONS,
@@ -166,6 +170,8 @@ static const struct key simple_keys[] = {
 	{ "image-encoder-cost", PK_STR, PLAN(image_encoder_cost), 0, 0, NULL,
 	    NULL, 0, 0, 0 },
 	{ "transport", PK_CHOICE, PLAN(transport), 0, 0, transports, NULL, 0,
+	    0, 0 },
+	{ "shuffle-window", PK_WINDOW, PLAN(shuffle_window), 0, 0, NULL, NULL, 0,
 	    0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
@@ -299,6 +305,15 @@ set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 		return 0;
 	case PK_HOSTS:
 		return set_hosts(c, k, base, v);
+	case PK_WINDOW: {
+		struct ovl_docshuf_win win;
+
+		if (ovl_docshuf_parse(v, &win) != 0)
+			return ovl_plan__perr(c, "bad %s '%s': expected a count "
+			    "of records (at most 2^32), chunk or none", k->key, v);
+		*FIELD(base, k, char *) = ovl_xstrdup(v);
+		return 0;
+	}
 	case PK_CHOICE:
 	case PK_ENUM:
 		if ((i = ovl_cli_choice(k->choices, v)) < 0) {
@@ -529,6 +544,7 @@ put_key(FILE *fp, const struct key *k, const void *base, int bare)
 	case PK_LIST:
 	case PK_HOSTS:
 	case PK_CHOICE:
+	case PK_WINDOW:
 		if ((s = *CFIELD(base, k, char *)) == NULL)
 			return;
 		fprintf(fp, bare ? " " : " %s=", k->key);
@@ -566,6 +582,7 @@ put_simple(FILE *fp, const struct ovl_plan *p, const struct key *k)
 	switch (k->kind) {
 	case PK_STR:
 	case PK_CHOICE:
+	case PK_WINDOW:
 		if (*CFIELD(p, k, char *) == NULL)
 			return;
 		break;
@@ -791,6 +808,7 @@ ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
 		switch (k->kind) {
 		case PK_STR:
 		case PK_CHOICE:
+		case PK_WINDOW:
 			v = *CFIELD(s, k, char *);
 			if (v == NULL && (k->flags & PKF_PLANDEF))
 				v = *(char *const *)(const void *)((const char *)p +

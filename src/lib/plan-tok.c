@@ -113,3 +113,17 @@ ovl_plan_long_docs(const struct ovl_plan *p, size_t i)
 			return (enum ovl_long_docs)k;
 	return OVL_LONG_SPLIT;
 }
+
+void
+ovl_plan_shuffle_window(const struct ovl_plan *p, size_t i,
+    struct ovl_docshuf_win *w)
+{
+	const char *v = p->sources[i].shuffle_window != NULL ?
+	    p->sources[i].shuffle_window : p->shuffle_window;
+
+	/* the parser checked every value */
+	if (v == NULL || ovl_docshuf_parse(v, w) != 0) {
+		w->kind = OVL_DOCSHUF_OFF;
+		w->n = 0;
+	}
+}

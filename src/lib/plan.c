@@ -1095,6 +1095,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->eod_token);
 		free(s->bos_token);
 		free(s->long_docs);
+		free(s->shuffle_window);
 		free(s->image_cost);
 		free(s->image_token);
 		free(s->images);
@@ -1121,6 +1122,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->bos_token);
 	free(p->image_encoder_cost);
 	free(p->long_docs);
+	free(p->shuffle_window);
 	free(p->balance);
 	free(p->pack);
 	free(p->ckpt_dir);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "docshuf.h"
 #include "step.h"
 
 /* Bounds on what a plan may declare. */
@@ -152,6 +153,12 @@ struct ovl_plan_source {
 	 */
 	int		  shuffle;
 	uint64_t	  shuffle_seed;
+	/*
+	 * shuffle-window=N|chunk|none (docshuf.h): the source's documents
+	 * permuted in windows of N records of a chunk, from shuffle_seed (0
+	 * without one); NULL: the plan's shuffle-window.
+	 */
+	char		 *shuffle_window;
 	uint32_t	  partitions;	/* partitions=, default 1 */
 	uint32_t	  shadows;	/* shadows=, default 0 */
 	char		 *hosts;	/* hosts=a,b: its loader hosts (ovl-run),
@@ -184,6 +191,7 @@ struct ovl_plan {
 	char		*eod_token;	/* eod-token X: default of every source, NULL */
 	char		*bos_token;	/* bos-token X: default of every source, NULL */
 	char		*long_docs;	/* long-docs X: default of every source, NULL */
+	char		*shuffle_window; /* shuffle-window W: the sources' default */
 
 	struct ovl_plan_source *sources;
 	size_t		 nsources;	/* >= 1 */
@@ -344,5 +352,8 @@ char	*ovl_plan_quote(const char *s);
 
 /* Source i's long-document policy (its own, the plan's, or split). */
 enum ovl_long_docs ovl_plan_long_docs(const struct ovl_plan *p, size_t i);
+/* Source i's shuffle window: its shuffle-window=, else the plan's. */
+void	ovl_plan_shuffle_window(const struct ovl_plan *p, size_t i,
+	    struct ovl_docshuf_win *w);
 
 #endif

@@ -274,6 +274,7 @@ setup_inputs(struct mixer *m)
 			ovl_cli_usagex(&cli, "no input for source '%s' (give "
 			    "%s=PATH)", s->ps->name, s->ps->name);
 		s->nparts = count[k];
+		ovl_plan_shuffle_window(m->plan, k, &s->win);
 		s->in = ovl_xcalloc(count[k], sizeof(*s->in));
 		if (count[k] != s->ps->partitions)
 			ovl_info(1, "source '%s': %u inputs, the plan says "

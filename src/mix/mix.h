@@ -102,6 +102,7 @@ struct source {
 	const struct ovl_plan_source *ps;
 	struct input	**in;
 	uint32_t	  nparts;
+	struct ovl_docshuf_win win;	/* its shuffle window: who reads a chunk */
 	struct ovl_cursor cur;		/* next record to consume */
 	uint32_t	  nchunks;	/* 0 until known */
 	uint64_t	  tokens, docs;	/* consumed */

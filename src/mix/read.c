@@ -149,6 +149,20 @@ take_meta(struct mixer *m, struct input *in, const struct ovl_frame *f)
 			    "given as partition %u/%u (inputs go in partition "
 			    "order)", in->label, val, in->part, s->nparts);
 	}
+	{
+		char key[OVL_PLAN_MAX_NAME + 32];
+		uint64_t g = 1;
+
+		snprintf(key, sizeof(key), "source.%s.chunk-group", s->ps->name);
+		if (ovl_meta_value(text, tl, key, val, sizeof(val)) &&
+		    ovl_num_u64(val, &g) != 0)
+			g = 0;
+		if (g != ovl_docshuf_group(&s->win))
+			ovl_errx(OVL_EXIT_USAGE, "'%s' reads chunks in groups "
+			    "of %s, the plan's shuffle-window= in groups of %u",
+			    in->label, g == 1 ? "1" : val,
+			    ovl_docshuf_group(&s->win));
+	}
 	if (!m->have_ref) {
 		m->tokenizer = ovl_xstrdup(tok);
 		m->vocab = vocab;
@@ -478,7 +492,8 @@ take_doc(struct mixer *m, struct source *s, struct ovl_doc *d)
 	char a[OVL_CURSOR_STRLEN];
 
 	for (;;) {
-		in = s->in[s->cur.chunk % s->nparts];
+		in = s->in[ovl_docshuf_part(&s->win, s->cur.chunk,
+		    s->nparts)];
 		if (!in->has_pend && !in->ended)
 			wait_for(m, in);
 		if (in->ended)

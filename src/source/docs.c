@@ -334,6 +334,22 @@ doc_piece(void *arg, uint8_t *dst, uint32_t off, uint32_t n)
 	}
 }
 
+/* A frame begun and finished: on the stream, or held by a shuffle window. */
+static uint8_t *
+out_begin(struct src *s, uint32_t len)
+{
+	return shuf_on(s) ? shuf_begin(s, len) : ovl_writer_begin(s->w, len);
+}
+
+static void
+out_finish(struct src *s, uint8_t kind, uint8_t flags)
+{
+	if (shuf_on(s))
+		shuf_finish(s, kind, flags);
+	else
+		ovl_writer_finish(s->w, kind, flags);
+}
+
 /* Do IMAGE frames follow r's DOC (its images placed, and sent)? */
 static int
 ships_images(const struct src *s, const struct rec *r)
@@ -380,8 +396,8 @@ write_images(struct src *s, const struct rec *r)
 		}
 		len = ovl_image_payload_len(im.name_len, im.path_len,
 		    im.data_len);
-		ovl_image_encode(ovl_writer_begin(s->w, len), &im);
-		ovl_writer_finish(s->w, OVL_IMAGE, 0);
+		ovl_image_encode(out_begin(s, len), &im);
+		out_finish(s, OVL_IMAGE, 0);
 	}
 }
 
@@ -419,6 +435,12 @@ write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
 	g.ntok = ntok;
 	g.eod = s->eod;
 	g.width = s->width;
+	if (shuf_on(s)) {
+		/* held whole by the window: its memory bound counts it */
+		doc_piece(&g, shuf_begin(s, plen), 0, plen);
+		shuf_finish(s, OVL_DOC, ovl_width_flags(s->width));
+		return;
+	}
 	ovl_writer_frame_gen(s->w, OVL_DOC, ovl_width_flags(s->width), plen,
 	    doc_piece, &g);
 }
@@ -516,7 +538,7 @@ counted:
 			write_pieces(s, r, toks, text, (uint32_t)ntok, plen);
 			goto written;
 		}
-		p = ovl_writer_begin(s->w, plen);
+		p = out_begin(s, plen);
 		t = p + OVL_DOC_FIXED;
 		doc_head(s, r, &d);
 		d.ntokens = (uint32_t)ntok + 1;
@@ -530,7 +552,7 @@ counted:
 		else
 			put_bytes(t, s->width, (const unsigned char *)text, len);
 		put_id(t, s->width, ntok, s->eod);
-		ovl_writer_finish(s->w, OVL_DOC, ovl_width_flags(s->width));
+		out_finish(s, OVL_DOC, ovl_width_flags(s->width));
 	}
 written:
 	if (ships_images(s, r))
@@ -557,7 +579,12 @@ record(struct src *s, const struct rec *r, const char *text, size_t len)
 {
 	size_t used;
 
-	record_doc(s, r, text, len);
+	if (shuf_on(s)) {
+		shuf_record_begin(s, r);
+		record_doc(s, r, text, len);
+		shuf_record_end(s);
+	} else
+		record_doc(s, r, text, len);
 	used = len > s->toks.len * 4 ? len : s->toks.len * 4;
 	if (used < s->itoks.len * 4)
 		used = s->itoks.len * 4;	/* a document with its images */

@@ -47,6 +47,9 @@ static const char help[] =
 	"  --chunk-size SIZE     cut large uncompressed files (e.g. 64M; 0: never)\n"
 	"  --partition P/N       read the canonical chunks k with k % N == P\n"
 	"  --shuffle-seed S      permute the chunk order per epoch\n"
+	"  --shuffle-window W    permute the documents of every W records of a\n"
+	"                        chunk, of every G chunks (Gchunks), of every\n"
+	"                        chunk (chunk) or none (none), from the seed\n"
 	"  --epochs N            passes over the source (default 1)\n"
 	"  --repeat              repeat forever\n"
 	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
@@ -80,7 +83,8 @@ enum {
 	O_EOD, O_BOS, O_MIN, O_MAX, O_MATCH, O_DROP, O_CHUNK, O_PART, O_SEED,
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
-	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS, O_IMAGES
+	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS, O_IMAGES,
+	O_WINDOW
 };
 
 static const struct option longopts[] = {
@@ -101,6 +105,7 @@ static const struct option longopts[] = {
 	{ "chunk-size", required_argument, NULL, O_CHUNK },
 	{ "partition", required_argument, NULL, O_PART },
 	{ "shuffle-seed", required_argument, NULL, O_SEED },
+	{ "shuffle-window", required_argument, NULL, O_WINDOW },
 	{ "epochs", required_argument, NULL, O_EPOCHS },
 	{ "repeat", no_argument, NULL, O_REPEAT },
 	{ "resume", required_argument, NULL, O_RESUME },
@@ -257,6 +262,12 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			o->seed = opt_u64("shuffle-seed", optarg, UINT64_MAX);
 			o->shuffle = 1;
 			break;
+		case O_WINDOW:
+			if (ovl_docshuf_parse(optarg, &o->window) != 0)
+				ovl_cli_usagex(&cli, "bad --shuffle-window '%s' "
+				    "(a count of records up to 2^32, "
+				    "Gchunks, chunk or none)", optarg);
+			break;
 		case O_EPOCHS:
 			o->epochs = (uint32_t)opt_u64("epochs", optarg,
 			    UINT32_MAX - 1);
@@ -358,6 +369,9 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 	if (images_set && o->image_cost.kind == 0)
 		ovl_cli_usagex(&cli, "--images sends the images --image-cost "
 		    "places");
+	if (o->window.kind != OVL_DOCSHUF_OFF && o->json)
+		ovl_cli_usagex(&cli, "--shuffle-window writes frames: not with "
+		    "--json (ovl-mix --json shows a shuffled stream)");
 	if (o->standby != NULL && o->output == NULL)
 		ovl_cli_usagex(&cli, "--standby needs --output (the FIFO to take "
 		    "over)");
@@ -458,6 +472,7 @@ setup(struct src *s, struct src_opts *o)
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
+	s->sh.win = o->window;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	if (!o->json && o->output == NULL)
 		ovl_io_refuse_tty(STDOUT_FILENO);
@@ -636,6 +651,8 @@ teardown(struct src *s)
 	ovl_u32vec_free(&s->toks);
 	ovl_u32vec_free(&s->itoks);
 	ovl_chunks_free(&s->cs);
+	shuf_free(s);
+	free(s->gbytes);
 }
 
 /* cli.help: help with the choices' names from their tables */

@@ -35,12 +35,10 @@ chunk_end(struct src *s, uint64_t bytes)
 	}
 }
 
+/* Make canonical chunk k of epoch the current one (s->cx). */
 static void
-run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
-    uint64_t rec0)
+chunk_open(struct src *s, uint32_t epoch, uint32_t k)
 {
-	uint64_t bytes;
-
 	memset(&s->cx, 0, sizeof(s->cx));
 	s->cx.epoch = epoch;
 	s->cx.k = k;
@@ -51,8 +49,55 @@ run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
 	s->cx.name = ovl_remote_is(s->cx.path) ? ovl_remote_shown(s->cx.path,
 	    s->cx.shown, sizeof(s->cx.shown)) : s->cx.path;
 	clock_gettime(CLOCK_MONOTONIC, &s->cx.t0);
+}
+
+static void
+run_chunk(struct src *s, uint32_t epoch, uint32_t k, uint64_t off0,
+    uint64_t rec0)
+{
+	uint64_t bytes;
+
+	chunk_open(s, epoch, k);
+	shuf_chunk_begin(s, &rec0);
 	bytes = src_formats[s->o->format]->run(s, off0, rec0);
+	shuf_chunk_end(s);
 	chunk_end(s, bytes);
+}
+
+/*
+ * Group g of chunks (--shuffle-window Gchunks, lib/docshuf.h) from chunk
+ * from (its first, or one whose documents were all sent before: only the
+ * CHUNK_END frames from there on), skip of its documents sent: read
+ * whole, sent as one window, then each chunk's CHUNK_END (the documents
+ * all counted on its first chunk, whose number they carry).
+ */
+static void
+run_group(struct src *s, uint32_t epoch, uint32_t g, uint32_t from,
+    uint64_t skip)
+{
+	uint32_t gs = ovl_docshuf_group(&s->o->window), first = g * gs;
+	uint32_t last = first + gs < s->cs.n ? first + gs : s->cs.n, k;
+	uint64_t tokens0 = s->tokens, sent = 0, toks = 0;
+
+	if (s->gbytes == NULL)
+		s->gbytes = ovl_xcalloc(gs, sizeof(*s->gbytes));
+	memset(s->gbytes, 0, gs * sizeof(*s->gbytes));
+	if (from == first) {
+		shuf_group_begin(s, epoch, first, skip);
+		for (k = first; k < last; k++) {
+			chunk_open(s, epoch, k);
+			s->gbytes[k - first] = src_formats[s->o->format]->run(s,
+			    0, 0);
+		}
+		sent = shuf_flush(s);
+		toks = s->tokens - tokens0;
+	}
+	for (k = from; k < last; k++) {
+		chunk_open(s, epoch, k);
+		s->cx.docs = k == first ? sent : 0;
+		s->cx.tokens = k == first ? toks : 0;
+		chunk_end(s, s->gbytes[k - first]);
+	}
 }
 
 static void
@@ -91,6 +136,10 @@ write_meta(struct src *s)
 	 */
 	if (o->shuffle)
 		fprintf(fp, "source.%s.shuffle %" PRIu64 "\n", o->name, o->seed);
+	/* who reads which chunk: partition P the groups g with g % N == P */
+	if (ovl_docshuf_group(&o->window) > 1)
+		fprintf(fp, "source.%s.chunk-group %" PRIu32 "\n", o->name,
+		    ovl_docshuf_group(&o->window));
 	for (k = 0; k < s->cs.n; k++) {
 		const struct ovl_chunk *c = &s->cs.v[k];
 		const char *path = s->cs.files[c->file];
@@ -121,6 +170,8 @@ run(struct src *s)
 {
 	const struct src_opts *o = s->o;
 	uint32_t n = s->cs.n, e = 0, k0 = 0, k;
+	uint32_t gs = ovl_docshuf_group(&o->window), ng = (n + gs - 1) / gs;
+	int groups = o->window.kind == OVL_DOCSHUF_CHUNKS;
 	uint64_t off0 = 0, rec0 = 0;
 	int inside = 0;
 
@@ -139,25 +190,30 @@ run(struct src *s)
 			    " is out of range: the source has %" PRIu32 " chunks",
 			    c->chunk, n);
 		e = c->epoch;
-		if (ovl_chunks_owned(c->chunk, o->part_p, o->part_n)) {
+		if (ovl_chunks_owned(c->chunk / gs, o->part_p, o->part_n)) {
 			k0 = c->chunk;
 			off0 = c->off;
 			rec0 = c->rec;
 			inside = 1;
 		} else
-			k0 = c->chunk + 1;
+			k0 = (c->chunk / gs + 1) * gs;
 	}
 epochs:
-	if (o->part_p < n) {
+	if (o->part_p < ng) {
 		for (;; e++) {
 			if (!o->repeat && e >= o->epochs)
 				break;
 			ovl_chunks_perm(n, o->shuffle, o->seed, e, s->perm);
-			for (k = ovl_chunks_next_owned(k0, n, o->part_p, o->part_n);
-			    k < n; k = ovl_chunks_next_owned(k + 1, n, o->part_p,
-			    o->part_n)) {
-				run_chunk(s, e, k, inside ? off0 : 0,
-				    inside ? rec0 : 0);
+			/* groups of chunks (of one without them) */
+			for (k = ovl_chunks_next_owned(k0 / gs, ng, o->part_p,
+			    o->part_n); k < ng; k = ovl_chunks_next_owned(k + 1,
+			    ng, o->part_p, o->part_n)) {
+				if (groups)
+					run_group(s, e, k, inside ? k0 : k * gs,
+					    inside ? rec0 : 0);
+				else
+					run_chunk(s, e, k, inside ? off0 : 0,
+					    inside ? rec0 : 0);
 				inside = 0;
 			}
 			k0 = 0;

@@ -40,6 +40,7 @@
 #include "bpe.h"
 #include "buf.h"
 #include "chunk.h"
+#include "docshuf.h"
 #include "cli.h"
 #include "pcre.h"
 #include "err.h"
@@ -98,6 +99,7 @@ struct src_opts {
 	uint32_t	 part_p, part_n;
 	int		 shuffle;
 	uint64_t	 seed;
+	struct ovl_docshuf_win window;	/* --shuffle-window */
 	uint32_t	 epochs;
 	int		 repeat;
 	int		 resume;
@@ -154,6 +156,33 @@ struct rec {
 					   token file's document (2) */
 };
 
+/* A frame of a shuffle window, held in its arena (shuffle.c). */
+struct shuf_frame {
+	size_t		 off;
+	uint32_t	 len;
+	uint8_t		 kind, flags;
+};
+
+/* The shuffle window being read (shuffle.c). */
+struct shuf {
+	struct ovl_docshuf_win win;
+	int		 group;		/* the window is a group of chunks */
+	uint32_t	 epoch, k;	/* where it is: epoch, (first) chunk */
+	uint64_t	 count;		/* records counted in the chunk */
+	uint64_t	 w;		/* the window being read */
+	uint64_t	 start_off;	/* its first record's offset */
+	int		 started;
+	uint64_t	 skip;		/* its documents a resume skips */
+	struct ovl_buf	 arena;		/* its frames' payloads */
+	struct shuf_frame *fr;
+	size_t		 nfr, cap;
+	struct ovl_u32vec docs;		/* each document's first frame */
+	uint32_t	*perm;
+	size_t		 pcap;
+	size_t		 hi;		/* the most a recent window held */
+	unsigned	 calm;
+};
+
 struct src {
 	const struct src_opts *o;
 	struct ovl_chunks cs;
@@ -187,6 +216,8 @@ struct src {
 	uint64_t	 no_text_groups;
 	struct timespec	 t0;
 	uint64_t	 thr_bytes, thr_docs;
+	struct shuf	 sh;
+	uint64_t	*gbytes;	/* a group's chunks' bytes (run.c) */
 };
 
 
@@ -239,6 +270,29 @@ struct src_format {
 extern const struct src_format *const src_formats[OVL_IN_NFORMATS];
 /* The format a file name suggests, or FMT_AUTO. */
 int	guess_format(const char *path);
+
+/* ---- shuffle.c ---- */
+/* Is --shuffle-window on? */
+int	shuf_on(const struct src *s);
+/*
+ * A chunk begins at the cursor's record number *rec0: becomes the record
+ * number the reader counts from (the window's first record's).
+ */
+void	shuf_chunk_begin(struct src *s, uint64_t *rec0);
+/* A group of chunks from canonical chunk first: one window, skip sent. */
+void	shuf_group_begin(struct src *s, uint32_t epoch, uint32_t first,
+	    uint64_t skip);
+/* Around each record that reaches the filters (record()). */
+void	shuf_record_begin(struct src *s, const struct rec *r);
+void	shuf_record_end(struct src *s);
+/* A frame of the window: as ovl_writer_begin and ovl_writer_finish. */
+uint8_t	*shuf_begin(struct src *s, uint32_t len);
+void	shuf_finish(struct src *s, uint8_t kind, uint8_t flags);
+/* Write the window held, in its order; returns the documents written. */
+uint64_t shuf_flush(struct src *s);
+/* The chunk's last window goes out. */
+void	shuf_chunk_end(struct src *s);
+void	shuf_free(struct src *s);
 
 /* ---- run.c ---- */
 /* Every chunk this partition owns, epoch after epoch, then END. */

@@ -1,8 +1,8 @@
 /*
  * ovl-source: pre-tokenized token files as sources. See source.h.
  *
- * Megatron indexed datasets (PREFIX.bin with PREFIX.idx: every entry of
- * the index is a document) and numpy .npy token arrays (one dimension,
+ * Megatron indexed datasets (PREFIX.bin with PREFIX.idx: a document is
+ * the entries its document_indices give it) and numpy .npy token arrays (one dimension,
  * documents ended by the end-of-document token, or bounded by an offsets
  * array PATH.offsets.npy, or the whole file). Ids of any integer dtype,
  * every one checked below the vocabulary of the stream's tokenizer. A
@@ -235,36 +235,67 @@ next_eod(const uint8_t *p, int dt, uint64_t i, uint64_t n, int64_t eod)
 	return i;
 }
 
+/* Document doc's record: its number is its offset. */
+static void
+tok_rec(struct rec *rc, uint64_t doc)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->row = 2;
+	rc->start_off = doc;
+	rc->next_off = doc + 1;
+	rc->index = doc;
+}
+
+/*
+ * Append ids [a, b) of the token array to the document being built in
+ * s->toks: 1, or 0 after reporting an id outside the vocabulary (the
+ * document's token number counted from its first id).
+ */
+static int
+tok_doc_add(struct src *s, const struct rec *rc, const uint8_t *p, int dt,
+    uint64_t a, uint64_t b)
+{
+	uint32_t vocab = ovl_tok_vocab(s->tok);
+	size_t lead = s->bos != OVL_TOK_NONE ? 1 : 0;
+	uint64_t at;
+
+	ovl_u32vec_reserve(&s->toks, (size_t)(b - a));
+	at = ids_copy(p, dt, a, b, s->toks.p + s->toks.len, vocab);
+	if (at < b) {
+		bad(s, R_TOK, rc, "token %" PRIu64 " is %" PRId64 ": not "
+		    "an id of %s (vocabulary %" PRIu32 ")", s->toks.len - lead +
+		    (at - a), id_at(p, dt, at), ovl_tok_name(s->tok), vocab);
+		return 0;
+	}
+	s->toks.len += (size_t)(b - a);
+	return 1;
+}
+
+/* The document built in s->toks: its own trailing end dropped, recorded. */
+static void
+tok_doc_record(struct src *s, const struct rec *rc)
+{
+	size_t lead = s->bos != OVL_TOK_NONE ? 1 : 0;
+
+	if (s->toks.len > lead && s->toks.p[s->toks.len - 1] == s->eod)
+		s->toks.len--;	/* its own end; one is appended */
+	s->pre = 1;
+	record(s, rc, "", 0);
+}
+
 /* Document doc: ids [a, b) of the token array; checked, then recorded. */
 static void
 tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
     uint64_t doc)
 {
-	uint32_t vocab = ovl_tok_vocab(s->tok);
 	struct rec rc;
-	uint64_t at;
 
-	memset(&rc, 0, sizeof(rc));
-	rc.row = 2;
-	rc.start_off = doc;
-	rc.next_off = doc + 1;
-	rc.index = doc;
-	if (b > a && id_at(p, dt, b - 1) == (int64_t)s->eod)
-		b--;	/* its own end; one is appended */
+	tok_rec(&rc, doc);
 	s->toks.len = 0;
 	if (s->bos != OVL_TOK_NONE)
 		ovl_u32vec_push(&s->toks, s->bos);
-	ovl_u32vec_reserve(&s->toks, (size_t)(b - a));
-	at = ids_copy(p, dt, a, b, s->toks.p + s->toks.len, vocab);
-	if (at < b) {
-		bad(s, R_TOK, &rc, "token %" PRIu64 " is %" PRId64 ": not "
-		    "an id of %s (vocabulary %" PRIu32 ")", at - a,
-		    id_at(p, dt, at), ovl_tok_name(s->tok), vocab);
-		return;
-	}
-	s->toks.len += (size_t)(b - a);
-	s->pre = 1;
-	record(s, &rc, "", 0);
+	if (tok_doc_add(s, &rc, p, dt, a, b))
+		tok_doc_record(s, &rc);
 }
 
 /* ---- Megatron .bin/.idx --------------------------------------------- */
@@ -298,15 +329,22 @@ megatron_names(const char *path, char **bin, char **idx)
 		ovl_errx(OVL_EXIT_DATA, "out of memory");
 }
 
-/* The documents of the current chunk (a file) from document doc0 on. */
+/*
+ * The documents of the current chunk (a file) from document doc0 on. The
+ * index's document_indices (Megatron's: a document is the entries from
+ * one to the next; --split-sentences makes an entry of each sentence)
+ * say which entries make each document, read in the order given; an
+ * index with none, each entry is one.
+ */
 static uint64_t
 run_megatron(struct src *s, uint64_t doc0,
     uint64_t rec0 __attribute__((unused)))
 {
 	struct map mi = { NULL, 0 }, mb = { NULL, 0 };
 	char *bin, *idx;
-	uint64_t count, i, hdr = 9 + 8 + 1 + 8 + 8;
-	const uint8_t *sizes, *ptrs;
+	uint64_t count, ndi, ndocs, i, d, e0, e1, prev, hdr = 9 + 8 + 1 + 8 + 8;
+	const uint8_t *sizes, *ptrs, *di;
+	struct rec rc;
 	int dt;
 
 	megatron_names(s->cx.path, &bin, &idx);
@@ -321,42 +359,69 @@ run_megatron(struct src *s, uint64_t doc0,
 	}
 	memcpy(&i, mi.p + 9, 8);
 	memcpy(&count, mi.p + 18, 8);
+	memcpy(&ndi, mi.p + 26, 8);
 	if (i != 1 || (dt = megatron_dtype(mi.p[17])) < 0) {
 		bad(s, R_INPUT, NULL, "'%s': index version %" PRIu64 ", dtype "
 		    "code %u: not a Megatron index of integer token ids", idx, i,
 		    mi.p[17]);
 		goto out;
 	}
-	if (count > (mi.n - hdr) / 12) {
-		bad(s, R_INPUT, NULL, "'%s': %" PRIu64 " entries do not fit its "
-		    "%zu bytes", idx, count, mi.n);
+	if (count > (mi.n - hdr) / 12 ||
+	    ndi > (mi.n - hdr - 12 * count) / 8) {
+		bad(s, R_INPUT, NULL, "'%s': %" PRIu64 " entries and %" PRIu64
+		    " document indices do not fit its %zu bytes", idx, count,
+		    ndi, mi.n);
 		goto out;
 	}
-	if (doc0 > count)
-		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " is "
-		    "beyond its %" PRIu64 " documents", s->cx.path, doc0, count);
 	sizes = mi.p + hdr;
 	ptrs = sizes + 4 * count;
-	for (i = doc0; i < count; i++) {
-		int32_t len;
-		int64_t at;
-
-		memcpy(&len, sizes + 4 * i, 4);
-		memcpy(&at, ptrs + 8 * i, 8);
-		if (len < 0 || at < 0 || at % dt_size[dt] != 0 ||
-		    (uint64_t)at > mb.n || (uint64_t)len > (mb.n - (uint64_t)at) /
-		    (uint64_t)dt_size[dt]) {
-			struct rec rc;
-
-			memset(&rc, 0, sizeof(rc));
-			rc.row = 2;
-			rc.start_off = i;
-			bad(s, R_INPUT, &rc, "entry of %" PRId32 " tokens at byte %"
-			    PRId64 " does not fit '%s' (%zu bytes)", len, at, bin,
-			    mb.n);
-			break;
+	di = ptrs + 8 * count;
+	/* document_indices: 0, then each document's end, the last = count */
+	ndocs = ndi > 0 ? ndi - 1 : count;
+	for (d = 0, prev = 0; ndi > 0 && d < ndi; d++) {
+		memcpy(&e1, di + 8 * d, 8);
+		if ((d == 0 && e1 != 0) || e1 < prev || e1 > count ||
+		    (d == ndi - 1 && e1 != count)) {
+			bad(s, R_INPUT, NULL, "'%s': document index %" PRIu64
+			    " is %" PRIu64 ": not from 0 up to its %" PRIu64
+			    " entries", idx, d, e1, count);
+			goto out;
 		}
-		tok_doc(s, mb.p + at, dt, 0, (uint64_t)len, i);
+		prev = e1;
+	}
+	if (doc0 > ndocs)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " is "
+		    "beyond its %" PRIu64 " documents", s->cx.path, doc0, ndocs);
+	for (d = doc0; d < ndocs; d++) {
+		e0 = d;
+		e1 = d + 1;
+		if (ndi > 0) {
+			memcpy(&e0, di + 8 * d, 8);
+			memcpy(&e1, di + 8 * (d + 1), 8);
+		}
+		tok_rec(&rc, d);
+		s->toks.len = 0;
+		if (s->bos != OVL_TOK_NONE)
+			ovl_u32vec_push(&s->toks, s->bos);
+		for (i = e0; i < e1; i++) {
+			int32_t len;
+			int64_t at;
+
+			memcpy(&len, sizes + 4 * i, 4);
+			memcpy(&at, ptrs + 8 * i, 8);
+			if (len < 0 || at < 0 || at % dt_size[dt] != 0 ||
+			    (uint64_t)at > mb.n || (uint64_t)len > (mb.n -
+			    (uint64_t)at) / (uint64_t)dt_size[dt]) {
+				bad(s, R_INPUT, &rc, "entry %" PRIu64 " of %"
+				    PRId32 " tokens at byte %" PRId64 " does not "
+				    "fit '%s' (%zu bytes)", i, len, at, bin, mb.n);
+				goto out;
+			}
+			if (!tok_doc_add(s, &rc, mb.p + at, dt, 0, (uint64_t)len))
+				break;
+		}
+		if (i == e1)
+			tok_doc_record(s, &rc);
 	}
 out:
 	unmap(&mb);
