@@ -169,6 +169,7 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 		snprintf(tmp, sizeof(tmp), "%.*s", (int)(len - 14), p + 14);
 		if (sscanf(tmp, " bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
 			r->cr_start = a;
+			r->cr_end = b;
 			r->cr_total = t;
 			r->have_cr = 1;
 		}
@@ -203,10 +204,20 @@ judge(struct ovl_remote *r)
 	ovl_curl.easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	r->checked = 1;
 	if (r->status == 206) {
-		if (!r->have_cr || r->cr_start != r->recv) {
-			snprintf(r->err, sizeof(r->err), "'%s': the server "
-			    "answered another range than bytes %" PRIu64 "-",
-			    r->shown, r->recv);
+		/* exactly the range asked for: bytes recv..rq_end-1 */
+		if (!r->have_cr || r->cr_start != r->recv ||
+		    r->cr_end != r->rq_end - 1) {
+			if (r->have_cr)
+				snprintf(r->err, sizeof(r->err), "'%s': the "
+				    "server answered another range (bytes %"
+				    PRIu64 "-%" PRIu64 ") than bytes %" PRIu64
+				    "-%" PRIu64, r->shown, r->cr_start,
+				    r->cr_end, r->recv, r->rq_end - 1);
+			else
+				snprintf(r->err, sizeof(r->err), "'%s': the "
+				    "server answered bytes %" PRIu64 "-%" PRIu64
+				    " without a Content-Range", r->shown,
+				    r->recv, r->rq_end - 1);
 			return -1;
 		}
 		if (r->sized && r->cr_total != r->size) {
@@ -273,6 +284,14 @@ on_body(char *p, size_t sz, size_t nm, void *arg)
 		goto overflow;
 	}
 	if (len > r->rq_end - r->recv) {
+		if (r->sized && r->rq_end >= r->size) {
+			/* a 200 of unknown length past the size from HEAD */
+			snprintf(r->err, sizeof(r->err), "'%s': the object is "
+			    "longer than its %" PRIu64 " bytes (from HEAD): "
+			    "the server sent more", r->shown, r->size);
+			r->fatal = 1;
+			return 0;
+		}
 		len = (size_t)(r->rq_end - r->recv);
 		r->atend = 1;	/* a 200 going past the range: enough */
 	}
@@ -611,6 +630,12 @@ uint64_t
 ovl_remote_size(const struct ovl_remote *r)
 {
 	return r->size;
+}
+
+const char *
+ovl_remote_version(const struct ovl_remote *r)
+{
+	return r->etag[0] != '\0' ? r->etag : r->lastmod;
 }
 
 const char *

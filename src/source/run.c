@@ -3,9 +3,34 @@
  * read by its format's reader (in-*.c, tokfile.c), CHUNK_END after each.
  * See source.h.
  */
+#include <sys/stat.h>
+
 #include "source.h"
 
 /* ---- the run -------------------------------------------------------- */
+
+int
+chunk_same(struct src *s, int fd, const struct ovl_remote *r)
+{
+	const struct ovl_chunk_file *id = ovl_chunks_file(&s->cs, s->cx.ci);
+	struct stat st;
+	char why[512];
+
+	if (r != NULL) {
+		if (ovl_chunks_file_same_remote(id, r, why, sizeof(why)) == 0)
+			return 0;
+		bad(s, R_INPUT, NULL, "the object %s since it was listed", why);
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		bad(s, R_INPUT, NULL, "cannot stat: %s", strerror(errno));
+		return -1;
+	}
+	if (ovl_chunks_file_same(id, &st, why, sizeof(why)) == 0)
+		return 0;
+	bad(s, R_INPUT, NULL, "the file %s since it was listed", why);
+	return -1;
+}
 
 static void
 chunk_end(struct src *s, uint64_t bytes)
