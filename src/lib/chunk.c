@@ -131,16 +131,34 @@ ovl_chunks_file_same_remote(const struct ovl_chunk_file *id,
 void
 ovl_chunks_file_format(const struct ovl_chunk_file *id, char *buf, size_t n)
 {
-	if (id == NULL || !id->known)
-		snprintf(buf, n, "-");
-	else if (id->remote)
-		snprintf(buf, n, "%llu %s", (unsigned long long)id->size,
-		    id->ver[0] != '\0' && strpbrk(id->ver, "\n") == NULL ?
-		    id->ver : "-");
-	else
-		snprintf(buf, n, "%llu %lld %llu %llu",
-		    (unsigned long long)id->size, (long long)id->mtime_ns,
+	const unsigned char *v;
+	size_t k;
+	int w;
+
+	if (id == NULL || !id->known) {
+		snprintf(buf, n, "- -");
+		return;
+	}
+	if (!id->remote) {
+		snprintf(buf, n, "%llu m.%lld.%09lld.i.%llu.%llu",
+		    (unsigned long long)id->size,
+		    (long long)(id->mtime_ns / 1000000000),
+		    (long long)(id->mtime_ns % 1000000000),
 		    (unsigned long long)id->dev, (unsigned long long)id->ino);
+		return;
+	}
+	w = snprintf(buf, n, "%llu %s", (unsigned long long)id->size,
+	    id->ver[0] == '\0' ? "-" : id->ver[0] == '"' ||
+	    strncmp(id->ver, "W/", 2) == 0 ? "e." : "l.");
+	k = w < 0 ? 0 : (size_t)w;
+	for (v = (const unsigned char *)id->ver; *v != '\0' && k + 4 < n; v++) {
+		if (*v <= ' ' || *v == '%' || *v >= 0x7f)
+			k += (size_t)snprintf(buf + k, n - k, "%%%02X", *v);
+		else
+			buf[k++] = (char)*v;
+	}
+	if (k < n)
+		buf[k] = '\0';
 }
 
 static int

@@ -110,9 +110,11 @@ int	ovl_chunks_file_same(const struct ovl_chunk_file *id,
 int	ovl_chunks_file_same_remote(const struct ovl_chunk_file *id,
 	    const struct ovl_remote *r, char *why, size_t n);
 /*
- * One line for a META (no newline): "SIZE MTIME_NS DEV INO" for a local
- * file, "SIZE VERSION" for a remote one (VERSION "-" when none), "-" for
- * a stream.
+ * Two words for a META line, "SIZE VERSION" (no newline, cut to n - 1):
+ * a local file's VERSION is "m.SEC.NSEC.i.DEV.INO" (mtime, device,
+ * inode), a remote one's "e." or "l." and its ETag or Last-Modified with
+ * '%', blanks and control bytes as %XX ("-" when the server gives
+ * neither); a stream's words are "- -".
  */
 void	ovl_chunks_file_format(const struct ovl_chunk_file *id, char *buf,
 	    size_t n);

@@ -201,6 +201,8 @@ changed(struct ovl_remote *r)
 static int
 judge(struct ovl_remote *r)
 {
+	curl_off_t len = -1;
+
 	ovl_curl.easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	r->checked = 1;
 	if (r->status == 206) {
@@ -220,6 +222,15 @@ judge(struct ovl_remote *r)
 				    r->recv, r->rq_end - 1);
 			return -1;
 		}
+		ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+		    &len);
+		if (len >= 0 && (uint64_t)len != r->cr_end - r->cr_start + 1) {
+			snprintf(r->err, sizeof(r->err), "'%s': the server "
+			    "answered bytes %" PRIu64 "-%" PRIu64 " with %" PRId64
+			    " bytes", r->shown, r->cr_start, r->cr_end,
+			    (int64_t)len);
+			return -1;
+		}
 		if (r->sized && r->cr_total != r->size) {
 			snprintf(r->err, sizeof(r->err), "'%s' changed while "
 			    "reading (%" PRIu64 " bytes, now %" PRIu64 ") at "
@@ -229,8 +240,6 @@ judge(struct ovl_remote *r)
 		}
 		r->skip = 0;
 	} else if (r->status == 200 && !r->collect) {
-		curl_off_t len = -1;
-
 		/* the whole object, or it is not what was asked for */
 		ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 		    &len);

@@ -129,6 +129,16 @@ write_meta(struct src *s)
 			fprintf(fp, "source.%s.chunk.%" PRIu32 " %" PRIu64 " %"
 			    PRIu64 " %s\n", o->name, k, c->off, c->len, path);
 	}
+	/* what each file was when listed: its identity (lib/chunk.h) */
+	for (k = 0; k < s->cs.nfiles; k++) {
+		char id[1024];
+
+		if (strchr(s->cs.files[k], '\n') != NULL)
+			continue;
+		ovl_chunks_file_format(&s->cs.ids[k], id, sizeof(id));
+		fprintf(fp, "source.%s.file.%" PRIu32 " %s %s\n", o->name, k, id,
+		    s->cs.files[k]);
+	}
 	if (fclose(fp) != 0)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");
 	{
