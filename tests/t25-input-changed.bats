@@ -7,6 +7,7 @@
 # changes the file then.
 
 load test_helper
+load ckpt/pipeline
 
 setup() {
 	T=$BATS_TEST_TMPDIR
@@ -15,7 +16,7 @@ setup() {
 	    printf "{\"text\":\"version 1 document %05d, some words\"}\n", i }' \
 	    > "$T/a.jsonl"
 	sed 's/version 1/version 2/' "$T/a.jsonl" > "$T/b.jsonl"
-	mkfifo "$T/fifo"
+	mkfifo "$T/gate"
 }
 
 # changed_run CHANGE ARGS...: start ovl-source ARGS on a.jsonl, read its
@@ -24,10 +25,10 @@ setup() {
 changed_run() {
 	local change=$1 pid
 	shift
-	"$OVL_SOURCE" --json --text "$@" x "$T/a.jsonl" --output "$T/fifo" \
+	"$OVL_SOURCE" --json --text "$@" x "$T/a.jsonl" --output "$T/gate" \
 	    2> "$T/err" 3>&- &
 	pid=$!
-	exec 4< "$T/fifo"
+	exec 4< "$T/gate"
 	read -r first <&4
 	[[ $first == *'"text":"version 1 document 00001, some words"'* ]]
 	eval "$change"
@@ -54,4 +55,27 @@ changed_run() {
 	[ "$(cat "$T/rc")" = 1 ]
 	grep -q "'$T/a.jsonl': the file was replaced (another file, inode [0-9]*, now [0-9]*) under the run (at byte offset [0-9]*)" "$T/err"
 	! grep -q "version 2" "$T/out"
+}
+
+log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]; }
+
+@test "input-changed: a resume over a file changed since the run began stops in ovl-ckpt, naming the file (exit 1)" {
+	cd "$T"
+	cp "$SAMPLES/web/web-0.jsonl" web.jsonl
+	# throttled: the run cannot end before the first checkpoint is in
+	printf '%s\n' "source web path=$T/web.jsonl format=jsonl on-exhaust=repeat throttle=100K" \
+	    'seq-len 256' 'ranks 2' 'checkpoint every=16' 'stop tokens=1M' > p.plan
+	pl_start p.plan ck "" --per-rank out/rank%d
+	wait_until 120 log_past_header
+	pl_kill ckpt TERM
+	pl_wait
+	[ "${PL_RC[ckpt]}" -eq 143 ]
+	grep -q "^source.web.file.0 $(stat -c %s web.jsonl) m\..* $T/web.jsonl\$" ck/inputs
+	# the same size, another byte (in a document's id)
+	printf X | dd of=web.jsonl bs=1 seek=8 conv=notrunc status=none
+	run -0 pl_restore ck resume.lines
+	pl_start p.plan ck resume.lines --per-rank out/rank%d
+	pl_wait
+	[ "${PL_RC[ckpt]}" -eq 1 ]
+	grep -q "ovl-ckpt: input '$T/web.jsonl' changed since the run began (size and version $(stat -c %s web.jsonl) m\..*, now $(stat -c %s web.jsonl) m\..*): a resume would join two versions of it" ckpt.err
 }
