@@ -140,11 +140,12 @@ ovl_chunks_file_format(const struct ovl_chunk_file *id, char *buf, size_t n)
 		return;
 	}
 	if (!id->remote) {
-		snprintf(buf, n, "%llu m.%lld.%09lld.i.%llu.%llu",
+		/* no device: another host's mount of the file has another */
+		snprintf(buf, n, "%llu m.%lld.%09lld.i.%llu",
 		    (unsigned long long)id->size,
 		    (long long)(id->mtime_ns / 1000000000),
 		    (long long)(id->mtime_ns % 1000000000),
-		    (unsigned long long)id->dev, (unsigned long long)id->ino);
+		    (unsigned long long)id->ino);
 		return;
 	}
 	w = snprintf(buf, n, "%llu %s", (unsigned long long)id->size,

@@ -111,8 +111,8 @@ int	ovl_chunks_file_same_remote(const struct ovl_chunk_file *id,
 	    const struct ovl_remote *r, char *why, size_t n);
 /*
  * Two words for a META line, "SIZE VERSION" (no newline, cut to n - 1):
- * a local file's VERSION is "m.SEC.NSEC.i.DEV.INO" (mtime, device,
- * inode), a remote one's "e." or "l." and its ETag or Last-Modified with
+ * a local file's VERSION is "m.SEC.NSEC.i.INO" (mtime and inode), a
+ * remote one's "e." or "l." and its ETag or Last-Modified with
  * '%', blanks and control bytes as %XX ("-" when the server gives
  * neither); a stream's words are "- -".
  */
