@@ -36,7 +36,8 @@ framedump() {
 	    > "$BATS_TEST_TMPDIR/f"
 	framedump "$BATS_TEST_TMPDIR/f" > "$BATS_TEST_TMPDIR/d"
 	run -0 head -n 1 "$BATS_TEST_TMPDIR/d"
-	[ "$output" = "META tokenizer bytes|vocab 257|eod 256|source 0 web|source.web.chunks 2|source.web.partition 0/1|source.web.chunk.0 0 - $SAMPLES/web/web-0.jsonl|source.web.chunk.1 0 - $SAMPLES/web/web-2.jsonl.zst|" ]
+	# each file's identity: its size, then mtime and inode (lib/chunk.h)
+	[[ $output == "META tokenizer bytes|vocab 257|eod 256|source 0 web|source.web.chunks 2|source.web.partition 0/1|source.web.chunk.0 0 - $SAMPLES/web/web-0.jsonl|source.web.chunk.1 0 - $SAMPLES/web/web-2.jsonl.zst|source.web.file.0 $(stat -c %s "$SAMPLES/web/web-0.jsonl") m."*".i."*" $SAMPLES/web/web-0.jsonl|source.web.file.1 $(stat -c %s "$SAMPLES/web/web-2.jsonl.zst") m."*".i."*" $SAMPLES/web/web-2.jsonl.zst|" ]]
 	run -0 tail -n 1 "$BATS_TEST_TMPDIR/d"
 	[ "$output" = "END frames=$(( $(wc -l < "$BATS_TEST_TMPDIR/d") - 1 ))" ]
 	run -0 grep -c '^DOC' "$BATS_TEST_TMPDIR/d"

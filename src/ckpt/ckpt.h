@@ -254,6 +254,14 @@ struct outrec {
 	uint32_t	 hdr;
 };
 
+/* ---- inputs.c ---- */
+/*
+ * The META's input identities (source.NAME.file.I lines): a fresh run
+ * keeps them in DIR/inputs; a resumed run's must be the same for every
+ * file named in both, else exit 1 naming the file.
+ */
+void	 inputs_bind(struct ckpt_run *R, const char *text, uint32_t len);
+
 /* ---- common.c ---- */
 /* A SIGTERM asked the sink to stop (ckpt_on_term, its handler, was called). */
 int	 ckpt_stopping(void);

@@ -525,6 +525,7 @@ on_meta(struct ckpt_run *R, const struct ovl_frame *f)
 	ovl_meta_frame_without(f, "resumed", &R->meta);
 	R->have_meta = 1;
 	meta_parse(R, text, len);
+	inputs_bind(R, text, len);
 	open_outputs(R);
 }
 

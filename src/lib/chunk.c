@@ -49,16 +49,117 @@ has_glob(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
+/* Add path, listed as it is now: st (local), r (remote) or neither. */
 static void
-add_file(struct listing *l, const char *path)
+add_file(struct listing *l, const char *path, const struct stat *st,
+    const struct ovl_remote *r)
 {
 	struct ovl_chunks *cs = l->cs;
+	struct ovl_chunk_file *id;
 
 	if (cs->nfiles == l->fcap) {
 		l->fcap = l->fcap ? l->fcap * 2 : 16;
 		cs->files = ovl_xrealloc(cs->files, l->fcap * sizeof(*cs->files));
+		cs->ids = ovl_xrealloc(cs->ids, l->fcap * sizeof(*cs->ids));
+	}
+	id = &cs->ids[cs->nfiles];
+	memset(id, 0, sizeof(*id));
+	if (st != NULL) {
+		id->known = 1;
+		id->size = (uint64_t)st->st_size;
+		id->dev = (uint64_t)st->st_dev;
+		id->ino = (uint64_t)st->st_ino;
+		id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+		    st->st_mtim.tv_nsec;
+	} else if (r != NULL) {
+		id->known = id->remote = 1;
+		id->size = ovl_remote_size(r);
+		id->ver = ovl_xstrdup(ovl_remote_version(r));
 	}
 	cs->files[cs->nfiles++] = ovl_xstrdup(path);
+}
+
+int
+ovl_chunks_file_same(const struct ovl_chunk_file *id, const struct stat *st,
+    char *why, size_t n)
+{
+	int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+	    st->st_mtim.tv_nsec;
+
+	if (id == NULL || !id->known || id->remote)
+		return 0;
+	if ((uint64_t)st->st_dev != id->dev || (uint64_t)st->st_ino != id->ino)
+		snprintf(why, n, "was replaced (another file, inode %llu, now "
+		    "%llu)", (unsigned long long)id->ino,
+		    (unsigned long long)st->st_ino);
+	else if ((uint64_t)st->st_size < id->size)
+		snprintf(why, n, "shrank from %llu to %llu bytes",
+		    (unsigned long long)id->size,
+		    (unsigned long long)st->st_size);
+	else if ((uint64_t)st->st_size > id->size)
+		snprintf(why, n, "grew from %llu to %llu bytes",
+		    (unsigned long long)id->size,
+		    (unsigned long long)st->st_size);
+	else if (mt != id->mtime_ns)
+		snprintf(why, n, "was modified (its mtime changed)");
+	else
+		return 0;
+	return -1;
+}
+
+int
+ovl_chunks_file_same_remote(const struct ovl_chunk_file *id,
+    const struct ovl_remote *r, char *why, size_t n)
+{
+	const char *v = ovl_remote_version(r);
+
+	if (id == NULL || !id->known || !id->remote)
+		return 0;
+	if (strcmp(id->ver, v) != 0)
+		snprintf(why, n, "changed (version %.200s, now %.200s)",
+		    id->ver[0] != '\0' ? id->ver : "none",
+		    v[0] != '\0' ? v : "none");
+	else if (ovl_remote_size(r) != id->size)
+		snprintf(why, n, "changed (%llu bytes, now %llu)",
+		    (unsigned long long)id->size,
+		    (unsigned long long)ovl_remote_size(r));
+	else
+		return 0;
+	return -1;
+}
+
+void
+ovl_chunks_file_format(const struct ovl_chunk_file *id, char *buf, size_t n)
+{
+	const unsigned char *v;
+	size_t k;
+	int w;
+
+	if (id == NULL || !id->known) {
+		snprintf(buf, n, "- -");
+		return;
+	}
+	if (!id->remote) {
+		/* no device: another host's mount of the file has another */
+		snprintf(buf, n, "%llu m.%lld.%09lld.i.%llu",
+		    (unsigned long long)id->size,
+		    (long long)(id->mtime_ns / 1000000000),
+		    (long long)(id->mtime_ns % 1000000000),
+		    (unsigned long long)id->ino);
+		return;
+	}
+	w = snprintf(buf, n, "%llu %s", (unsigned long long)id->size,
+	    id->ver[0] == '\0' ? "-" : id->ver[0] == '"' ||
+	    strncmp(id->ver, "W/", 2) == 0 ? "e." : "l.");
+	k = w < 0 ? 0 : (size_t)w;
+	for (v = (const unsigned char *)id->ver; *v != '\0' && k + 4 < n; v++) {
+		if (*v <= ' ' || *v == '%' || *v >= 0x7f)
+			k += (size_t)snprintf(buf + k, n - k, "%%%02X", *v);
+		else
+			buf[k++] = (char)*v;
+	}
+	if (k < n)
+		buf[k] = '\0';
 }
 
 static int
@@ -310,7 +411,7 @@ add_remote(struct listing *l, const char *path, uint64_t chunk_size,
 
 	if ((f.r = ovl_remote_open(path, err, errlen)) == NULL)
 		return -1;
-	add_file(l, path);
+	add_file(l, path, NULL, f.r);
 	rc = cut_file(l, &f, path, ovl_remote_size(f.r), chunk_size, cut, err,
 	    errlen);
 	ovl_remote_close(f.r);
@@ -343,7 +444,7 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 			    strerror(errno));
 			return -1;
 		}
-		add_file(l, path);
+		add_file(l, path, NULL, NULL);
 		return add_chunk(l, l->cs->nfiles - 1, OVL_COMP_STREAM, 0,
 		    OVL_CHUNK_WHOLE, err, errlen);
 	}
@@ -363,7 +464,7 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 		close(f.fd);
 		return -1;
 	}
-	add_file(l, path);
+	add_file(l, path, &st, NULL);
 	rc = cut_file(l, &f, path, (uint64_t)st.st_size, chunk_size, cut, err,
 	    errlen);
 	close(f.fd);
@@ -450,9 +551,12 @@ ovl_chunks_free(struct ovl_chunks *cs)
 {
 	uint32_t i;
 
-	for (i = 0; i < cs->nfiles; i++)
+	for (i = 0; i < cs->nfiles; i++) {
 		free(cs->files[i]);
+		free(cs->ids[i].ver);
+	}
 	free(cs->files);
+	free(cs->ids);
 	free(cs->v);
 	memset(cs, 0, sizeof(*cs));
 }
@@ -461,6 +565,12 @@ const char *
 ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i)
 {
 	return cs->files[cs->v[i].file];
+}
+
+const struct ovl_chunk_file *
+ovl_chunks_file(const struct ovl_chunks *cs, uint32_t i)
+{
+	return &cs->ids[cs->v[i].file];
 }
 
 void

@@ -50,8 +50,25 @@ struct ovl_chunk {
 					   bytes in the file) */
 };
 
+/*
+ * What a file was when it was listed, so that a later open or read tells
+ * the same file from one changed under the run. Local: size, modification
+ * time, device and inode. Remote: size and version (the strong ETag, else
+ * Last-Modified; "" when the server gives neither). A stream: nothing
+ * (known 0).
+ */
+struct ovl_chunk_file {
+	int		 known;
+	int		 remote;
+	uint64_t	 size;
+	uint64_t	 dev, ino;
+	int64_t		 mtime_ns;
+	char		*ver;		/* remote: owned, never NULL */
+};
+
 struct ovl_chunks {
 	char		**files;	/* resolved paths, owned */
+	struct ovl_chunk_file *ids;	/* per file: what it was when listed */
 	uint32_t	  nfiles;
 	struct ovl_chunk *v;		/* the chunk list, owned */
 	uint32_t	  n;
@@ -72,6 +89,35 @@ void	ovl_chunks_free(struct ovl_chunks *cs);
 
 /* The path of chunk i (i < cs->n). */
 const char *ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i);
+/* What chunk i's file was when it was listed (i < cs->n). */
+const struct ovl_chunk_file *ovl_chunks_file(const struct ovl_chunks *cs,
+	    uint32_t i);
+
+struct stat;
+struct ovl_remote;
+/*
+ * Is a local file, as fstat(2) sees it now (st), the one listed as id?
+ * 0 when it is (or id is NULL or not known), else -1 with what changed in
+ * why ("shrank from A to B bytes", "grew ...", "was modified",
+ * "was replaced (another inode)").
+ */
+int	ovl_chunks_file_same(const struct ovl_chunk_file *id,
+	    const struct stat *st, char *why, size_t n);
+/*
+ * The same for a remote object just opened (its HEAD): its size and
+ * version against id's. 0, or -1 with what changed in why.
+ */
+int	ovl_chunks_file_same_remote(const struct ovl_chunk_file *id,
+	    const struct ovl_remote *r, char *why, size_t n);
+/*
+ * Two words for a META line, "SIZE VERSION" (no newline, cut to n - 1):
+ * a local file's VERSION is "m.SEC.NSEC.i.INO" (mtime and inode), a
+ * remote one's "e." or "l." and its ETag or Last-Modified with
+ * '%', blanks and control bytes as %XX ("-" when the server gives
+ * neither); a stream's words are "- -".
+ */
+void	ovl_chunks_file_format(const struct ovl_chunk_file *id, char *buf,
+	    size_t n);
 
 /*
  * The compression of path from its magic bytes: an enum ovl_chunk_comp, or

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <archive_entry.h>
@@ -31,7 +32,7 @@ static const struct ovl_dl_sym arc_syms[] = {
 	SYM(entry_filetype), SYM(entry_pathname), SYM(entry_size),
 	SYM(entry_size_is_set), SYM(error_string), SYM(filter_bytes),
 	SYM(filter_name), SYM(read_data), SYM(read_free), SYM(read_new),
-	SYM(read_next_header), SYM(read_open), SYM(read_open_fd),
+	SYM(read_next_header), SYM(read_open),
 	SYM(read_support_filter_all), SYM(read_support_format_empty),
 	SYM(read_support_format_raw), SYM(read_support_format_tar),
 	SYM(set_error), { NULL, NULL }
@@ -86,6 +87,32 @@ arc_open_err(struct ovl_input *in, int want_archive)
 		    "compressed data (%s)", ovl_input_arc_err(in->a));
 }
 
+/*
+ * A local file read at in->rpos: still the file listed? 0, or -1 with
+ * in->err and errno EIO.
+ */
+static int
+in_same(struct ovl_input *in)
+{
+	struct stat st;
+	char why[256];
+
+	if (in->id == NULL || in->stream || in->remote != NULL)
+		return 0;
+	if (fstat(in->fd, &st) == -1) {
+		snprintf(in->err, sizeof(in->err), "cannot stat: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (ovl_chunks_file_same(in->id, &st, why, sizeof(why)) == 0)
+		return 0;
+	snprintf(in->err, sizeof(in->err), "the file %s under the run (at "
+	    "byte offset %" PRIu64 ")", why, in->rpos);
+	in->changed = 1;
+	errno = EIO;
+	return -1;
+}
+
 /* Bytes of the file itself: the sniffed bytes first, then the fd. */
 static ssize_t
 in_raw(struct ovl_input *in, unsigned char *buf, size_t n)
@@ -103,6 +130,19 @@ in_raw(struct ovl_input *in, unsigned char *buf, size_t n)
 		return ovl_remote_read(in->remote, buf, n);
 	while ((r = read(in->fd, buf, n)) == -1 && errno == EINTR)
 		;
+	if (r >= 0 && in_same(in) != 0)
+		return -1;
+	if (r == 0 && in->id != NULL && in->id->known && !in->stream &&
+	    in->rpos < in->id->size) {
+		snprintf(in->err, sizeof(in->err), "the file shrank under the "
+		    "run: end of file at byte offset %" PRIu64 " of the %" PRIu64
+		    " listed", in->rpos, in->id->size);
+		in->changed = 1;
+		errno = EIO;
+		return -1;
+	}
+	if (r > 0)
+		in->rpos += (uint64_t)r;
 	return r;
 }
 
@@ -132,7 +172,7 @@ raw_err(struct ovl_input *in)
 	if (in->remote != NULL)
 		remote_msg(in->err, sizeof(in->err), ovl_remote_err(in->remote),
 		    ovl_remote_name(in->remote));
-	else
+	else if (!in->changed)
 		snprintf(in->err, sizeof(in->err), "read error: %s",
 		    strerror(errno));
 }
@@ -188,13 +228,15 @@ arc_read_cb(struct archive *a, void *arg, const void **buf)
 
 int
 ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
-    const struct ovl_chunk *c, const char *path, int want_archive)
+    const struct ovl_chunk *c, const char *path, int want_archive,
+    const struct ovl_chunk_file *id)
 {
 	int comp = (int)c->comp;
 
 	memset(in, 0, sizeof(*in));
 	in->x = x;
 	in->fd = -1;
+	in->id = id;
 	if (comp != OVL_COMP_STREAM && ovl_remote_is(path)) {
 		char msg[1024], name[512];
 
@@ -203,6 +245,13 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 			in->unopened = errno == ENOENT || errno == EACCES;
 			remote_msg(in->err, sizeof(in->err), msg,
 			    ovl_remote_shown(path, name, sizeof(name)));
+			return -1;
+		}
+		if (ovl_chunks_file_same_remote(id, in->remote, msg,
+		    sizeof(msg)) != 0) {
+			snprintf(in->err, sizeof(in->err), "the object %.440s "
+			    "since it was listed", msg);
+			in->changed = 1;
 			return -1;
 		}
 	} else if (comp == OVL_COMP_STREAM) {
@@ -229,7 +278,8 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		    strerror(errno));
 		in->unopened = 1;
 		return -1;
-	}
+	} else if (in_same(in) != 0)
+		return -1;
 	in->comp = comp;
 	if (comp == OVL_COMP_OTHER || (want_archive && comp == OVL_COMP_NONE)) {
 		int ok;
@@ -247,11 +297,9 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 			ovl_arc.read_support_format_raw(in->a);
 			ovl_arc.read_support_format_empty(in->a);
 		}
-		if (in->stream || in->remote != NULL) {
-			in->abuf = ovl_xmalloc(OVL_INPUT_BLOCK);
-			ok = ovl_arc.read_open(in->a, in, NULL, arc_raw_cb, NULL);
-		} else
-			ok = ovl_arc.read_open_fd(in->a, in->fd, OVL_INPUT_BLOCK);
+		/* through in_raw: a local file is checked at every read */
+		in->abuf = ovl_xmalloc(OVL_INPUT_BLOCK);
+		ok = ovl_arc.read_open(in->a, in, NULL, arc_raw_cb, NULL);
 		if (ok != ARCHIVE_OK) {
 			arc_open_err(in, want_archive);
 			return -1;
@@ -318,6 +366,7 @@ ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
 		    strerror(errno));
 		return -1;
 	}
+	in->rpos = c->off;
 	return 0;
 }
 
@@ -379,7 +428,8 @@ ovl_input_skip(struct ovl_input *in, uint64_t off)
 		snprintf(in->err, sizeof(in->err), "cannot seek: %s",
 		    strerror(errno));
 		return -1;
-	}
+	} else
+		in->rpos = in->coff + off;
 	if (in->remain != OVL_CHUNK_WHOLE)
 		in->remain -= off;
 	return 0;

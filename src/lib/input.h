@@ -49,7 +49,6 @@ struct ovl_arc {
 	__typeof__(archive_read_new) *read_new;
 	__typeof__(archive_read_next_header) *read_next_header;
 	__typeof__(archive_read_open) *read_open;
-	__typeof__(archive_read_open_fd) *read_open_fd;
 	__typeof__(archive_read_support_filter_all) *read_support_filter_all;
 	__typeof__(archive_read_support_format_empty) *read_support_format_empty;
 	__typeof__(archive_read_support_format_raw) *read_support_format_raw;
@@ -96,6 +95,9 @@ struct ovl_input {
 	int		 kind;		/* enum ovl_chunk_comp, or OVL_INPUT_ARCHIVE */
 	int		 fd;
 	struct ovl_remote *remote;	/* a remote file (then fd is -1) */
+	const struct ovl_chunk_file *id; /* what the file was when listed */
+	uint64_t	 rpos;		/* a local file: offset of the next read */
+	int		 changed;	/* err says how the file changed */
 	int		 unopened;	/* the file could not be opened at all */
 	uint64_t	 remain;	/* plain: bytes left in the range */
 	uint64_t	 coff;		/* plain: the chunk's first byte in the file */
@@ -133,9 +135,17 @@ void	ovl_input_ctx_free(struct ovl_input_ctx *x);
  * archive_read_next_header on in->a, its data with ovl_input_read). -1 with
  * in->err on failure (in->unopened when the file could not be opened at
  * all: missing, forbidden, HTTP 404 or 403); ovl_input_close in every case.
+ *
+ * id (ovl_chunks_file; NULL: none) is what the file was when it was
+ * listed: a file that differs at the open, or, read by us (not through
+ * libarchive's own reads of a local file), at any read (fstat after
+ * every read; an end of file before the listed size), is an error
+ * naming what changed and the byte offset, never data of another file.
+ * A remote object of another version or size is an error at the open.
  */
 int	ovl_input_open(struct ovl_input_ctx *x, struct ovl_input *in,
-	    const struct ovl_chunk *c, const char *path, int want_archive);
+	    const struct ovl_chunk *c, const char *path, int want_archive,
+	    const struct ovl_chunk_file *id);
 /*
  * A plain (uncompressed, not archive, not stream) chunk only, before the
  * first read: n bytes at chunk offset off (ovl_input_pread), and continue

@@ -52,7 +52,7 @@ struct ovl_remote {
 	CURLcode	 res;
 	long		 status;	/* of the response being received */
 	int		 checked;	/* its status judged (first body byte) */
-	uint64_t	 cr_start, cr_total;
+	uint64_t	 cr_start, cr_end, cr_total;	/* Content-Range */
 	int		 have_cr;
 	char		 r_etag[256], r_lastmod[64];	/* of the response */
 	uint64_t	 rq_end;	/* bytes [recv, rq_end) are wanted */

@@ -169,6 +169,7 @@ on_header(char *p, size_t sz, size_t nm, void *arg)
 		snprintf(tmp, sizeof(tmp), "%.*s", (int)(len - 14), p + 14);
 		if (sscanf(tmp, " bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
 			r->cr_start = a;
+			r->cr_end = b;
 			r->cr_total = t;
 			r->have_cr = 1;
 		}
@@ -200,13 +201,34 @@ changed(struct ovl_remote *r)
 static int
 judge(struct ovl_remote *r)
 {
+	curl_off_t len = -1;
+
 	ovl_curl.easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
 	r->checked = 1;
 	if (r->status == 206) {
-		if (!r->have_cr || r->cr_start != r->recv) {
+		/* exactly the range asked for: bytes recv..rq_end-1 */
+		if (!r->have_cr || r->cr_start != r->recv ||
+		    r->cr_end != r->rq_end - 1) {
+			if (r->have_cr)
+				snprintf(r->err, sizeof(r->err), "'%s': the "
+				    "server answered another range (bytes %"
+				    PRIu64 "-%" PRIu64 ") than bytes %" PRIu64
+				    "-%" PRIu64, r->shown, r->cr_start,
+				    r->cr_end, r->recv, r->rq_end - 1);
+			else
+				snprintf(r->err, sizeof(r->err), "'%s': the "
+				    "server answered bytes %" PRIu64 "-%" PRIu64
+				    " without a Content-Range", r->shown,
+				    r->recv, r->rq_end - 1);
+			return -1;
+		}
+		ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+		    &len);
+		if (len >= 0 && (uint64_t)len != r->cr_end - r->cr_start + 1) {
 			snprintf(r->err, sizeof(r->err), "'%s': the server "
-			    "answered another range than bytes %" PRIu64 "-",
-			    r->shown, r->recv);
+			    "answered bytes %" PRIu64 "-%" PRIu64 " with %" PRId64
+			    " bytes", r->shown, r->cr_start, r->cr_end,
+			    (int64_t)len);
 			return -1;
 		}
 		if (r->sized && r->cr_total != r->size) {
@@ -218,8 +240,6 @@ judge(struct ovl_remote *r)
 		}
 		r->skip = 0;
 	} else if (r->status == 200 && !r->collect) {
-		curl_off_t len = -1;
-
 		/* the whole object, or it is not what was asked for */
 		ovl_curl.easy_getinfo(r->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 		    &len);
@@ -273,6 +293,14 @@ on_body(char *p, size_t sz, size_t nm, void *arg)
 		goto overflow;
 	}
 	if (len > r->rq_end - r->recv) {
+		if (r->sized && r->rq_end >= r->size) {
+			/* a 200 of unknown length past the size from HEAD */
+			snprintf(r->err, sizeof(r->err), "'%s': the object is "
+			    "longer than its %" PRIu64 " bytes (from HEAD): "
+			    "the server sent more", r->shown, r->size);
+			r->fatal = 1;
+			return 0;
+		}
 		len = (size_t)(r->rq_end - r->recv);
 		r->atend = 1;	/* a 200 going past the range: enough */
 	}
@@ -611,6 +639,12 @@ uint64_t
 ovl_remote_size(const struct ovl_remote *r)
 {
 	return r->size;
+}
+
+const char *
+ovl_remote_version(const struct ovl_remote *r)
+{
+	return r->etag[0] != '\0' ? r->etag : r->lastmod;
 }
 
 const char *

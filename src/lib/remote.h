@@ -76,6 +76,13 @@ struct ovl_remote *ovl_remote_open(const char *url, char *err, size_t errlen);
 /* Its size in bytes. */
 uint64_t ovl_remote_size(const struct ovl_remote *r);
 /*
+ * Its version from the HEAD, never NULL: the strong ETag, else the
+ * Last-Modified date, else "" (the server gives neither). Every ranged
+ * GET is conditional on it (If-Range), and an answer of another version
+ * is an error.
+ */
+const char *ovl_remote_version(const struct ovl_remote *r);
+/*
  * Up to n bytes at offset off (fewer only at the end of the object, 0 at
  * or past it). Returns the count, or -1 with ovl_remote_err(r) set. A
  * sequential read in progress is not disturbed, beyond its GET being

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -39,17 +40,17 @@ spm_open(const char *path, char *err, size_t errlen)
 		}
 		std::string data((std::istreambuf_iterator<char>(in)),
 		    std::istreambuf_iterator<char>());
-		struct ovl_spm *s = new ovl_spm;
+		/* owned here until returned: freed when the loader throws */
+		std::unique_ptr<ovl_spm> s(new ovl_spm);
 		auto st = s->sp.LoadFromSerializedProto(data);
 		if (!st.ok()) {
 			std::snprintf(err, errlen, "%s: not a SentencePiece model "
 			    "(%s)", path, st.ToString().c_str());
-			delete s;
 			return nullptr;
 		}
 		std::snprintf(s->name, sizeof(s->name), "sentencepiece:%016" PRIx64,
 		    ovl_hash64(data.data(), data.size(), 0));
-		return s;
+		return s.release();
 	} catch (const std::exception &e) {
 		std::snprintf(err, errlen, "%s: %s", path, e.what());
 		return nullptr;

@@ -34,7 +34,8 @@ run_lines(struct src *s, uint64_t off0, uint64_t rec0)
 	uint64_t idx = rec0;
 	int jsonl = o->format == FMT_JSONL;
 
-	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 0) != 0) {
+	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 0,
+	    ovl_chunks_file(&s->cs, s->cx.ci)) != 0) {
 		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;

@@ -32,6 +32,8 @@ run_parquet(struct src *s, uint64_t row0,
 			bad(s, R_OPEN, NULL, "%s", err);
 			return 0;
 		}
+		if (chunk_same(s, -1, rem) != 0)
+			goto out;
 		ovl_pq_io_remote(&io, rem);
 	} else if ((fd = open(s->cx.path, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    ovl_pq_io_fd(&io, fd) != 0) {
@@ -40,6 +42,8 @@ run_parquet(struct src *s, uint64_t row0,
 			close(fd);
 		return 0;
 	}
+	if (fd != -1 && chunk_same(s, fd, NULL) != 0)
+		goto out;
 	if ((f = ovl_pq_open(&io, o->field, err, sizeof(err))) == NULL) {
 		/* a failed read says more in the remote reader's words */
 		bad(s, R_INPUT, NULL, "%s", rem != NULL &&

@@ -54,7 +54,8 @@ run_tar(struct src *s, uint64_t g0, uint64_t rec0)
 	struct ovl_wds_result res;
 	struct ovl_input in;
 
-	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1) != 0) {
+	if (ovl_input_open(&s->inx, &in, s->cx.c, s->cx.path, 1,
+	    ovl_chunks_file(&s->cs, s->cx.ci)) != 0) {
 		bad(s, in.unopened ? R_OPEN : R_INPUT, NULL, "%s", in.err);
 		ovl_input_close(&in);
 		return 0;

@@ -3,9 +3,34 @@
  * read by its format's reader (in-*.c, tokfile.c), CHUNK_END after each.
  * See source.h.
  */
+#include <sys/stat.h>
+
 #include "source.h"
 
 /* ---- the run -------------------------------------------------------- */
+
+int
+chunk_same(struct src *s, int fd, const struct ovl_remote *r)
+{
+	const struct ovl_chunk_file *id = ovl_chunks_file(&s->cs, s->cx.ci);
+	struct stat st;
+	char why[512];
+
+	if (r != NULL) {
+		if (ovl_chunks_file_same_remote(id, r, why, sizeof(why)) == 0)
+			return 0;
+		bad(s, R_INPUT, NULL, "the object %s since it was listed", why);
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		bad(s, R_INPUT, NULL, "cannot stat: %s", strerror(errno));
+		return -1;
+	}
+	if (ovl_chunks_file_same(id, &st, why, sizeof(why)) == 0)
+		return 0;
+	bad(s, R_INPUT, NULL, "the file %s since it was listed", why);
+	return -1;
+}
 
 static void
 chunk_end(struct src *s, uint64_t bytes)
@@ -152,6 +177,16 @@ write_meta(struct src *s)
 		else
 			fprintf(fp, "source.%s.chunk.%" PRIu32 " %" PRIu64 " %"
 			    PRIu64 " %s\n", o->name, k, c->off, c->len, path);
+	}
+	/* what each file was when listed: its identity (lib/chunk.h) */
+	for (k = 0; k < s->cs.nfiles; k++) {
+		char id[1024];
+
+		if (strchr(s->cs.files[k], '\n') != NULL)
+			continue;
+		ovl_chunks_file_format(&s->cs.ids[k], id, sizeof(id));
+		fprintf(fp, "source.%s.file.%" PRIu32 " %s %s\n", o->name, k, id,
+		    s->cs.files[k]);
 	}
 	if (fclose(fp) != 0)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");

@@ -297,5 +297,10 @@ void	shuf_free(struct src *s);
 /* ---- run.c ---- */
 /* Every chunk this partition owns, epoch after epoch, then END. */
 void	run(struct src *s);
+/*
+ * Is the current chunk's file, opened as fd (local) or r (remote), still
+ * the one listed (lib/chunk.h)? 0, or -1 after bad() named the change.
+ */
+int	chunk_same(struct src *s, int fd, const struct ovl_remote *r);
 
 #endif

@@ -106,6 +106,10 @@ map_file(struct src *s, const char *path, struct map *m)
 			close(fd);
 		return -1;
 	}
+	if (strcmp(path, s->cx.path) == 0 && chunk_same(s, fd, NULL) != 0) {
+		close(fd);
+		return -1;
+	}
 	m->n = (size_t)st.st_size;
 	if (m->n > 0) {
 		void *p = mmap(NULL, m->n, PROT_READ, MAP_PRIVATE, fd, 0);

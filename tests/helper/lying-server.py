@@ -5,9 +5,16 @@ object of the same size and misbehaves as MODE says.
 usage: lying-server.py MODE V1 V2 PORTFILE
   change:  the first GET is cut in half, later GETs serve V2 (206, its ETag)
   errpage: HEAD tells V1's size, a GET with Range gets 200 and a short page
+  flip:    V1 (HEAD and 206s with its ETag) until the file PORTFILE.flip
+           exists, V2 from then on
+  badrange: a GET with Range gets 206 with the Content-Range asked for but
+           a short page as its body (its Content-Length the page's)
+  underhead: HEAD tells 1000 bytes fewer than V1 has; a GET ignores Range
+           and sends all of V1 with 200, no Content-Length, then closes
 The port is written to PORTFILE once the server listens.
 """
 import http.server
+import os
 import re
 import sys
 
@@ -34,7 +41,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_HEAD(self):
-        self.head(200, 0, len(DATA[0]))
+        if MODE == "underhead":
+            self.head(200, 0, len(DATA[0]) - 1000)
+        else:
+            self.head(200, self.flipped(), len(DATA[0]))
+
+    def flipped(self):
+        return 1 if MODE == "flip" and os.path.exists(PORTFILE + ".flip") \
+            else 0
 
     def do_GET(self):
         global gets
@@ -45,7 +59,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.head(200, 0, len(page))
             self.wfile.write(page)
             return
-        ver = 0 if gets == 1 else 1
+        if MODE == "underhead":
+            self.send_response(200)
+            self.send_header("ETag", ETAG[0])
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(DATA[0])
+            self.close_connection = True
+            return
+        if MODE == "badrange" and m:
+            page = b"<html><body>Service unavailable</body></html>\n"
+            a = int(m.group(1))
+            b = int(m.group(2)) if m.group(2) else len(DATA[0]) - 1
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(page)))
+            self.send_header("ETag", ETAG[0])
+            self.send_header("Content-Range", "bytes %d-%d/%d"
+                             % (a, b, len(DATA[0])))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        if MODE == "flip":
+            ver = self.flipped()
+        else:
+            ver = 0 if gets == 1 else 1
         d = DATA[ver]
         a = int(m.group(1)) if m else 0
         b = int(m.group(2)) + 1 if m and m.group(2) else len(d)
@@ -63,6 +100,5 @@ class Handler(http.server.BaseHTTPRequestHandler):
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 with open(PORTFILE + ".tmp", "w") as f:
     f.write("%d\n" % srv.server_address[1])
-import os
 os.rename(PORTFILE + ".tmp", PORTFILE)
 srv.serve_forever()

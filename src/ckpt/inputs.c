@@ -1,0 +1,119 @@
+/*
+ * ovl-ckpt: the inputs a run began with. Every source's META names what
+ * each of its files was when listed (source.NAME.file.I SIZE VERSION
+ * PATH, lib/chunk.h: size, mtime and inode, or a remote object's ETag or
+ * Last-Modified); the first run keeps those lines in DIR/inputs, and a
+ * resumed run whose META says otherwise for a file stops, naming it
+ * (exit 1): a resume never continues a file from another version's byte
+ * offset. A directory without the file (written by an older ovl-ckpt)
+ * gets it from the run that resumes.
+ */
+#include "ckpt.h"
+
+/* Is [p, p + n) an identity line? Then the length of its key. */
+static size_t
+ident_key(const char *p, size_t n)
+{
+	const char *sp = memchr(p, ' ', n), *f;
+
+	if (sp == NULL || n < 7 || memcmp(p, "source.", 7) != 0)
+		return 0;
+	f = memmem(p, (size_t)(sp - p), ".file.", 6);
+	return f != NULL ? (size_t)(sp - p) : 0;
+}
+
+/* The line of text with key k (klen bytes), or NULL; its length in *n. */
+static const char *
+find_key(const char *text, size_t len, const char *k, size_t klen,
+    size_t *n)
+{
+	const char *p = text, *end = text + len, *nl;
+
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((size_t)(nl - p) > klen && p[klen] == ' ' &&
+		    memcmp(p, k, klen) == 0) {
+			*n = (size_t)(nl - p);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Refuse a resume over an input that changed since the run began. */
+static void
+compare(const char *path, const char *was, size_t wlen, const char *text,
+    size_t len)
+{
+	const char *p = was, *end = was + wlen, *nl, *now;
+	size_t k, n;
+
+	for (; p < end; p = nl + 1) {
+		const char *v, *nv, *file;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((k = ident_key(p, (size_t)(nl - p))) == 0 ||
+		    (now = find_key(text, len, p, k, &n)) == NULL)
+			continue;	/* another file list: not ours to judge */
+		if ((size_t)(nl - p) == n && memcmp(p, now, n) == 0)
+			continue;
+		/* "SIZE VERSION PATH": the path after the second blank */
+		v = p + k + 1;
+		file = memchr(v, ' ', (size_t)(nl - v));
+		file = file != NULL ? memchr(file + 1, ' ', (size_t)(nl - file -
+		    1)) : NULL;
+		nv = now + k + 1;
+		ovl_errx(OVL_EXIT_DATA, "input '%.*s' changed since the run "
+		    "began (size and version %.*s, now %.*s; '%s'): a resume "
+		    "would join two versions of it", file != NULL ?
+		    (int)(nl - file - 1) : 0, file != NULL ? file + 1 : "",
+		    (int)(file != NULL ? file - v : nl - v), v,
+		    (int)(file != NULL ? (size_t)(file - v) : n - k - 1), nv,
+		    path);
+	}
+}
+
+void
+inputs_bind(struct ckpt_run *R, const char *text, uint32_t len)
+{
+	char *path = xasprintf("%s/inputs", R->dir);
+	const char *p = text, *end = text + len, *nl;
+	struct ovl_buf b = { 0 };
+
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (ident_key(p, (size_t)(nl - p)) != 0) {
+			ovl_buf_append(&b, p, (size_t)(nl - p));
+			ovl_buf_append(&b, "\n", 1);
+		}
+	}
+	if (R->o->resume_set) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd != -1) {
+			struct ovl_buf was = { 0 };
+			unsigned char blk[65536];
+			ssize_t r;
+
+			while ((r = ovl_io_read_full(fd, blk, sizeof(blk))) > 0)
+				ovl_buf_append(&was, blk, (size_t)r);
+			if (r < 0)
+				ovl_err(OVL_EXIT_DATA, "cannot read '%s'", path);
+			close(fd);
+			compare(path, was.len > 0 ? (const char *)was.p : "",
+			    was.len, b.len > 0 ? (const char *)b.p : "", b.len);
+			ovl_buf_free(&was);
+			goto out;
+		}
+		if (errno != ENOENT)
+			ovl_err(OVL_EXIT_DATA, "cannot open '%s'", path);
+	}
+	if (ovl_atomic_write(path, b.p, b.len) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", path);
+out:
+	ovl_buf_free(&b);
+	free(path);
+}
