@@ -34,6 +34,8 @@ ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 {
 	h->smask = pow2_above(nvocab) - 1;
 	h->slot = ovl_xcalloc(h->smask + 1, sizeof(*h->slot));
+	h->rmask = pow2_above(1) - 1;
+	h->rslot = ovl_xcalloc(h->rmask + 1, sizeof(*h->rslot));
 	h->self = ovl_xcalloc(h->nids, 1);
 	h->cache = ovl_xcalloc((size_t)1 << OVL_BPE_CACHE_BITS,
 	    sizeof(*h->cache));
@@ -42,18 +44,21 @@ ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 void
 ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges)
 {
-	size_t i;
+	size_t s = 64;
 
-	h->mmask = pow2_above(nmerges) - 1;
-	h->merge = ovl_xmalloc((h->mmask + 1) * sizeof(*h->merge));
-	for (i = 0; i <= h->mmask; i++)
-		h->merge[i].key = UINT64_MAX;
+	/* at most three quarters full: the table is large, and paged in */
+	while (s * 3 < nmerges * 4)
+		s *= 2;
+	h->mmask = s - 1;
+	h->merge = ovl_xmalloc(s * sizeof(*h->merge));
+	memset(h->merge, 0xff, s * sizeof(*h->merge));	/* key UINT64_MAX */
 }
 
 void
 ovl_hf__tables_free(struct ovl_hf *h)
 {
 	free(h->slot);
+	free(h->rslot);
 	free(h->merge);
 	free(h->pair);
 	free(h->two);
@@ -65,20 +70,27 @@ ovl_hf__tables_free(struct ovl_hf *h)
 }
 
 static inline uint32_t
-vfind_h(const struct ovl_hf *h, const unsigned char *p, size_t n, uint64_t hv)
+tab_find(const struct hf_vslot *slot, size_t mask, const unsigned char *arena,
+    const unsigned char *p, size_t n, uint64_t hv)
 {
-	size_t i = (size_t)hv & h->smask;
+	size_t i = (size_t)hv & mask;
 	uint32_t tag = (uint32_t)(hv >> 32);
 	const struct hf_vslot *e;
 
-	for (;; i = (i + 1) & h->smask) {
-		e = &h->slot[i];
+	for (;; i = (i + 1) & mask) {
+		e = &slot[i];
 		if (e->id1 == 0)
 			return HF_NONE;
 		if (e->tag == tag && e->len == n &&
-		    ovl_bpe__eq(h->arena.p + e->off, p, n))
+		    ovl_bpe__eq(arena + e->off, p, n))
 			return e->id1 - 1;
 	}
+}
+
+static inline uint32_t
+vfind_h(const struct ovl_hf *h, const unsigned char *p, size_t n, uint64_t hv)
+{
+	return tab_find(h->slot, h->smask, h->arena.p, p, n, hv);
 }
 
 static inline uint32_t
@@ -88,23 +100,63 @@ vfind(const struct ovl_hf *h, const unsigned char *p, size_t n)
 }
 
 uint32_t
-ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n)
+ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n,
+    int raw)
 {
+	if (raw)
+		return tab_find(h->rslot, h->rmask, h->arena.p, p, n,
+		    ovl_bpe__hash(p, n));
 	return vfind(h, p, n);
 }
 
-void
-ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id)
+static void
+tab_put(struct hf_vslot *slot, size_t mask, uint64_t hv, uint32_t id,
+    uint32_t off, uint32_t len)
 {
-	uint64_t hv = ovl_bpe__hash(h->arena.p + h->toff[id], h->tlen[id]);
-	size_t i = (size_t)hv & h->smask;
+	size_t i = (size_t)hv & mask;
 
-	while (h->slot[i].id1 != 0)
-		i = (i + 1) & h->smask;
-	h->slot[i].tag = (uint32_t)(hv >> 32);
-	h->slot[i].id1 = id + 1;
-	h->slot[i].len = h->tlen[id];
-	h->slot[i].off = h->toff[id];
+	while (slot[i].id1 != 0)
+		i = (i + 1) & mask;
+	slot[i].tag = (uint32_t)(hv >> 32);
+	slot[i].id1 = id + 1;
+	slot[i].len = len;
+	slot[i].off = off;
+}
+
+int
+ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id, int raw)
+{
+	const unsigned char *p = h->arena.p + h->toff[id];
+	uint64_t hv = ovl_bpe__hash(p, h->tlen[id]);
+	size_t i, n;
+
+	if (!raw) {
+		if (vfind_h(h, p, h->tlen[id], hv) != HF_NONE)
+			return -1;
+		tab_put(h->slot, h->smask, hv, id, h->toff[id], h->tlen[id]);
+		return 0;
+	}
+	if (tab_find(h->rslot, h->rmask, h->arena.p, p, h->tlen[id], hv) !=
+	    HF_NONE)
+		return -1;
+	if (++h->nraw * 2 > h->rmask + 1) {
+		/* grown: a byte-level file has few tokens outside the map */
+		struct hf_vslot *old = h->rslot;
+		size_t omask = h->rmask;
+
+		h->rmask = h->rmask * 2 + 1;
+		h->rslot = ovl_xcalloc(h->rmask + 1, sizeof(*h->rslot));
+		for (i = 0; i <= omask; i++)
+			if (old[i].id1 != 0) {
+				n = old[i].len;
+				tab_put(h->rslot, h->rmask, ovl_bpe__hash(
+				    h->arena.p + old[i].off, n), old[i].id1 - 1,
+				    old[i].off, (uint32_t)n);
+			}
+		free(old);
+	}
+	tab_put(h->rslot, h->rmask, hv, id, h->toff[id], h->tlen[id]);
+	return 0;
 }
 
 static inline size_t
