@@ -258,7 +258,7 @@ load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 
 		if (rc == 1) {
 			snprintf(msg, msglen, "model.merges[%zu]: expected \"A B\" "
-			    "or [\"A\", \"B\"]", n);
+			    "or [\"A\", \"B\"]", n / 3);
 			goto fail;
 		}
 		if (h->bytelevel && an + bn <= sizeof(cat) &&
@@ -277,7 +277,7 @@ load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 		}
 		if (ia == HF_NONE || ib == HF_NONE || ic == HF_NONE) {
 			snprintf(msg, msglen, "model.merges[%zu]: '%.*s' + '%.*s': "
-			    "a token is not in the vocabulary", n,
+			    "a token is not in the vocabulary", n / 3,
 			    (int)(an > 200 ? 200 : an), (const char *)a,
 			    (int)(bn > 200 ? 200 : bn), (const char *)b);
 			goto fail;
@@ -458,22 +458,30 @@ load_model(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 	return added != NULL ? load_added(h, added, msg, msglen) : 0;
 }
 
-/* The message for a file that is not well-formed JSON: jansson's own. */
-static void
-json_msg(const char *data, size_t len, char *msg, size_t msglen)
+/*
+ * The message for a file that is not well-formed JSON, jansson's own (0),
+ * or, when it is (1), for one that is not a tokenizer.json (any: 1, when
+ * only a file that is not JSON has a message here).
+ */
+static int
+json_msg(const char *data, size_t len, int any, char *msg, size_t msglen)
 {
 	json_error_t je;
 	json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES |
 	    JSON_ALLOW_NUL, &je);
+	int rc = root != NULL;
 
 	if (root == NULL)
 		snprintf(msg, msglen, "line %d, column %d: %s (is it a "
 		    "tokenizer.json?)", je.line, je.column, je.text);
+	else if (!any)
+		;
 	else if (!json_is_object(root) || json_object_get(root, "model") == NULL)
 		snprintf(msg, msglen, "not a tokenizer.json (no \"model\")");
 	else
 		snprintf(msg, msglen, "not a tokenizer.json");
 	json_decref(root);
+	return rc;
 }
 
 /*
@@ -551,7 +559,7 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 	snprintf(h->name, sizeof(h->name), "hf:%016" PRIx64,
 	    ovl_hash64(data, len, 0));
 	if (ovl_hf__doc_parse(&d, data, len) != 0) {
-		json_msg(data, len, msg, sizeof(msg));
+		json_msg(data, len, 1, msg, sizeof(msg));
 		ovl_hf__doc_free(&d);
 		release(data, len, mapped);
 		return fail(h, err, errlen, path, msg), NULL;
@@ -566,8 +574,12 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 	    "normalizer"), json_object_get(d.root, "pre_tokenizer"), msg,
 	    sizeof(msg))) == 0)
 		rc = load_model(h, &d, msg, sizeof(msg));
-	if (rc == -2)
-		json_msg(data, len, msg, sizeof(msg));
+	/*
+	 * vocab and merges are read as they are used: a fault past one that
+	 * stopped the reading is still named first, as jansson would
+	 */
+	if (rc != 0)
+		json_msg(data, len, rc == -2, msg, sizeof(msg));
 	ovl_hf__doc_free(&d);
 	release(data, len, mapped);
 	if (rc != 0)

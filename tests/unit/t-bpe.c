@@ -824,6 +824,116 @@ test_hf_fast(void)
 	ovl_u32vec_free(&g);
 }
 
+/* A tokenizer.json with the text given: its handle, or NULL and err. */
+static struct ovl_hf *
+hf_text(const char *text, char *err, size_t errlen)
+{
+	char path[300];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/j.json", tmpdir);
+	if ((fp = fopen(path, "w")) == NULL)
+		abort();
+	fputs(text, fp);
+	fclose(fp);
+	err[0] = '\0';
+	return ovl_hf_open(path, err, errlen);
+}
+
+/*
+ * The in-place reading of model.vocab and model.merges: escapes,
+ * surrogate pairs, both forms of a merge, tokens outside the byte map,
+ * and every kind of malformed or unfit text refused with jansson's line
+ * and column or a message naming the entry.
+ */
+static void
+test_hf_json(void)
+{
+	static const char *const bad[][2] = {
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,\n"
+		  "\"b\": 1 \"c\": 2}, \"merges\": []}}", "line 2, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [\"a a\",\n[\"a\", \"a\"}]}}", "line 2, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\\udc00\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\\q\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\tb\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 01}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": []}} x", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": []}, \"model\": {}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"vocab\": {}, \"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+		  "\"a\": 1}, \"merges\": []}}", "duplicate object key" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1.5}, "
+		  "\"merges\": []}}", "bad id for 'a'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"0\"}, "
+		  "\"merges\": []}}", "bad id for 'a'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, "
+		  "\"merges\": []}}", "model.vocab is missing or empty" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": [], "
+		  "\"merges\": []}}", "model.vocab is missing or empty" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": {}}}", "model.merges is missing" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+		  "\"aa\": 1}, \"merges\": [\"a a\", [1, 2]]}}",
+		  "model.merges[1]: expected" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [\"a  a\"]}}", "model.merges[0]: expected" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [[\"a\", \"b\"]]}}", "'a' + 'b': a token is not" },
+		{ "[1, 2]", "not a tokenizer.json" },
+		{ "{\"version\": \"1.0\"}", "not a tokenizer.json" },
+	};
+	/* byte level: Ġ is the space; one token outside the byte map */
+	static const char good[] =
+	    "{\"version\": \"1.0\", \"added_tokens\": [],\n"
+	    " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\":"
+	    " false, \"use_regex\": false},\n"
+	    " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"vocab\": {\n"
+	    "  \"\\u0120\": 0, \"a\": 1, \"\\u0120a\": 2, \"b\\\"\": 3,"
+	    " \"a\\u0120a\" : 4 , \"\\ud83d\\ude00\": 5, \"\\\"\": 6,"
+	    " \"b\": 7},\n"
+	    "  \"merges\": [[\"\\u0120\", \"a\"], \"a \\u0120a\","
+	    " [ \"b\" , \"\\\"\" ] ]},\n"
+	    " \"decoder\": {\"type\": \"ByteLevel\"}}\n";
+	static const uint32_t want[] = { 4, 3 };
+	struct ovl_u32vec v = { 0 };
+	struct ovl_hf *h;
+	char err[512];
+	size_t i, off;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h = hf_text(bad[i][0], err, sizeof(err));
+		CHECK(h == NULL);
+		ovl_hf_free(h);
+		if (strstr(err, bad[i][1]) == NULL) {
+			printf("# case %zu: error '%s' lacks '%s'\n", i, err,
+			    bad[i][1]);
+			CHECK(strstr(err, bad[i][1]) != NULL);
+		}
+	}
+	h = hf_text(good, err, sizeof(err));
+	CHECK(h != NULL);
+	if (h == NULL) {
+		printf("# %s\n", err);
+		return;
+	}
+	CHECK(ovl_hf_vocab(h) == 8);
+	CHECK(ovl_hf_token_id(h, "\xf0\x9f\x98\x80") == 5);
+	CHECK(ovl_hf_token_id(h, "\xc4\xa0" "a") == 2);
+	/* "a a" one piece: Ġ+a first, then a+Ġa; b+" */
+	CHECK(ovl_hf_encode(h, "a ab\"", 5, &v, &off) == 0);
+	CHECK(ids_are(&v, want, 2));
+	ovl_hf_free(h);
+	ovl_u32vec_free(&v);
+}
+
 static void
 cleanup(void)
 {
@@ -1062,6 +1172,7 @@ main(int argc, char **argv)
 	RUN(test_scanner);
 	RUN(test_hf_regex);
 	RUN(test_hf_fast);
+	RUN(test_hf_json);
 	cleanup();
 	UNIT_DONE();
 }
