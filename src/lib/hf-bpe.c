@@ -208,6 +208,14 @@ utf8_len(unsigned char c)
 
 /* ---- merging ------------------------------------------------------------ */
 
+static inline void
+push(struct ovl_u32vec *v, uint32_t x)
+{
+	if (v->len == v->cap)
+		ovl_u32vec_reserve(v, 1);
+	v->p[v->len++] = x;
+}
+
 static void
 sym_add(struct ovl_hf *h, size_t *n, uint32_t id, uint32_t len)
 {
@@ -367,12 +375,13 @@ merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
 	}
 	for (i = 0; i < ns; i++)
 		if (h->sym[i].len != 0)
-			ovl_u32vec_push(out, h->sym[i].id);
+			push(out, h->sym[i].id);
 }
 
 /*
  * The same order for a few symbols: the lowest pair found by a scan. p:
- * the piece's bytes when the symbols are its bytes' tokens (byte level).
+ * the piece's bytes (ns of them) in a byte-level model with a token for
+ * every byte, which are the symbols; else NULL, the symbols in h->sym.
  */
 static void
 merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
@@ -382,10 +391,14 @@ merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
 	size_t m = ns, i, j, best;
 	uint32_t *dst;
 
-	for (i = 0; i < m; i++)
-		tk[i] = h->sym[i].id;
 	if (p != NULL)
-		/* the bytes of a byte-level piece: one table */
+		/* the bytes of a byte-level piece: their tokens, one table */
+		for (i = 0; i < m; i++)
+			tk[i] = h->byte_id[p[i]];
+	else
+		for (i = 0; i < m; i++)
+			tk[i] = h->sym[i].id;
+	if (p != NULL)
 		for (i = 0; i + 1 < m; i++) {
 			uint64_t e = h->pair[p[i] << 8 | p[i + 1]];
 			rk[i] = (uint32_t)(e >> 32);
@@ -434,14 +447,18 @@ bpe_piece(struct ovl_hf *h, const unsigned char *p, size_t n, int fast,
 	uint32_t id;
 
 	if (h->ignore_merges && (id = vfind(h, p, n)) != HF_NONE) {
-		ovl_u32vec_push(out, id);
+		push(out, id);
+		return;
+	}
+	if (fast && h->bytes_all == 1 && n <= SCAN_MAX) {
+		merge_scan(h, p, n, out);
 		return;
 	}
 	ns = initial_symbols(h, p, n);
 	if (ns == 0)
 		return;
 	if (fast && ns <= SCAN_MAX)
-		merge_scan(h, h->bytes_all == 1 ? p : NULL, ns, out);
+		merge_scan(h, NULL, ns, out);
 	else
 		merge_heap(h, ns, out);
 }
@@ -467,18 +484,25 @@ make_byte_tables(struct ovl_hf *h)
 			h->pair[a << 8 | b] = merge_find(h, h->byte_id[a],
 			    h->byte_id[b], &r, &id) ? (uint64_t)r << 32 | id :
 			    UINT64_MAX;
-	/* the pieces of one and two bytes, merged the general way */
+	/*
+	 * The pieces of one and two bytes, as BPE::tokenize gives them: the
+	 * token of the piece when merges are ignored, else the pair's merge,
+	 * else the two bytes' tokens.
+	 */
 	for (a = 0; a < 256; a++) {
+		h->one[a] = h->byte_id[a];
 		pc[0] = (unsigned char)a;
-		h->tmp.len = 0;
-		bpe_piece(h, pc, 1, 0, &h->tmp);
-		h->one[a] = h->tmp.p[0];
 		for (b = 0; b < 256; b++) {
+			uint64_t e = h->pair[a << 8 | b];
+
 			pc[1] = (unsigned char)b;
-			h->tmp.len = 0;
-			bpe_piece(h, pc, 2, 0, &h->tmp);
-			h->two[a << 8 | b] = (uint64_t)(h->tmp.len == 2 ?
-			    h->tmp.p[1] : HF_NONE) << 32 | h->tmp.p[0];
+			if (h->ignore_merges && (id = vfind(h, pc, 2)) != HF_NONE)
+				e = (uint64_t)HF_NONE << 32 | id;
+			else if (e != UINT64_MAX)
+				e = (uint64_t)HF_NONE << 32 | (uint32_t)e;
+			else
+				e = (uint64_t)h->byte_id[b] << 32 | h->byte_id[a];
+			h->two[a << 8 | b] = e;
 		}
 	}
 	h->bytes_all = 1;
@@ -515,15 +539,15 @@ ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 		uint64_t e = n == 1 ? (uint64_t)HF_NONE << 32 | h->one[p[0]] :
 		    h->two[p[0] << 8 | p[1]];
 
-		ovl_u32vec_push(out, (uint32_t)e);
+		push(out, (uint32_t)e);
 		if (e >> 32 != HF_NONE)
-			ovl_u32vec_push(out, (uint32_t)(e >> 32));
+			push(out, (uint32_t)(e >> 32));
 		return;
 	}
 	hv = ovl_bpe__hash(p, n);
 	id = vfind_h(h, p, n, hv);
 	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
-		ovl_u32vec_push(out, id);
+		push(out, id);
 		return;
 	}
 	if (n > OVL_BPE_CACHE_KEY) {

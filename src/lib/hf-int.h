@@ -208,6 +208,8 @@ struct ovl_hf {
 	struct tnode	*trie;
 	size_t		 ntrie, trie_cap;
 	unsigned char	 first[256];	/* 1: an added token starts with it */
+	int		 first1;	/* the one such byte; 256: none, -1:
+					   several */
 	int		 any_normalized;
 	struct hf_text	 text;
 	enum ovl_bpe_special special;

@@ -382,6 +382,9 @@ load_added(struct ovl_hf *h, json_t *added, char *msg, size_t msglen)
 			set_token(h, t->id, (const unsigned char *)t->s, t->n);
 		trie_add(h, (const unsigned char *)t->s, t->n, (uint32_t)i);
 	}
+	for (i = 0, h->first1 = 256; i < 256; i++)
+		if (h->first[i])
+			h->first1 = h->first1 == 256 ? (int)i : -1;
 	return 0;
 }
 
@@ -455,6 +458,7 @@ load_model(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 			    strlen(fb));
 		}
 	}
+	h->first1 = 256;
 	return added != NULL ? load_added(h, added, msg, msglen) : 0;
 }
 
@@ -760,11 +764,25 @@ encode_span(struct ovl_hf *h, const unsigned char *s, size_t from, size_t to,
 	size_t i = from, prev = from;
 
 	while (i < to) {
-		/* most bytes start no added token: no walk down the trie */
-		long a = h->first[s[i]] ? added_at(h, s + i, to - i, pass) : -1;
 		const struct added *t;
+		long a;
 
-		if (a < 0) {
+		/* most bytes start no added token: no walk down the trie */
+		if (h->first1 < 256) {
+			const unsigned char *q = h->first1 < 0 ? NULL :
+			    memchr(s + i, h->first1, to - i);
+
+			if (h->first1 >= 0 && q == NULL)
+				break;
+			if (q != NULL)
+				i = (size_t)(q - s);
+			else if (!h->first[s[i]]) {
+				i++;
+				continue;
+			}
+		} else
+			break;
+		if ((a = added_at(h, s + i, to - i, pass)) < 0) {
 			i++;
 			continue;
 		}
