@@ -33,7 +33,8 @@ void
 ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 {
 	h->smask = pow2_above(nvocab) - 1;
-	h->slot = ovl_xcalloc(h->smask + 1, sizeof(*h->slot));
+	h->slot = ovl_xmalloc_huge((h->smask + 1) * sizeof(*h->slot));
+	memset(h->slot, 0, (h->smask + 1) * sizeof(*h->slot));
 	h->rmask = pow2_above(1) - 1;
 	h->rslot = ovl_xcalloc(h->rmask + 1, sizeof(*h->rslot));
 	h->self = ovl_xcalloc(h->nids, 1);
@@ -50,7 +51,7 @@ ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges)
 	while (s * 3 < nmerges * 4)
 		s *= 2;
 	h->mmask = s - 1;
-	h->merge = ovl_xmalloc(s * sizeof(*h->merge));
+	h->merge = ovl_xmalloc_huge(s * sizeof(*h->merge));
 	memset(h->merge, 0xff, s * sizeof(*h->merge));	/* key UINT64_MAX */
 }
 

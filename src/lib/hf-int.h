@@ -15,6 +15,7 @@
 #include "pretok.h"
 
 #define HF_NONE	UINT32_MAX
+#define HF_CHAIN_MAX	4
 
 enum hf_norm_kind { HN_NFC, HN_NFD, HN_NFKC, HN_NFKD, HN_REPLACE, HN_PREPEND,
 	HN_STRIP };
@@ -64,11 +65,13 @@ struct hf_text {
 	int		 bytelevel;	/* a ByteLevel pre-tokenizer is in */
 	int		 prepends;	/* a "▁" is put before the text */
 	/*
-	 * The regex of the one Isolated Split when the other pre-tokenizers
-	 * change nothing (ByteLevel without a prefix space or its regex):
-	 * the pieces are its matches and the gaps between them.
+	 * When every pre-tokenizer is a regex Split, Isolated, or changes
+	 * nothing (ByteLevel without a prefix space or its regex): the
+	 * Splits' regexes in order. The pieces of chain[0] are its matches
+	 * and the gaps between them, each cut so by chain[1], and on.
 	 */
-	struct ovl_pretok *direct;
+	struct ovl_pretok *chain[HF_CHAIN_MAX];
+	size_t		 nchain;
 	/* scratch */
 	struct ovl_buf	 buf[2];
 	struct hf_pieces pc[2];

@@ -177,8 +177,14 @@ load_vocab(struct ovl_hf *h, struct hf_doc *d, json_t *added, char *msg,
 			goto fail;
 		}
 		if (nv == cap) {
+			struct vent *g;
+
 			cap = cap != 0 ? cap * 2 : 65536;
-			v = ovl_xrealloc(v, cap * sizeof(*v));
+			g = ovl_xmalloc_huge(cap * sizeof(*v));
+			if (nv > 0)
+				memcpy(g, v, nv * sizeof(*v));
+			free(v);
+			v = g;
 		}
 		v[nv].id = (uint32_t)id;
 		v[nv].off = (uint32_t)h->arena.len;
@@ -283,8 +289,15 @@ load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 			goto fail;
 		}
 		if (n + 3 > cap) {
+			uint32_t *g;
+
+			/* huge pages: a file has hundreds of thousands */
 			cap = cap != 0 ? cap * 2 : 3 * 65536;
-			m = ovl_xrealloc(m, cap * sizeof(*m));
+			g = ovl_xmalloc_huge(cap * sizeof(*m));
+			if (n > 0)
+				memcpy(g, m, n * sizeof(*m));
+			free(m);
+			m = g;
 		}
 		m[n++] = ia;
 		m[n++] = ib;
@@ -707,30 +720,33 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 	return best;
 }
 
-/* encode_text when the pieces are one regex's matches and gaps. */
+/*
+ * The pieces of s[0..n) from chain level k on (hf_text's chain): the
+ * matches of its regex and the gaps between them, each cut by the next
+ * level, merged at the last. 0, or -1 when the regex engine fails.
+ */
 static int
-encode_direct(struct ovl_hf *h, const unsigned char *s, size_t n,
-    struct ovl_u32vec *out, size_t base, size_t *bad_off)
+encode_chain(struct ovl_hf *h, size_t k, const unsigned char *s, size_t n,
+    struct ovl_u32vec *out)
 {
 	size_t pos = 0, prev = 0, ms, me;
 	int rc;
 
-	ovl_hf__text_norm(&h->text, s, n, &s, &n);
-	while ((rc = ovl_pretok_next(h->text.direct, s, n, pos, &ms, &me,
+	if (k == h->text.nchain) {
+		ovl_hf__piece(h, s, n, out);
+		return 0;
+	}
+	while ((rc = ovl_pretok_next(h->text.chain[k], s, n, pos, &ms, &me,
 	    h->errbuf, sizeof(h->errbuf))) > 0) {
-		if (ms > prev)
-			ovl_hf__piece(h, s + prev, ms - prev, out);
-		ovl_hf__piece(h, s + ms, me - ms, out);
+		if ((ms > prev && encode_chain(h, k + 1, s + prev, ms - prev,
+		    out) != 0) || encode_chain(h, k + 1, s + ms, me - ms,
+		    out) != 0)
+			return -1;
 		prev = pos = me;
 	}
-	if (rc < 0) {
-		h->error = h->errbuf;
-		*bad_off = base;
+	if (rc < 0)
 		return -1;
-	}
-	if (prev < n)
-		ovl_hf__piece(h, s + prev, n - prev, out);
-	return 0;
+	return prev < n ? encode_chain(h, k + 1, s + prev, n - prev, out) : 0;
 }
 
 static int
@@ -743,8 +759,15 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 
 	if (n == 0)
 		return 0;
-	if (h->fast && h->text.direct != NULL)
-		return encode_direct(h, s, n, out, base, bad_off);
+	if (h->fast && h->text.nchain > 0) {
+		ovl_hf__text_norm(&h->text, s, n, &s, &n);
+		if (encode_chain(h, 0, s, n, out) != 0) {
+			h->error = h->errbuf;
+			*bad_off = base;
+			return -1;
+		}
+		return 0;
+	}
 	if (ovl_hf__text_run(&h->text, s, n, first, &b, &pc) != 0) {
 		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->text.err);
 		h->error = h->errbuf;
