@@ -196,6 +196,11 @@ number(const unsigned char **pp, const unsigned char *e, int64_t *v)
 	return plain;
 }
 
+/* Bytes value_end stops at: 1 a quote, 2 an opening, 3 a closing bracket. */
+static const unsigned char vclass[256] = {
+	['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3
+};
+
 /*
  * The end of the value at p, found by its brackets and strings alone (the
  * parser of the value checks the rest): NULL when it does not end.
@@ -205,40 +210,39 @@ value_end(const unsigned char *p, const unsigned char *e)
 {
 	size_t depth = 0;
 
-	do {
-		if (p >= e)
-			return NULL;
-		switch (*p) {
-		case '"':
+	if (p < e && vclass[*p] == 0) {
+		/* a number or a literal */
+		while (p < e && *p != ',' && *p != '}' && *p != ']' &&
+		    *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+			p++;
+		return p;
+	}
+	while (p < e) {
+		switch (vclass[*p]) {
+		case 1:
 			for (p++; p < e && *p != '"'; p++)
 				if (*p == '\\')
 					p++;
 			if (p >= e)
 				return NULL;
-			p++;
+			if (depth == 0)
+				return p + 1;
 			break;
-		case '{': case '[':
+		case 2:
 			depth++;
-			p++;
 			break;
-		case '}': case ']':
+		case 3:
 			if (depth == 0)
 				return NULL;
-			depth--;
-			p++;
+			if (--depth == 0)
+				return p + 1;
 			break;
-		default:
-			if (depth == 0) {
-				while (p < e && *p != ',' && *p != '}' &&
-				    *p != ']' && *p != ' ' && *p != '\n' &&
-				    *p != '\r' && *p != '\t')
-					p++;
-				return p;
-			}
-			p++;
 		}
-	} while (depth > 0);
-	return p;
+		p++;
+		while (p < e && vclass[*p] == 0)
+			p++;
+	}
+	return NULL;
 }
 
 /*

@@ -179,7 +179,11 @@ load_vocab(struct ovl_hf *h, struct hf_doc *d, json_t *added, char *msg,
 		if (nv == cap) {
 			struct vent *g;
 
-			cap = cap != 0 ? cap * 2 : 65536;
+			/*
+			 * at once room for all (an entry takes six bytes or
+			 * more): the pages never touched are never faulted in
+			 */
+			cap = cap != 0 ? cap * 2 : d->vocab.n / 6 + 16;
 			g = ovl_xmalloc_huge(cap * sizeof(*v));
 			if (nv > 0)
 				memcpy(g, v, nv * sizeof(*v));
@@ -291,8 +295,8 @@ load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 		if (n + 3 > cap) {
 			uint32_t *g;
 
-			/* huge pages: a file has hundreds of thousands */
-			cap = cap != 0 ? cap * 2 : 3 * 65536;
+			/* room for all: a merge takes six bytes or more */
+			cap = cap != 0 ? cap * 2 : 3 * (d->merges.n / 6 + 16);
 			g = ovl_xmalloc_huge(cap * sizeof(*m));
 			if (n > 0)
 				memcpy(g, m, n * sizeof(*m));
