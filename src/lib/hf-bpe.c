@@ -110,6 +110,22 @@ ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n,
 	return vfind(h, p, n);
 }
 
+uint64_t
+ovl_hf__vocab_hash(const struct ovl_hf *h, const unsigned char *p, size_t n)
+{
+	uint64_t hv = ovl_bpe__hash(p, n);
+
+	__builtin_prefetch(&h->slot[(size_t)hv & h->smask]);
+	return hv;
+}
+
+uint32_t
+ovl_hf__vocab_findh(const struct ovl_hf *h, const unsigned char *p, size_t n,
+    uint64_t hv)
+{
+	return vfind_h(h, p, n, hv);
+}
+
 static void
 tab_put(struct hf_vslot *slot, size_t mask, uint64_t hv, uint32_t id,
     uint32_t off, uint32_t len)

@@ -245,6 +245,15 @@ int	ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id, int raw);
 /* The id of the token with bytes (raw: text) p[0..n), or HF_NONE. */
 uint32_t ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p,
 	    size_t n, int raw);
+/*
+ * The hash ovl_hf__vocab_findh takes for bytes p[0..n); the table slot
+ * it starts at is fetched into the cache meanwhile.
+ */
+uint64_t ovl_hf__vocab_hash(const struct ovl_hf *h, const unsigned char *p,
+	    size_t n);
+/* ovl_hf__vocab_find (raw 0) of bytes whose hash is hv. */
+uint32_t ovl_hf__vocab_findh(const struct ovl_hf *h, const unsigned char *p,
+	    size_t n, uint64_t hv);
 /* Merge (a, b) -> id with rank; a later duplicate pair wins, as in HF. */
 void	ovl_hf__merge_put(struct ovl_hf *h, uint32_t a, uint32_t b,
 	    uint32_t rank, uint32_t id);

@@ -244,84 +244,152 @@ fail:
 }
 
 /*
- * model.merges, scanned in place, into the merge table. 0, -1 with msg, or
- * -2 when the text is not well-formed.
+ * A merge read: its sides' bytes (byte level: unmapped; else their text)
+ * back to back in a buffer (raw 0: x the offset, y and z the lengths), or,
+ * when a side is outside the byte map, its ids found at once (raw 1: x, y
+ * and z the ids of a, b and a + b).
+ */
+struct mrec {
+	uint32_t	x, y, z, raw;
+};
+
+#define MERGE_AHEAD	8	/* merges whose slots are fetched ahead */
+
+/* The text of merge k in the file, for a message. */
+static void
+merge_text(struct hf_doc *d, size_t k, char *out, size_t outlen)
+{
+	const unsigned char *a = NULL, *b = NULL;
+	size_t an = 0, bn = 0, i;
+
+	ovl_hf__doc_rewind(d);
+	for (i = 0; i <= k; i++)
+		if (ovl_hf__merges_next(d, &a, &an, &b, &bn) != 2)
+			break;
+	snprintf(out, outlen, "'%.*s' + '%.*s'", (int)(an > 80 ? 80 : an),
+	    (const char *)a, (int)(bn > 80 ? 80 : bn), (const char *)b);
+}
+
+/*
+ * model.merges, scanned in place, into the merge table: read first, then
+ * their tokens looked up, the table slots of a few merges ahead fetched
+ * (a file has hundreds of thousands, and each look-up is a cache miss).
+ * 0, -1 with msg, or -2 when the text is not well-formed.
  */
 static int
 load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 {
-	uint32_t *m = NULL;
-	size_t n = 0, cap = 0, an, bn, i;
+	struct mrec *r = NULL;
+	uint64_t hv[MERGE_AHEAD][3];
+	size_t n = 0, cap = 0, an, bn, i, used = 0;
 	const unsigned char *a, *b;
-	unsigned char cat[8192];
+	unsigned char *bytes;
 	struct ovl_buf raw = { 0 };
+	char what[200];
 	long ka, kb;
-	int rc;
+	int rc = 0;
 
 	if (d->merges.p == NULL) {
 		snprintf(msg, msglen, "model.merges is missing");
 		return -1;
 	}
+	/* the bytes are never more than their text */
+	bytes = ovl_xmalloc_huge(d->merges.n + 1);
 	ovl_hf__doc_rewind(d);
 	while ((rc = ovl_hf__merges_next(d, &a, &an, &b, &bn)) > 0) {
-		uint32_t ia, ib, ic;
+		struct mrec *m;
 
 		if (rc == 1) {
 			snprintf(msg, msglen, "model.merges[%zu]: expected \"A B\" "
-			    "or [\"A\", \"B\"]", n / 3);
-			goto fail;
+			    "or [\"A\", \"B\"]", n);
+			rc = -1;
+			goto out;
 		}
-		if (h->bytelevel && an + bn <= sizeof(cat) &&
-		    (ka = unmap_bytelevel(a, an, cat)) > 0 &&
-		    (kb = unmap_bytelevel(b, bn, cat + ka)) > 0) {
-			ia = ovl_hf__vocab_find(h, cat, (size_t)ka, 0);
-			ib = ovl_hf__vocab_find(h, cat + ka, (size_t)kb, 0);
-			ic = ovl_hf__vocab_find(h, cat, (size_t)(ka + kb), 0);
+		if (n == cap) {
+			struct mrec *g;
+
+			/* room for all: a merge takes six bytes or more */
+			cap = cap != 0 ? cap * 2 : d->merges.n / 6 + 16;
+			g = ovl_xmalloc_huge(cap * sizeof(*r));
+			if (n > 0)
+				memcpy(g, r, n * sizeof(*r));
+			free(r);
+			r = g;
+		}
+		m = &r[n++];
+		m->raw = 0;
+		m->x = (uint32_t)used;
+		if (!h->bytelevel) {
+			memcpy(bytes + used, a, an);
+			memcpy(bytes + used + an, b, bn);
+			m->y = (uint32_t)an;
+			m->z = (uint32_t)bn;
+		} else if ((ka = unmap_bytelevel(a, an, bytes + used)) > 0 &&
+		    (kb = unmap_bytelevel(b, bn, bytes + used + ka)) > 0) {
+			m->y = (uint32_t)ka;
+			m->z = (uint32_t)kb;
 		} else {
-			ia = text_id(h, a, an);
-			ib = text_id(h, b, bn);
+			m->raw = 1;
+			m->x = text_id(h, a, an);
+			m->y = text_id(h, b, bn);
 			raw.len = 0;
 			ovl_buf_append(&raw, a, an);
 			ovl_buf_append(&raw, b, bn);
-			ic = text_id(h, raw.p, raw.len);
+			m->z = text_id(h, raw.p, raw.len);
+			continue;
 		}
-		if (ia == HF_NONE || ib == HF_NONE || ic == HF_NONE) {
-			snprintf(msg, msglen, "model.merges[%zu]: '%.*s' + '%.*s': "
-			    "a token is not in the vocabulary", n / 3,
-			    (int)(an > 200 ? 200 : an), (const char *)a,
-			    (int)(bn > 200 ? 200 : bn), (const char *)b);
-			goto fail;
-		}
-		if (n + 3 > cap) {
-			uint32_t *g;
-
-			/* room for all: a merge takes six bytes or more */
-			cap = cap != 0 ? cap * 2 : 3 * (d->merges.n / 6 + 16);
-			g = ovl_xmalloc_huge(cap * sizeof(*m));
-			if (n > 0)
-				memcpy(g, m, n * sizeof(*m));
-			free(m);
-			m = g;
-		}
-		m[n++] = ia;
-		m[n++] = ib;
-		m[n++] = ic;
+		used += m->y + m->z;
 	}
 	if (rc < 0) {
-		free(m);
-		ovl_buf_free(&raw);
-		return -2;
+		rc = -2;
+		goto out;
 	}
-	ovl_hf__merge_init(h, n / 3);
-	for (i = 0; i < n; i += 3)
-		ovl_hf__merge_put(h, m[i], m[i + 1], (uint32_t)(i / 3), m[i + 2]);
-	free(m);
+	for (i = 0; i < n + MERGE_AHEAD; i++) {
+		struct mrec *m;
+		uint64_t *v;
+
+		/* merge i - MERGE_AHEAD looked up, then merge i's hashes */
+		if (i >= MERGE_AHEAD) {
+			m = &r[i - MERGE_AHEAD];
+			if (!m->raw) {
+				const unsigned char *p = bytes + m->x;
+				size_t la = m->y, lb = m->z;
+
+				v = hv[i % MERGE_AHEAD];
+				m->x = ovl_hf__vocab_findh(h, p, la, v[0]);
+				m->y = ovl_hf__vocab_findh(h, p + la, lb, v[1]);
+				m->z = ovl_hf__vocab_findh(h, p, la + lb, v[2]);
+			}
+			if (m->x == HF_NONE || m->y == HF_NONE ||
+			    m->z == HF_NONE) {
+				merge_text(d, i - MERGE_AHEAD, what,
+				    sizeof(what));
+				snprintf(msg, msglen, "model.merges[%zu]: %s: a "
+				    "token is not in the vocabulary",
+				    i - MERGE_AHEAD, what);
+				rc = -1;
+				goto out;
+			}
+		}
+		if (i < n && !r[i].raw) {
+			const unsigned char *p = bytes + r[i].x;
+
+			m = &r[i];
+			v = hv[i % MERGE_AHEAD];
+			v[0] = ovl_hf__vocab_hash(h, p, m->y);
+			v[1] = ovl_hf__vocab_hash(h, p + m->y, m->z);
+			v[2] = ovl_hf__vocab_hash(h, p, m->y + m->z);
+		}
+	}
+	ovl_hf__merge_init(h, n);
+	for (i = 0; i < n; i++)
+		ovl_hf__merge_put(h, r[i].x, r[i].y, (uint32_t)i, r[i].z);
+	rc = 0;
+out:
+	free(r);
+	free(bytes);
 	ovl_buf_free(&raw);
-	return 0;
-fail:
-	free(m);
-	ovl_buf_free(&raw);
-	return -1;
+	return rc;
 }
 
 static void
