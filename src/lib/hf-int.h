@@ -16,6 +16,7 @@
 
 #define HF_NONE	UINT32_MAX
 #define HF_CHAIN_MAX	4
+#define HF_UNSAFE_MAX	64
 
 enum hf_norm_kind { HN_NFC, HN_NFD, HN_NFKC, HN_NFKD, HN_REPLACE, HN_PREPEND,
 	HN_STRIP };
@@ -204,6 +205,18 @@ struct ovl_hf {
 	uint64_t	*pair, *two;
 	uint32_t	 one[256];
 	int		 bytelevel, byte_fallback, fuse_unk, ignore_merges;
+	/*
+	 * Not byte level, merges not ignored (mseg 1): the fast way cuts a
+	 * piece before a "\u2581" that follows a character c which is a
+	 * token and never stands before "\u2581" in a token (so no merge
+	 * joins across: the parts merge as the whole does). mascii: c < 128
+	 * is such; unsafe[0..nunsafe): the other characters that stand
+	 * before it in a token.
+	 */
+	int		 mseg;
+	uint8_t		 mascii[128];
+	char		 unsafe[HF_UNSAFE_MAX][5];
+	size_t		 nunsafe;
 	uint32_t	 unk;
 	uint32_t	 byte_id[256];
 	struct added	*added;

@@ -473,6 +473,59 @@ load_added(struct ovl_hf *h, json_t *added, char *msg, size_t msglen)
 	return 0;
 }
 
+#define METASPACE	"\xe2\x96\x81"
+
+/* The start of the character that ends p[0..k) (k > 0). */
+static size_t
+char_before(const unsigned char *p, size_t k)
+{
+	size_t i = k - 1;
+
+	while (i > 0 && k - i < 4 && (p[i] & 0xc0) == 0x80)
+		i--;
+	return i;
+}
+
+/* Which characters a "\u2581" may be cut after (ovl_hf's mseg). */
+static void
+metaspace_cuts(struct ovl_hf *h)
+{
+	uint32_t id;
+	size_t k, i, u;
+
+	for (id = 0; id < h->nids; id++) {
+		const unsigned char *t = h->arena.p + h->toff[id], *q;
+		size_t n = h->tlen[id];
+
+		for (k = 1; k < n && (q = memmem(t + k, n - k, METASPACE, 3)) !=
+		    NULL; k = (size_t)(q - t) + 3) {
+			k = (size_t)(q - t);
+			i = char_before(t, k);
+			if (k - i == 3 && memcmp(t + i, METASPACE, 3) == 0)
+				continue;
+			for (u = 0; u < h->nunsafe; u++)
+				if (strlen(h->unsafe[u]) == k - i &&
+				    memcmp(h->unsafe[u], t + i, k - i) == 0)
+					break;
+			if (u < h->nunsafe)
+				continue;
+			if (h->nunsafe == HF_UNSAFE_MAX)
+				return;		/* too many: never cut */
+			memcpy(h->unsafe[h->nunsafe], t + i, k - i);
+			h->unsafe[h->nunsafe++][k - i] = '\0';
+		}
+	}
+	for (i = 0; i < 128; i++) {
+		unsigned char c = (unsigned char)i;
+
+		h->mascii[i] = ovl_hf__vocab_find(h, &c, 1, 0) != HF_NONE;
+		for (u = 0; u < h->nunsafe; u++)
+			if (h->unsafe[u][0] == (char)c && h->unsafe[u][1] == '\0')
+				h->mascii[i] = 0;
+	}
+	h->mseg = 1;
+}
+
 static int
 load_model(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 {
@@ -544,6 +597,8 @@ load_model(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 		}
 	}
 	h->first1 = 256;
+	if (!h->bytelevel && !h->ignore_merges)
+		metaspace_cuts(h);
 	return added != NULL ? load_added(h, added, msg, msglen) : 0;
 }
 
@@ -821,6 +876,46 @@ encode_chain(struct ovl_hf *h, size_t k, const unsigned char *s, size_t n,
 	return prev < n ? encode_chain(h, k + 1, s + prev, n - prev, out) : 0;
 }
 
+/* 1 when a piece may be cut before the "\u2581" at p + k (k > 0). */
+static int
+cut_before(const struct ovl_hf *h, const unsigned char *p, size_t k)
+{
+	size_t i = char_before(p, k), u;
+
+	if (k - i == 1)
+		return p[i] < 128 && h->mascii[p[i]];
+	if (k - i == 3 && memcmp(p + i, METASPACE, 3) == 0)
+		return 0;
+	for (u = 0; u < h->nunsafe; u++)
+		if (strlen(h->unsafe[u]) == k - i &&
+		    memcmp(h->unsafe[u], p + i, k - i) == 0)
+			return 0;
+	return ovl_hf__vocab_find(h, p + i, k - i, 0) != HF_NONE;
+}
+
+/*
+ * One piece of a model that is not byte level, merged in parts cut as
+ * mseg allows: the ids of the whole, each part a short piece the cache
+ * and the scan merge take.
+ */
+static void
+metaspace_parts(struct ovl_hf *h, const unsigned char *p, size_t n,
+    struct ovl_u32vec *out)
+{
+	const unsigned char *q;
+	size_t start = 0, k = 1;
+
+	while (k < n && (q = memmem(p + k, n - k, METASPACE, 3)) != NULL) {
+		k = (size_t)(q - p);
+		if (cut_before(h, p, k)) {
+			ovl_hf__piece(h, p + start, k - start, out);
+			start = k;
+		}
+		k += 3;
+	}
+	ovl_hf__piece(h, p + start, n - start, out);
+}
+
 static int
 encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
     struct ovl_u32vec *out, size_t base, size_t *bad_off)
@@ -847,7 +942,10 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 		return -1;
 	}
 	for (i = 0; i < pc->len; i++)
-		ovl_hf__piece(h, b + pc->p[i].off, pc->p[i].len, out);
+		if (h->fast && h->mseg)
+			metaspace_parts(h, b + pc->p[i].off, pc->p[i].len, out);
+		else
+			ovl_hf__piece(h, b + pc->p[i].off, pc->p[i].len, out);
 	return 0;
 }
 
