@@ -17,12 +17,17 @@
 
 #define SCAN_MAX	64	/* longer pieces merge with the heap */
 
+/*
+ * A table's size for n entries: a power of two, at most three quarters
+ * full (a smaller table misses the cache less; linear probing stays
+ * short).
+ */
 static size_t
 pow2_above(size_t n)
 {
 	size_t s = 64;
 
-	while (s < n * 2)
+	while (s * 3 < n * 4)
 		s *= 2;
 	return s;
 }
@@ -45,11 +50,8 @@ ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 void
 ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges)
 {
-	size_t s = 64;
+	size_t s = pow2_above(nmerges);
 
-	/* at most three quarters full: the table is large, and paged in */
-	while (s * 3 < nmerges * 4)
-		s *= 2;
 	h->mmask = s - 1;
 	h->merge = ovl_xmalloc_huge(s * sizeof(*h->merge));
 	memset(h->merge, 0xff, s * sizeof(*h->merge));	/* key UINT64_MAX */
