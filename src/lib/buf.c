@@ -43,6 +43,16 @@ huge_alloc(size_t n)
 }
 
 void *
+ovl_xmalloc_huge(size_t n)
+{
+	void *p = n >= OVL_BUF_LARGE ? huge_alloc(n) : malloc(n != 0 ? n : 1);
+
+	if (p == NULL)
+		ovl_errx(OVL_EXIT_DATA, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *
 ovl_xmalloc(size_t n)
 {
 	void *p = huge && n >= OVL_BUF_LARGE ? huge_alloc(n) :

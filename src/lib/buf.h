@@ -56,6 +56,14 @@ void	ovl_u32vec_trim(struct ovl_u32vec *v, size_t keep);
  */
 void	ovl_buf_huge(int on);
 
+/*
+ * A block of n bytes of transparent huge pages whatever ovl_buf_huge says
+ * (a smaller one: ovl_xmalloc's), freed with free(3): for a large table
+ * made once and filled whole (a tokenizer's), which costs no more memory
+ * so and is faulted in 2 MiB at a time. Exits 1 on failure.
+ */
+void	*ovl_xmalloc_huge(size_t n);
+
 /* malloc/realloc/strdup that exit 1 on failure. */
 void	*ovl_xmalloc(size_t n);
 void	*ovl_xcalloc(size_t n, size_t size);

@@ -17,12 +17,17 @@
 
 #define SCAN_MAX	64	/* longer pieces merge with the heap */
 
+/*
+ * A table's size for n entries: a power of two, at most three quarters
+ * full (a smaller table misses the cache less; linear probing stays
+ * short).
+ */
 static size_t
 pow2_above(size_t n)
 {
 	size_t s = 64;
 
-	while (s < n * 2)
+	while (s * 3 < n * 4)
 		s *= 2;
 	return s;
 }
@@ -33,7 +38,10 @@ void
 ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 {
 	h->smask = pow2_above(nvocab) - 1;
-	h->slot = ovl_xcalloc(h->smask + 1, sizeof(*h->slot));
+	h->slot = ovl_xmalloc_huge((h->smask + 1) * sizeof(*h->slot));
+	memset(h->slot, 0, (h->smask + 1) * sizeof(*h->slot));
+	h->rmask = pow2_above(1) - 1;
+	h->rslot = ovl_xcalloc(h->rmask + 1, sizeof(*h->rslot));
 	h->self = ovl_xcalloc(h->nids, 1);
 	h->cache = ovl_xcalloc((size_t)1 << OVL_BPE_CACHE_BITS,
 	    sizeof(*h->cache));
@@ -42,18 +50,18 @@ ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab)
 void
 ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges)
 {
-	size_t i;
+	size_t s = pow2_above(nmerges);
 
-	h->mmask = pow2_above(nmerges) - 1;
-	h->merge = ovl_xmalloc((h->mmask + 1) * sizeof(*h->merge));
-	for (i = 0; i <= h->mmask; i++)
-		h->merge[i].key = UINT64_MAX;
+	h->mmask = s - 1;
+	h->merge = ovl_xmalloc_huge(s * sizeof(*h->merge));
+	memset(h->merge, 0xff, s * sizeof(*h->merge));	/* key UINT64_MAX */
 }
 
 void
 ovl_hf__tables_free(struct ovl_hf *h)
 {
 	free(h->slot);
+	free(h->rslot);
 	free(h->merge);
 	free(h->pair);
 	free(h->two);
@@ -65,20 +73,27 @@ ovl_hf__tables_free(struct ovl_hf *h)
 }
 
 static inline uint32_t
-vfind_h(const struct ovl_hf *h, const unsigned char *p, size_t n, uint64_t hv)
+tab_find(const struct hf_vslot *slot, size_t mask, const unsigned char *arena,
+    const unsigned char *p, size_t n, uint64_t hv)
 {
-	size_t i = (size_t)hv & h->smask;
+	size_t i = (size_t)hv & mask;
 	uint32_t tag = (uint32_t)(hv >> 32);
 	const struct hf_vslot *e;
 
-	for (;; i = (i + 1) & h->smask) {
-		e = &h->slot[i];
+	for (;; i = (i + 1) & mask) {
+		e = &slot[i];
 		if (e->id1 == 0)
 			return HF_NONE;
 		if (e->tag == tag && e->len == n &&
-		    ovl_bpe__eq(h->arena.p + e->off, p, n))
+		    ovl_bpe__eq(arena + e->off, p, n))
 			return e->id1 - 1;
 	}
+}
+
+static inline uint32_t
+vfind_h(const struct ovl_hf *h, const unsigned char *p, size_t n, uint64_t hv)
+{
+	return tab_find(h->slot, h->smask, h->arena.p, p, n, hv);
 }
 
 static inline uint32_t
@@ -88,23 +103,79 @@ vfind(const struct ovl_hf *h, const unsigned char *p, size_t n)
 }
 
 uint32_t
-ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n)
+ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p, size_t n,
+    int raw)
 {
+	if (raw)
+		return tab_find(h->rslot, h->rmask, h->arena.p, p, n,
+		    ovl_bpe__hash(p, n));
 	return vfind(h, p, n);
 }
 
-void
-ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id)
+uint64_t
+ovl_hf__vocab_hash(const struct ovl_hf *h, const unsigned char *p, size_t n)
 {
-	uint64_t hv = ovl_bpe__hash(h->arena.p + h->toff[id], h->tlen[id]);
-	size_t i = (size_t)hv & h->smask;
+	uint64_t hv = ovl_bpe__hash(p, n);
 
-	while (h->slot[i].id1 != 0)
-		i = (i + 1) & h->smask;
-	h->slot[i].tag = (uint32_t)(hv >> 32);
-	h->slot[i].id1 = id + 1;
-	h->slot[i].len = h->tlen[id];
-	h->slot[i].off = h->toff[id];
+	__builtin_prefetch(&h->slot[(size_t)hv & h->smask]);
+	return hv;
+}
+
+uint32_t
+ovl_hf__vocab_findh(const struct ovl_hf *h, const unsigned char *p, size_t n,
+    uint64_t hv)
+{
+	return vfind_h(h, p, n, hv);
+}
+
+static void
+tab_put(struct hf_vslot *slot, size_t mask, uint64_t hv, uint32_t id,
+    uint32_t off, uint32_t len)
+{
+	size_t i = (size_t)hv & mask;
+
+	while (slot[i].id1 != 0)
+		i = (i + 1) & mask;
+	slot[i].tag = (uint32_t)(hv >> 32);
+	slot[i].id1 = id + 1;
+	slot[i].len = len;
+	slot[i].off = off;
+}
+
+int
+ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id, int raw)
+{
+	const unsigned char *p = h->arena.p + h->toff[id];
+	uint64_t hv = ovl_bpe__hash(p, h->tlen[id]);
+	size_t i, n;
+
+	if (!raw) {
+		if (vfind_h(h, p, h->tlen[id], hv) != HF_NONE)
+			return -1;
+		tab_put(h->slot, h->smask, hv, id, h->toff[id], h->tlen[id]);
+		return 0;
+	}
+	if (tab_find(h->rslot, h->rmask, h->arena.p, p, h->tlen[id], hv) !=
+	    HF_NONE)
+		return -1;
+	if (++h->nraw * 2 > h->rmask + 1) {
+		/* grown: a byte-level file has few tokens outside the map */
+		struct hf_vslot *old = h->rslot;
+		size_t omask = h->rmask;
+
+		h->rmask = h->rmask * 2 + 1;
+		h->rslot = ovl_xcalloc(h->rmask + 1, sizeof(*h->rslot));
+		for (i = 0; i <= omask; i++)
+			if (old[i].id1 != 0) {
+				n = old[i].len;
+				tab_put(h->rslot, h->rmask, ovl_bpe__hash(
+				    h->arena.p + old[i].off, n), old[i].id1 - 1,
+				    old[i].off, (uint32_t)n);
+			}
+		free(old);
+	}
+	tab_put(h->rslot, h->rmask, hv, id, h->toff[id], h->tlen[id]);
+	return 0;
 }
 
 static inline size_t
@@ -155,6 +226,14 @@ utf8_len(unsigned char c)
 }
 
 /* ---- merging ------------------------------------------------------------ */
+
+static inline void
+push(struct ovl_u32vec *v, uint32_t x)
+{
+	if (v->len == v->cap)
+		ovl_u32vec_reserve(v, 1);
+	v->p[v->len++] = x;
+}
 
 static void
 sym_add(struct ovl_hf *h, size_t *n, uint32_t id, uint32_t len)
@@ -315,12 +394,13 @@ merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
 	}
 	for (i = 0; i < ns; i++)
 		if (h->sym[i].len != 0)
-			ovl_u32vec_push(out, h->sym[i].id);
+			push(out, h->sym[i].id);
 }
 
 /*
  * The same order for a few symbols: the lowest pair found by a scan. p:
- * the piece's bytes when the symbols are its bytes' tokens (byte level).
+ * the piece's bytes (ns of them) in a byte-level model with a token for
+ * every byte, which are the symbols; else NULL, the symbols in h->sym.
  */
 static void
 merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
@@ -330,10 +410,14 @@ merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
 	size_t m = ns, i, j, best;
 	uint32_t *dst;
 
-	for (i = 0; i < m; i++)
-		tk[i] = h->sym[i].id;
 	if (p != NULL)
-		/* the bytes of a byte-level piece: one table */
+		/* the bytes of a byte-level piece: their tokens, one table */
+		for (i = 0; i < m; i++)
+			tk[i] = h->byte_id[p[i]];
+	else
+		for (i = 0; i < m; i++)
+			tk[i] = h->sym[i].id;
+	if (p != NULL)
 		for (i = 0; i + 1 < m; i++) {
 			uint64_t e = h->pair[p[i] << 8 | p[i + 1]];
 			rk[i] = (uint32_t)(e >> 32);
@@ -382,14 +466,18 @@ bpe_piece(struct ovl_hf *h, const unsigned char *p, size_t n, int fast,
 	uint32_t id;
 
 	if (h->ignore_merges && (id = vfind(h, p, n)) != HF_NONE) {
-		ovl_u32vec_push(out, id);
+		push(out, id);
+		return;
+	}
+	if (fast && h->bytes_all == 1 && n <= SCAN_MAX) {
+		merge_scan(h, p, n, out);
 		return;
 	}
 	ns = initial_symbols(h, p, n);
 	if (ns == 0)
 		return;
 	if (fast && ns <= SCAN_MAX)
-		merge_scan(h, h->bytes_all == 1 ? p : NULL, ns, out);
+		merge_scan(h, NULL, ns, out);
 	else
 		merge_heap(h, ns, out);
 }
@@ -415,18 +503,25 @@ make_byte_tables(struct ovl_hf *h)
 			h->pair[a << 8 | b] = merge_find(h, h->byte_id[a],
 			    h->byte_id[b], &r, &id) ? (uint64_t)r << 32 | id :
 			    UINT64_MAX;
-	/* the pieces of one and two bytes, merged the general way */
+	/*
+	 * The pieces of one and two bytes, as BPE::tokenize gives them: the
+	 * token of the piece when merges are ignored, else the pair's merge,
+	 * else the two bytes' tokens.
+	 */
 	for (a = 0; a < 256; a++) {
+		h->one[a] = h->byte_id[a];
 		pc[0] = (unsigned char)a;
-		h->tmp.len = 0;
-		bpe_piece(h, pc, 1, 0, &h->tmp);
-		h->one[a] = h->tmp.p[0];
 		for (b = 0; b < 256; b++) {
+			uint64_t e = h->pair[a << 8 | b];
+
 			pc[1] = (unsigned char)b;
-			h->tmp.len = 0;
-			bpe_piece(h, pc, 2, 0, &h->tmp);
-			h->two[a << 8 | b] = (uint64_t)(h->tmp.len == 2 ?
-			    h->tmp.p[1] : HF_NONE) << 32 | h->tmp.p[0];
+			if (h->ignore_merges && (id = vfind(h, pc, 2)) != HF_NONE)
+				e = (uint64_t)HF_NONE << 32 | id;
+			else if (e != UINT64_MAX)
+				e = (uint64_t)HF_NONE << 32 | (uint32_t)e;
+			else
+				e = (uint64_t)h->byte_id[b] << 32 | h->byte_id[a];
+			h->two[a << 8 | b] = e;
 		}
 	}
 	h->bytes_all = 1;
@@ -463,15 +558,15 @@ ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 		uint64_t e = n == 1 ? (uint64_t)HF_NONE << 32 | h->one[p[0]] :
 		    h->two[p[0] << 8 | p[1]];
 
-		ovl_u32vec_push(out, (uint32_t)e);
+		push(out, (uint32_t)e);
 		if (e >> 32 != HF_NONE)
-			ovl_u32vec_push(out, (uint32_t)(e >> 32));
+			push(out, (uint32_t)(e >> 32));
 		return;
 	}
 	hv = ovl_bpe__hash(p, n);
 	id = vfind_h(h, p, n, hv);
 	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
-		ovl_u32vec_push(out, id);
+		push(out, id);
 		return;
 	}
 	if (n > OVL_BPE_CACHE_KEY) {

@@ -15,6 +15,8 @@
 #include "pretok.h"
 
 #define HF_NONE	UINT32_MAX
+#define HF_CHAIN_MAX	4
+#define HF_UNSAFE_MAX	64
 
 enum hf_norm_kind { HN_NFC, HN_NFD, HN_NFKC, HN_NFKD, HN_REPLACE, HN_PREPEND,
 	HN_STRIP };
@@ -64,11 +66,13 @@ struct hf_text {
 	int		 bytelevel;	/* a ByteLevel pre-tokenizer is in */
 	int		 prepends;	/* a "▁" is put before the text */
 	/*
-	 * The regex of the one Isolated Split when the other pre-tokenizers
-	 * change nothing (ByteLevel without a prefix space or its regex):
-	 * the pieces are its matches and the gaps between them.
+	 * When every pre-tokenizer is a regex Split, Isolated, or changes
+	 * nothing (ByteLevel without a prefix space or its regex): the
+	 * Splits' regexes in order. The pieces of chain[0] are its matches
+	 * and the gaps between them, each cut so by chain[1], and on.
 	 */
-	struct ovl_pretok *direct;
+	struct ovl_pretok *chain[HF_CHAIN_MAX];
+	size_t		 nchain;
 	/* scratch */
 	struct ovl_buf	 buf[2];
 	struct hf_pieces pc[2];
@@ -99,6 +103,46 @@ void	ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
 
 void	ovl_hf__pieces_push(struct hf_pieces *v, uint32_t off, uint32_t len,
 	    uint32_t first);
+
+/* ---- the file (hf-json.c) ---------------------------------------------- */
+
+/* Bytes of the file: a JSON value's text. */
+struct hf_span {
+	const char	*p;
+	size_t		 n;
+};
+
+struct hf_doc {
+	json_t		*root;		/* the file but model.vocab and .merges */
+	struct hf_span	 vocab, merges;	/* their text (p NULL: not an object,
+					   an array; then in root, if there) */
+	const unsigned char *pos, *end;	/* where a scan is */
+	struct ovl_buf	 buf, buf2;	/* decoded strings */
+};
+
+/*
+ * Read a tokenizer.json's text data[0..len) (kept while d is used): 0, or
+ * -1 when it is not well-formed JSON or not an object (jansson's own parse
+ * of the whole text then says what and where).
+ */
+int	ovl_hf__doc_parse(struct hf_doc *d, const char *data, size_t len);
+void	ovl_hf__doc_free(struct hf_doc *d);
+/*
+ * The next entry of model.vocab (d->vocab set): 1 with its key in
+ * [*key, *key + *kn) (valid until the next call) and its value in *id (-1
+ * when it is no integer of 18 digits or less); 0 after the last; -1 when
+ * the text is not well-formed. ovl_hf__doc_rewind starts a new scan.
+ */
+int	ovl_hf__vocab_next(struct hf_doc *d, const unsigned char **key,
+	    size_t *kn, int64_t *id);
+/*
+ * The next entry of model.merges: 2 with its sides (from "A B" or ["A",
+ * "B"]) in a[0..an) and b[0..bn), valid until the next call; 1 for an
+ * entry of another shape; 0 after the last; -1 when not well-formed.
+ */
+int	ovl_hf__merges_next(struct hf_doc *d, const unsigned char **a,
+	    size_t *an, const unsigned char **b, size_t *bn);
+void	ovl_hf__doc_rewind(struct hf_doc *d);
 
 /* ---- the model (hf.c loads it, hf-bpe.c merges) ---------------------- */
 
@@ -145,6 +189,9 @@ struct ovl_hf {
 	struct ovl_buf	 arena;
 	struct hf_vslot	*slot;		/* vocab bytes -> id */
 	size_t		 smask;
+	struct hf_vslot	*rslot;		/* byte level: the tokens outside the
+					   byte map, by their text -> id */
+	size_t		 rmask, nraw;
 	struct hf_mslot	*merge;
 	size_t		 mmask;
 	/*
@@ -158,6 +205,18 @@ struct ovl_hf {
 	uint64_t	*pair, *two;
 	uint32_t	 one[256];
 	int		 bytelevel, byte_fallback, fuse_unk, ignore_merges;
+	/*
+	 * Not byte level, merges not ignored (mseg 1): the fast way cuts a
+	 * piece before a "\u2581" that follows a character c which is a
+	 * token and never stands before "\u2581" in a token (so no merge
+	 * joins across: the parts merge as the whole does). mascii: c < 128
+	 * is such; unsafe[0..nunsafe): the other characters that stand
+	 * before it in a token.
+	 */
+	int		 mseg;
+	uint8_t		 mascii[128];
+	char		 unsafe[HF_UNSAFE_MAX][5];
+	size_t		 nunsafe;
 	uint32_t	 unk;
 	uint32_t	 byte_id[256];
 	struct added	*added;
@@ -165,6 +224,8 @@ struct ovl_hf {
 	struct tnode	*trie;
 	size_t		 ntrie, trie_cap;
 	unsigned char	 first[256];	/* 1: an added token starts with it */
+	int		 first1;	/* the one such byte; 256: none, -1:
+					   several */
 	int		 any_normalized;
 	struct hf_text	 text;
 	enum ovl_bpe_special special;
@@ -188,11 +249,24 @@ void	ovl_hf__vocab_init(struct ovl_hf *h, size_t nvocab);
 void	ovl_hf__merge_init(struct ovl_hf *h, size_t nmerges);
 /* Free what the two above and the merging allocated. */
 void	ovl_hf__tables_free(struct ovl_hf *h);
-/* Index token id (its bytes are in the arena) for look-up by bytes. */
-void	ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id);
-/* The id of the token with bytes p[0..n), or HF_NONE. */
+/*
+ * Index token id (its bytes are in the arena) for look-up by bytes (raw
+ * 0) or, in a byte-level model, as a token outside the byte map (raw 1,
+ * its text in the arena): 0, or -1 when a token of those bytes is in.
+ */
+int	ovl_hf__vocab_index(struct ovl_hf *h, uint32_t id, int raw);
+/* The id of the token with bytes (raw: text) p[0..n), or HF_NONE. */
 uint32_t ovl_hf__vocab_find(const struct ovl_hf *h, const unsigned char *p,
+	    size_t n, int raw);
+/*
+ * The hash ovl_hf__vocab_findh takes for bytes p[0..n); the table slot
+ * it starts at is fetched into the cache meanwhile.
+ */
+uint64_t ovl_hf__vocab_hash(const struct ovl_hf *h, const unsigned char *p,
 	    size_t n);
+/* ovl_hf__vocab_find (raw 0) of bytes whose hash is hv. */
+uint32_t ovl_hf__vocab_findh(const struct ovl_hf *h, const unsigned char *p,
+	    size_t n, uint64_t hv);
 /* Merge (a, b) -> id with rank; a later duplicate pair wins, as in HF. */
 void	ovl_hf__merge_put(struct ovl_hf *h, uint32_t a, uint32_t b,
 	    uint32_t rank, uint32_t id);

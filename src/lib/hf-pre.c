@@ -278,14 +278,14 @@ ovl_hf__text_load(struct hf_text *t, json_t *norm, json_t *pre, char *err,
 
 		if (p->kind == HP_SPLIT && p->re != NULL &&
 		    p->behavior == HB_ISOLATED) {
+			if (nsplit < HF_CHAIN_MAX)
+				t->chain[nsplit] = p->re;
 			nsplit++;
-			t->direct = p->re;
 		} else if (!(p->kind == HP_BYTELEVEL && !p->prefix_space &&
 		    p->re == NULL))
 			nother++;
 	}
-	if (nsplit != 1 || nother != 0)
-		t->direct = NULL;
+	t->nchain = nsplit <= HF_CHAIN_MAX && nother == 0 ? nsplit : 0;
 	return 0;
 }
 

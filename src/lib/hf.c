@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "hash64.h"
 #include "tok.h"
@@ -46,24 +50,6 @@ init_cp_byte(void)
 		cp_byte_tab[b] = -1;
 	for (b = 0; b < 256; b++)
 		cp_byte_tab[byte_cp(b)] = (int)b;
-}
-
-static size_t
-put_utf8(uint32_t c, unsigned char *d)
-{
-	if (c < 0x80) {
-		d[0] = (unsigned char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		d[0] = (unsigned char)(0xc0 | c >> 6);
-		d[1] = (unsigned char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	d[0] = (unsigned char)(0xe0 | c >> 12);
-	d[1] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
-	d[2] = (unsigned char)(0x80 | (c & 0x3f));
-	return 3;
 }
 
 static size_t
@@ -118,68 +104,32 @@ set_token(struct ovl_hf *h, uint32_t id, const unsigned char *p, size_t n)
 	ovl_buf_append(&h->arena, p, n);
 }
 
-static int
-load_vocab(struct ovl_hf *h, json_t *vocab, uint32_t nids, char *msg,
-    size_t msglen)
+/* The id of a vocabulary token by its text in the file, or HF_NONE. */
+static uint32_t
+text_id(const struct ovl_hf *h, const unsigned char *s, size_t n)
 {
-	const char *key;
-	json_t *v;
 	unsigned char tmp[4096];
+	long k;
 
-	h->nids = nids;
-	h->toff = ovl_xcalloc(nids, sizeof(*h->toff));
-	h->tlen = ovl_xcalloc(nids, sizeof(*h->tlen));
-	ovl_hf__vocab_init(h, json_object_size(vocab));
-	json_object_foreach(vocab, key, v) {
-		uint32_t id = (uint32_t)json_integer_value(v);
-		size_t n = strlen(key);
-		long k;
-
-		if (h->tlen[id] != 0) {
-			snprintf(msg, msglen, "model.vocab: id %" PRIu32
-			    " given twice", id);
-			return -1;
-		}
-		if (h->bytelevel && n <= sizeof(tmp) &&
-		    (k = unmap_bytelevel((const unsigned char *)key, n, tmp)) > 0) {
-			set_token(h, id, tmp, (size_t)k);
-			ovl_hf__vocab_index(h, id);
-		} else {
-			/* outside the byte map: kept for decoding only */
-			set_token(h, id, (const unsigned char *)key, n);
-			if (!h->bytelevel)
-				ovl_hf__vocab_index(h, id);
-		}
-	}
-	return 0;
+	if (!h->bytelevel)
+		return ovl_hf__vocab_find(h, s, n, 0);
+	if (n <= sizeof(tmp) && (k = unmap_bytelevel(s, n, tmp)) > 0)
+		return ovl_hf__vocab_find(h, tmp, (size_t)k, 0);
+	return ovl_hf__vocab_find(h, s, n, 1);
 }
 
-static int
-check_vocab(json_t *vocab, json_t *added, uint32_t *nids, char *msg,
-    size_t msglen)
-{
-	const char *key;
-	json_t *v;
-	size_t i;
-	json_int_t max = -1;
+/* A vocabulary entry read: its bytes (raw: its text) in the arena. */
+struct vent {
+	uint32_t	id, off, len, raw;
+};
 
-	if (!json_is_object(vocab) || json_object_size(vocab) == 0) {
-		snprintf(msg, msglen, "model.vocab is missing or empty");
-		return -1;
-	}
-	json_object_foreach(vocab, key, v) {
-		json_int_t id = json_integer_value(v);
-		if (!json_is_integer(v) || id < 0 || id > OVL_BPE_RANK_MAX) {
-			snprintf(msg, msglen, "model.vocab: bad id for '%s'", key);
-			return -1;
-		}
-		if (*key == '\0') {
-			snprintf(msg, msglen, "model.vocab: an empty token");
-			return -1;
-		}
-		if (id > max)
-			max = id;
-	}
+/* The largest id of the added tokens (-1: none) into *max. */
+static int
+check_added(json_t *added, int64_t *max, char *msg, size_t msglen)
+{
+	size_t i;
+	json_t *v;
+
 	json_array_foreach(added, i, v) {
 		json_t *id = json_object_get(v, "id");
 		if (!json_is_integer(id) || json_integer_value(id) < 0 ||
@@ -190,90 +140,256 @@ check_vocab(json_t *vocab, json_t *added, uint32_t *nids, char *msg,
 			    "and a non-empty content", i);
 			return -1;
 		}
-		if (json_integer_value(id) > max)
-			max = json_integer_value(id);
+		if (json_integer_value(id) > *max)
+			*max = json_integer_value(id);
 	}
-	*nids = (uint32_t)max + 1;
 	return 0;
 }
 
+/*
+ * model.vocab, scanned in place: the tokens' bytes in the arena, indexed.
+ * 0, -1 with msg, or -2 when the text is not well-formed.
+ */
 static int
-merge_sides(json_t *m, const char **a, size_t *an, const char **b, size_t *bn)
+load_vocab(struct ovl_hf *h, struct hf_doc *d, json_t *added, char *msg,
+    size_t msglen)
 {
-	if (json_is_array(m)) {
-		if (json_array_size(m) != 2 ||
-		    !json_is_string(json_array_get(m, 0)) ||
-		    !json_is_string(json_array_get(m, 1)))
-			return -1;
-		*a = json_string_value(json_array_get(m, 0));
-		*an = json_string_length(json_array_get(m, 0));
-		*b = json_string_value(json_array_get(m, 1));
-		*bn = json_string_length(json_array_get(m, 1));
-		return 0;
-	}
-	if (json_is_string(m)) {
-		const char *s = json_string_value(m);
-		const char *sp = strchr(s, ' ');
+	struct vent *v = NULL;
+	size_t nv = 0, cap = 0, i, kn;
+	const unsigned char *key;
+	unsigned char tmp[4096];
+	int64_t id, max = -1;
+	long k;
+	int rc;
 
-		if (sp == NULL || strchr(sp + 1, ' ') != NULL)
-			return -1;
-		*a = s;
-		*an = (size_t)(sp - s);
-		*b = sp + 1;
-		*bn = strlen(sp + 1);
-		return 0;
+	if (d->vocab.p == NULL) {
+		snprintf(msg, msglen, "model.vocab is missing or empty");
+		return -1;
 	}
+	while ((rc = ovl_hf__vocab_next(d, &key, &kn, &id)) == 1) {
+		if (id < 0 || id > OVL_BPE_RANK_MAX) {
+			snprintf(msg, msglen, "model.vocab: bad id for '%.*s'",
+			    (int)(kn > 200 ? 200 : kn), (const char *)key);
+			goto fail;
+		}
+		if (kn == 0) {
+			snprintf(msg, msglen, "model.vocab: an empty token");
+			goto fail;
+		}
+		if (nv == cap) {
+			struct vent *g;
+
+			/*
+			 * at once room for all (an entry takes six bytes or
+			 * more): the pages never touched are never faulted in
+			 */
+			cap = cap != 0 ? cap * 2 : d->vocab.n / 6 + 16;
+			g = ovl_xmalloc_huge(cap * sizeof(*v));
+			if (nv > 0)
+				memcpy(g, v, nv * sizeof(*v));
+			free(v);
+			v = g;
+		}
+		v[nv].id = (uint32_t)id;
+		v[nv].off = (uint32_t)h->arena.len;
+		if (h->bytelevel && kn <= sizeof(tmp) &&
+		    (k = unmap_bytelevel(key, kn, tmp)) > 0) {
+			ovl_buf_append(&h->arena, tmp, (size_t)k);
+			v[nv].raw = 0;
+		} else {
+			/* outside the byte map: by its text */
+			ovl_buf_append(&h->arena, key, kn);
+			v[nv].raw = (uint32_t)h->bytelevel;
+		}
+		v[nv].len = (uint32_t)h->arena.len - v[nv].off;
+		nv++;
+		if (id > max)
+			max = id;
+	}
+	if (rc < 0) {
+		free(v);
+		return -2;
+	}
+	if (nv == 0) {
+		snprintf(msg, msglen, "model.vocab is missing or empty");
+		goto fail;
+	}
+	if (check_added(added, &max, msg, msglen) != 0)
+		goto fail;
+	h->nids = (uint32_t)max + 1;
+	h->toff = ovl_xcalloc(h->nids, sizeof(*h->toff));
+	h->tlen = ovl_xcalloc(h->nids, sizeof(*h->tlen));
+	ovl_hf__vocab_init(h, nv);
+	for (i = 0; i < nv; i++) {
+		uint32_t t = v[i].id;
+
+		if (h->tlen[t] != 0) {
+			snprintf(msg, msglen, "model.vocab: id %" PRIu32
+			    " given twice", t);
+			goto fail;
+		}
+		h->toff[t] = v[i].off;
+		h->tlen[t] = v[i].len;
+		if (ovl_hf__vocab_index(h, t, (int)v[i].raw) != 0) {
+			snprintf(msg, msglen, "model.vocab: the token of id %"
+			    PRIu32 " is given twice", t);
+			goto fail;
+		}
+	}
+	free(v);
+	return 0;
+fail:
+	free(v);
 	return -1;
 }
 
-static int
-load_merges(struct ovl_hf *h, json_t *vocab, json_t *merges, char *msg,
-    size_t msglen)
+/*
+ * A merge read: its sides' bytes (byte level: unmapped; else their text)
+ * back to back in a buffer (raw 0: x the offset, y and z the lengths), or,
+ * when a side is outside the byte map, its ids found at once (raw 1: x, y
+ * and z the ids of a, b and a + b).
+ */
+struct mrec {
+	uint32_t	x, y, z, raw;
+};
+
+#define MERGE_AHEAD	8	/* merges whose slots are fetched ahead */
+
+/* The text of merge k in the file, for a message. */
+static void
+merge_text(struct hf_doc *d, size_t k, char *out, size_t outlen)
 {
-	size_t i, n = json_array_size(merges);
-	char *cat = NULL;
-	size_t catcap = 0;
-	json_t *m;
+	const unsigned char *a = NULL, *b = NULL;
+	size_t an = 0, bn = 0, i;
 
-	ovl_hf__merge_init(h, n);
-	json_array_foreach(merges, i, m) {
-		const char *a, *b;
-		size_t an, bn;
-		json_t *ja, *jb, *jc;
+	ovl_hf__doc_rewind(d);
+	for (i = 0; i <= k; i++)
+		if (ovl_hf__merges_next(d, &a, &an, &b, &bn) != 2)
+			break;
+	snprintf(out, outlen, "'%.*s' + '%.*s'", (int)(an > 80 ? 80 : an),
+	    (const char *)a, (int)(bn > 80 ? 80 : bn), (const char *)b);
+}
 
-		if (merge_sides(m, &a, &an, &b, &bn) != 0) {
-			snprintf(msg, msglen, "model.merges[%zu]: expected \"A B\" "
-			    "or [\"A\", \"B\"]", i);
-			free(cat);
-			return -1;
-		}
-		if (an + bn + 1 > catcap) {
-			catcap = an + bn + 64;
-			cat = ovl_xrealloc(cat, catcap);
-		}
-		memcpy(cat, a, an);
-		cat[an] = '\0';
-		ja = json_object_getn(vocab, cat, an);
-		memcpy(cat, b, bn);
-		cat[bn] = '\0';
-		jb = json_object_getn(vocab, cat, bn);
-		memcpy(cat, a, an);
-		memcpy(cat + an, b, bn);
-		cat[an + bn] = '\0';
-		jc = json_object_getn(vocab, cat, an + bn);
-		if (ja == NULL || jb == NULL || jc == NULL) {
-			snprintf(msg, msglen, "model.merges[%zu]: '%.*s' + '%.*s': "
-			    "a token is not in the vocabulary", i, (int)an, a,
-			    (int)bn, b);
-			free(cat);
-			return -1;
-		}
-		ovl_hf__merge_put(h, (uint32_t)json_integer_value(ja),
-		    (uint32_t)json_integer_value(jb), (uint32_t)i,
-		    (uint32_t)json_integer_value(jc));
+/*
+ * model.merges, scanned in place, into the merge table: read first, then
+ * their tokens looked up, the table slots of a few merges ahead fetched
+ * (a file has hundreds of thousands, and each look-up is a cache miss).
+ * 0, -1 with msg, or -2 when the text is not well-formed.
+ */
+static int
+load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
+{
+	struct mrec *r = NULL;
+	uint64_t hv[MERGE_AHEAD][3];
+	size_t n = 0, cap = 0, an, bn, i, used = 0;
+	const unsigned char *a, *b;
+	unsigned char *bytes;
+	struct ovl_buf raw = { 0 };
+	char what[200];
+	long ka, kb;
+	int rc = 0;
+
+	if (d->merges.p == NULL) {
+		snprintf(msg, msglen, "model.merges is missing");
+		return -1;
 	}
-	free(cat);
-	return 0;
+	/* the bytes are never more than their text */
+	bytes = ovl_xmalloc_huge(d->merges.n + 1);
+	ovl_hf__doc_rewind(d);
+	while ((rc = ovl_hf__merges_next(d, &a, &an, &b, &bn)) > 0) {
+		struct mrec *m;
+
+		if (rc == 1) {
+			snprintf(msg, msglen, "model.merges[%zu]: expected \"A B\" "
+			    "or [\"A\", \"B\"]", n);
+			rc = -1;
+			goto out;
+		}
+		if (n == cap) {
+			struct mrec *g;
+
+			/* room for all: a merge takes six bytes or more */
+			cap = cap != 0 ? cap * 2 : d->merges.n / 6 + 16;
+			g = ovl_xmalloc_huge(cap * sizeof(*r));
+			if (n > 0)
+				memcpy(g, r, n * sizeof(*r));
+			free(r);
+			r = g;
+		}
+		m = &r[n++];
+		m->raw = 0;
+		m->x = (uint32_t)used;
+		if (!h->bytelevel) {
+			memcpy(bytes + used, a, an);
+			memcpy(bytes + used + an, b, bn);
+			m->y = (uint32_t)an;
+			m->z = (uint32_t)bn;
+		} else if ((ka = unmap_bytelevel(a, an, bytes + used)) > 0 &&
+		    (kb = unmap_bytelevel(b, bn, bytes + used + ka)) > 0) {
+			m->y = (uint32_t)ka;
+			m->z = (uint32_t)kb;
+		} else {
+			m->raw = 1;
+			m->x = text_id(h, a, an);
+			m->y = text_id(h, b, bn);
+			raw.len = 0;
+			ovl_buf_append(&raw, a, an);
+			ovl_buf_append(&raw, b, bn);
+			m->z = text_id(h, raw.p, raw.len);
+			continue;
+		}
+		used += m->y + m->z;
+	}
+	if (rc < 0) {
+		rc = -2;
+		goto out;
+	}
+	for (i = 0; i < n + MERGE_AHEAD; i++) {
+		struct mrec *m;
+		uint64_t *v;
+
+		/* merge i - MERGE_AHEAD looked up, then merge i's hashes */
+		if (i >= MERGE_AHEAD) {
+			m = &r[i - MERGE_AHEAD];
+			if (!m->raw) {
+				const unsigned char *p = bytes + m->x;
+				size_t la = m->y, lb = m->z;
+
+				v = hv[i % MERGE_AHEAD];
+				m->x = ovl_hf__vocab_findh(h, p, la, v[0]);
+				m->y = ovl_hf__vocab_findh(h, p + la, lb, v[1]);
+				m->z = ovl_hf__vocab_findh(h, p, la + lb, v[2]);
+			}
+			if (m->x == HF_NONE || m->y == HF_NONE ||
+			    m->z == HF_NONE) {
+				merge_text(d, i - MERGE_AHEAD, what,
+				    sizeof(what));
+				snprintf(msg, msglen, "model.merges[%zu]: %s: a "
+				    "token is not in the vocabulary",
+				    i - MERGE_AHEAD, what);
+				rc = -1;
+				goto out;
+			}
+		}
+		if (i < n && !r[i].raw) {
+			const unsigned char *p = bytes + r[i].x;
+
+			m = &r[i];
+			v = hv[i % MERGE_AHEAD];
+			v[0] = ovl_hf__vocab_hash(h, p, m->y);
+			v[1] = ovl_hf__vocab_hash(h, p + m->y, m->z);
+			v[2] = ovl_hf__vocab_hash(h, p, m->y + m->z);
+		}
+	}
+	ovl_hf__merge_init(h, n);
+	for (i = 0; i < n; i++)
+		ovl_hf__merge_put(h, r[i].x, r[i].y, (uint32_t)i, r[i].z);
+	rc = 0;
+out:
+	free(r);
+	free(bytes);
+	ovl_buf_free(&raw);
+	return rc;
 }
 
 static void
@@ -351,22 +467,78 @@ load_added(struct ovl_hf *h, json_t *added, char *msg, size_t msglen)
 			set_token(h, t->id, (const unsigned char *)t->s, t->n);
 		trie_add(h, (const unsigned char *)t->s, t->n, (uint32_t)i);
 	}
+	for (i = 0, h->first1 = 256; i < 256; i++)
+		if (h->first[i])
+			h->first1 = h->first1 == 256 ? (int)i : -1;
 	return 0;
 }
 
-static int
-load_model(struct ovl_hf *h, json_t *root, char *msg, size_t msglen)
+#define METASPACE	"\xe2\x96\x81"
+
+/* The start of the character that ends p[0..k) (k > 0). */
+static size_t
+char_before(const unsigned char *p, size_t k)
 {
+	size_t i = k - 1;
+
+	while (i > 0 && k - i < 4 && (p[i] & 0xc0) == 0x80)
+		i--;
+	return i;
+}
+
+/* Which characters a "\u2581" may be cut after (ovl_hf's mseg). */
+static void
+metaspace_cuts(struct ovl_hf *h)
+{
+	uint32_t id;
+	size_t k, i, u;
+
+	for (id = 0; id < h->nids; id++) {
+		const unsigned char *t = h->arena.p + h->toff[id], *q;
+		size_t n = h->tlen[id];
+
+		for (k = 1; k < n && (q = memmem(t + k, n - k, METASPACE, 3)) !=
+		    NULL; k = (size_t)(q - t) + 3) {
+			k = (size_t)(q - t);
+			i = char_before(t, k);
+			if (k - i == 3 && memcmp(t + i, METASPACE, 3) == 0)
+				continue;
+			for (u = 0; u < h->nunsafe; u++)
+				if (strlen(h->unsafe[u]) == k - i &&
+				    memcmp(h->unsafe[u], t + i, k - i) == 0)
+					break;
+			if (u < h->nunsafe)
+				continue;
+			if (h->nunsafe == HF_UNSAFE_MAX)
+				return;		/* too many: never cut */
+			memcpy(h->unsafe[h->nunsafe], t + i, k - i);
+			h->unsafe[h->nunsafe++][k - i] = '\0';
+		}
+	}
+	for (i = 0; i < 128; i++) {
+		unsigned char c = (unsigned char)i;
+
+		h->mascii[i] = ovl_hf__vocab_find(h, &c, 1, 0) != HF_NONE;
+		for (u = 0; u < h->nunsafe; u++)
+			if (h->unsafe[u][0] == (char)c && h->unsafe[u][1] == '\0')
+				h->mascii[i] = 0;
+	}
+	h->mseg = 1;
+}
+
+static int
+load_model(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
+{
+	json_t *root = d->root;
 	json_t *model = json_object_get(root, "model");
-	json_t *vocab = json_object_get(model, "vocab");
 	json_t *added = json_object_get(root, "added_tokens");
 	const char *ty = json_string_value(json_object_get(model, "type"));
 	static const char *const empty_ok[] = { "continuing_subword_prefix",
 	    "end_of_word_suffix" };
 	json_t *dec = json_object_get(root, "decoder");
 	json_t *unk;
-	uint32_t nids;
 	size_t i;
+	int rc;
 
 	if (ty == NULL || strcmp(ty, "BPE") != 0) {
 		snprintf(msg, msglen, "model '%s' is not supported (BPE is)",
@@ -391,8 +563,6 @@ load_model(struct ovl_hf *h, json_t *root, char *msg, size_t msglen)
 		snprintf(msg, msglen, "added_tokens is not an array");
 		return -1;
 	}
-	if (check_vocab(vocab, added, &nids, msg, msglen) != 0)
-		return -1;
 	h->bytelevel = h->text.bytelevel ||
 	    (dec != NULL && json_is_string(json_object_get(dec, "type")) &&
 	    strcmp(json_string_value(json_object_get(dec, "type")),
@@ -400,103 +570,164 @@ load_model(struct ovl_hf *h, json_t *root, char *msg, size_t msglen)
 	h->byte_fallback = json_is_true(json_object_get(model, "byte_fallback"));
 	h->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
 	h->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
-	if (load_vocab(h, vocab, nids, msg, msglen) != 0)
-		return -1;
-	if (!json_is_array(json_object_get(model, "merges"))) {
-		snprintf(msg, msglen, "model.merges is missing");
-		return -1;
-	}
-	if (load_merges(h, vocab, json_object_get(model, "merges"), msg,
-	    msglen) != 0)
-		return -1;
+	if ((rc = load_vocab(h, d, added, msg, msglen)) != 0 ||
+	    (rc = load_merges(h, d, msg, msglen)) != 0)
+		return rc;
 	h->unk = HF_NONE;
 	unk = json_object_get(model, "unk_token");
 	if (json_is_string(unk)) {
-		json_t *u = json_object_get(vocab, json_string_value(unk));
-		if (u == NULL) {
+		h->unk = text_id(h, (const unsigned char *)json_string_value(unk),
+		    json_string_length(unk));
+		if (h->unk == HF_NONE) {
 			snprintf(msg, msglen, "unk_token '%s' is not in the "
 			    "vocabulary", json_string_value(unk));
 			return -1;
 		}
-		h->unk = (uint32_t)json_integer_value(u);
 	}
 	for (i = 0; i < 256; i++) {
-		unsigned char k[8];
+		unsigned char c = (unsigned char)i;
 		char fb[8];
-		json_t *v;
 
-		h->byte_id[i] = HF_NONE;
-		if (h->bytelevel) {
-			k[put_utf8(byte_cp((unsigned)i), k)] = '\0';
-			v = json_object_get(vocab, (const char *)k);
-		} else {
+		if (h->bytelevel)
+			h->byte_id[i] = ovl_hf__vocab_find(h, &c, 1, 0);
+		else {
 			snprintf(fb, sizeof(fb), "<0x%02X>", (unsigned)i);
-			v = json_object_get(vocab, fb);
+			h->byte_id[i] = text_id(h, (const unsigned char *)fb,
+			    strlen(fb));
 		}
-		if (v != NULL)
-			h->byte_id[i] = (uint32_t)json_integer_value(v);
 	}
+	h->first1 = 256;
+	if (!h->bytelevel && !h->ignore_merges)
+		metaspace_cuts(h);
 	return added != NULL ? load_added(h, added, msg, msglen) : 0;
+}
+
+/*
+ * The message for a file that is not well-formed JSON, jansson's own (0),
+ * or, when it is (1), for one that is not a tokenizer.json (any: 1, when
+ * only a file that is not JSON has a message here).
+ */
+static int
+json_msg(const char *data, size_t len, int any, char *msg, size_t msglen)
+{
+	json_error_t je;
+	json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES |
+	    JSON_ALLOW_NUL, &je);
+	int rc = root != NULL;
+
+	if (root == NULL)
+		snprintf(msg, msglen, "line %d, column %d: %s (is it a "
+		    "tokenizer.json?)", je.line, je.column, je.text);
+	else if (!any)
+		;
+	else if (!json_is_object(root) || json_object_get(root, "model") == NULL)
+		snprintf(msg, msglen, "not a tokenizer.json (no \"model\")");
+	else
+		snprintf(msg, msglen, "not a tokenizer.json");
+	json_decref(root);
+	return rc;
+}
+
+/*
+ * The file's bytes, mapped (populated at once: no page faults one page at
+ * a time) or, where that fails, read: *mapped says which, for release.
+ */
+static char *
+read_all(const char *path, size_t *len, int *mapped, char *msg,
+    size_t msglen)
+{
+	struct stat st;
+	char *data;
+	ssize_t got;
+	size_t n = 0;
+	int fd;
+
+	*mapped = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(msg, msglen, "%s", strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > FILE_MAX) {
+		snprintf(msg, msglen, "%s", st.st_size > FILE_MAX ?
+		    "larger than 1 GiB" : "not a regular file");
+		close(fd);
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	if (*len > 0 && (data = mmap(NULL, *len, PROT_READ, MAP_PRIVATE |
+	    MAP_POPULATE, fd, 0)) != MAP_FAILED) {
+		close(fd);
+		*mapped = 1;
+		return data;
+	}
+	data = ovl_xmalloc(*len + 1);
+	while (n < *len && (got = read(fd, data + n, *len - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			snprintf(msg, msglen, "%s", strerror(errno));
+			close(fd);
+			free(data);
+			return NULL;
+		}
+		n += (size_t)got;
+	}
+	close(fd);
+	*len = n;
+	return data;
+}
+
+static void
+release(char *data, size_t len, int mapped)
+{
+	if (mapped)
+		munmap(data, len);
+	else
+		free(data);
 }
 
 struct ovl_hf *
 ovl_hf_open(const char *path, char *err, size_t errlen)
 {
 	struct ovl_hf *h = ovl_xcalloc(1, sizeof(*h));
-	json_error_t je;
-	json_t *root;
+	struct hf_doc d;
 	char msg[300];
-	unsigned char *data;
+	char *data;
 	size_t len = 0;
-	FILE *fp;
-	int rc;
+	int rc, mapped;
 
 	init_cp_byte();
-	if ((fp = fopen(path, "rb")) == NULL) {
-		snprintf(msg, sizeof(msg), "%s", strerror(errno));
+	if ((data = read_all(path, &len, &mapped, msg, sizeof(msg))) == NULL)
 		return fail(h, err, errlen, path, msg), NULL;
-	}
-	data = NULL;
-	for (size_t cap = 0;;) {
-		size_t got;
-		if (len == cap) {	/* doubled: a 30 MB file is copied twice at most */
-			cap = cap == 0 ? 1u << 20 : cap * 2;
-			data = ovl_xrealloc(data, cap + 1);
-		}
-		got = fread(data + len, 1, cap - len, fp);
-		len += got;
-		if (got == 0 || len > FILE_MAX)
-			break;
-	}
-	rc = ferror(fp) ? errno : 0;
-	fclose(fp);
-	if (rc != 0 || len > FILE_MAX) {
-		free(data);
-		return fail(h, err, errlen, path, rc != 0 ? strerror(rc) :
-		    "larger than 1 GiB"), NULL;
-	}
 	snprintf(h->name, sizeof(h->name), "hf:%016" PRIx64,
 	    ovl_hash64(data, len, 0));
-	root = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES |
-	    JSON_ALLOW_NUL, &je);
-	free(data);
-	if (root == NULL) {
-		snprintf(msg, sizeof(msg), "line %d, column %d: %s (is it a "
-		    "tokenizer.json?)", je.line, je.column, je.text);
+	if (ovl_hf__doc_parse(&d, data, len) != 0) {
+		json_msg(data, len, 1, msg, sizeof(msg));
+		ovl_hf__doc_free(&d);
+		release(data, len, mapped);
 		return fail(h, err, errlen, path, msg), NULL;
 	}
-	if (!json_is_object(root) || json_object_get(root, "model") == NULL) {
-		json_decref(root);
+	if (json_object_get(d.root, "model") == NULL) {
+		ovl_hf__doc_free(&d);
+		release(data, len, mapped);
 		return fail(h, err, errlen, path, "not a tokenizer.json "
 		    "(no \"model\")"), NULL;
 	}
-	if (ovl_hf__text_load(&h->text, json_object_get(root, "normalizer"),
-	    json_object_get(root, "pre_tokenizer"), msg, sizeof(msg)) != 0 ||
-	    load_model(h, root, msg, sizeof(msg)) != 0) {
-		json_decref(root);
+	if ((rc = ovl_hf__text_load(&h->text, json_object_get(d.root,
+	    "normalizer"), json_object_get(d.root, "pre_tokenizer"), msg,
+	    sizeof(msg))) == 0)
+		rc = load_model(h, &d, msg, sizeof(msg));
+	/*
+	 * vocab and merges are read as they are used: a fault past one that
+	 * stopped the reading is still named first, as jansson would
+	 */
+	if (rc != 0)
+		json_msg(data, len, rc == -2, msg, sizeof(msg));
+	ovl_hf__doc_free(&d);
+	release(data, len, mapped);
+	if (rc != 0)
 		return fail(h, err, errlen, path, msg), NULL;
-	}
-	json_decref(root);
 	h->special = OVL_BPE_PLAIN;
 	h->fast = 1;
 	return h;
@@ -537,19 +768,11 @@ int64_t
 ovl_hf_token_id(const struct ovl_hf *h, const char *text)
 {
 	size_t i, n = strlen(text);
-	unsigned char tmp[4096];
-	long k;
 
 	for (i = 0; i < h->nadded; i++)
 		if (strcmp(h->added[i].s, text) == 0)
 			return h->added[i].id;
-	if (h->bytelevel) {
-		if (n > sizeof(tmp) ||
-		    (k = unmap_bytelevel((const unsigned char *)text, n, tmp)) <= 0)
-			return -1;
-		i = ovl_hf__vocab_find(h, tmp, (size_t)k);
-	} else
-		i = ovl_hf__vocab_find(h, (const unsigned char *)text, n);
+	i = text_id(h, (const unsigned char *)text, n);
 	return i == HF_NONE ? -1 : (int64_t)i;
 }
 
@@ -624,30 +847,73 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 	return best;
 }
 
-/* encode_text when the pieces are one regex's matches and gaps. */
+/*
+ * The pieces of s[0..n) from chain level k on (hf_text's chain): the
+ * matches of its regex and the gaps between them, each cut by the next
+ * level, merged at the last. 0, or -1 when the regex engine fails.
+ */
 static int
-encode_direct(struct ovl_hf *h, const unsigned char *s, size_t n,
-    struct ovl_u32vec *out, size_t base, size_t *bad_off)
+encode_chain(struct ovl_hf *h, size_t k, const unsigned char *s, size_t n,
+    struct ovl_u32vec *out)
 {
 	size_t pos = 0, prev = 0, ms, me;
 	int rc;
 
-	ovl_hf__text_norm(&h->text, s, n, &s, &n);
-	while ((rc = ovl_pretok_next(h->text.direct, s, n, pos, &ms, &me,
+	if (k == h->text.nchain) {
+		ovl_hf__piece(h, s, n, out);
+		return 0;
+	}
+	while ((rc = ovl_pretok_next(h->text.chain[k], s, n, pos, &ms, &me,
 	    h->errbuf, sizeof(h->errbuf))) > 0) {
-		if (ms > prev)
-			ovl_hf__piece(h, s + prev, ms - prev, out);
-		ovl_hf__piece(h, s + ms, me - ms, out);
+		if ((ms > prev && encode_chain(h, k + 1, s + prev, ms - prev,
+		    out) != 0) || encode_chain(h, k + 1, s + ms, me - ms,
+		    out) != 0)
+			return -1;
 		prev = pos = me;
 	}
-	if (rc < 0) {
-		h->error = h->errbuf;
-		*bad_off = base;
+	if (rc < 0)
 		return -1;
+	return prev < n ? encode_chain(h, k + 1, s + prev, n - prev, out) : 0;
+}
+
+/* 1 when a piece may be cut before the "\u2581" at p + k (k > 0). */
+static int
+cut_before(const struct ovl_hf *h, const unsigned char *p, size_t k)
+{
+	size_t i = char_before(p, k), u;
+
+	if (k - i == 1)
+		return p[i] < 128 && h->mascii[p[i]];
+	if (k - i == 3 && memcmp(p + i, METASPACE, 3) == 0)
+		return 0;
+	for (u = 0; u < h->nunsafe; u++)
+		if (strlen(h->unsafe[u]) == k - i &&
+		    memcmp(h->unsafe[u], p + i, k - i) == 0)
+			return 0;
+	return ovl_hf__vocab_find(h, p + i, k - i, 0) != HF_NONE;
+}
+
+/*
+ * One piece of a model that is not byte level, merged in parts cut as
+ * mseg allows: the ids of the whole, each part a short piece the cache
+ * and the scan merge take.
+ */
+static void
+metaspace_parts(struct ovl_hf *h, const unsigned char *p, size_t n,
+    struct ovl_u32vec *out)
+{
+	const unsigned char *q;
+	size_t start = 0, k = 1;
+
+	while (k < n && (q = memmem(p + k, n - k, METASPACE, 3)) != NULL) {
+		k = (size_t)(q - p);
+		if (cut_before(h, p, k)) {
+			ovl_hf__piece(h, p + start, k - start, out);
+			start = k;
+		}
+		k += 3;
 	}
-	if (prev < n)
-		ovl_hf__piece(h, s + prev, n - prev, out);
-	return 0;
+	ovl_hf__piece(h, p + start, n - start, out);
 }
 
 static int
@@ -660,8 +926,15 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 
 	if (n == 0)
 		return 0;
-	if (h->fast && h->text.direct != NULL)
-		return encode_direct(h, s, n, out, base, bad_off);
+	if (h->fast && h->text.nchain > 0) {
+		ovl_hf__text_norm(&h->text, s, n, &s, &n);
+		if (encode_chain(h, 0, s, n, out) != 0) {
+			h->error = h->errbuf;
+			*bad_off = base;
+			return -1;
+		}
+		return 0;
+	}
 	if (ovl_hf__text_run(&h->text, s, n, first, &b, &pc) != 0) {
 		snprintf(h->errbuf, sizeof(h->errbuf), "%s", h->text.err);
 		h->error = h->errbuf;
@@ -669,7 +942,10 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 		return -1;
 	}
 	for (i = 0; i < pc->len; i++)
-		ovl_hf__piece(h, b + pc->p[i].off, pc->p[i].len, out);
+		if (h->fast && h->mseg)
+			metaspace_parts(h, b + pc->p[i].off, pc->p[i].len, out);
+		else
+			ovl_hf__piece(h, b + pc->p[i].off, pc->p[i].len, out);
 	return 0;
 }
 
@@ -681,11 +957,25 @@ encode_span(struct ovl_hf *h, const unsigned char *s, size_t from, size_t to,
 	size_t i = from, prev = from;
 
 	while (i < to) {
-		/* most bytes start no added token: no walk down the trie */
-		long a = h->first[s[i]] ? added_at(h, s + i, to - i, pass) : -1;
 		const struct added *t;
+		long a;
 
-		if (a < 0) {
+		/* most bytes start no added token: no walk down the trie */
+		if (h->first1 < 256) {
+			const unsigned char *q = h->first1 < 0 ? NULL :
+			    memchr(s + i, h->first1, to - i);
+
+			if (h->first1 >= 0 && q == NULL)
+				break;
+			if (q != NULL)
+				i = (size_t)(q - s);
+			else if (!h->first[s[i]]) {
+				i++;
+				continue;
+			}
+		} else
+			break;
+		if ((a = added_at(h, s + i, to - i, pass)) < 0) {
 			i++;
 			continue;
 		}

