@@ -26,25 +26,13 @@ PLAN
 	done
 }
 
-# start NAME PARTS TAG [RESUME-CURSOR]: the partitions of a source behind
-# FIFOs TAG.NAME.P; appends the mixer inputs to IN.
 IN=()
-start() {
-	local name=$1 n=$2 tag=$3 cur=${4:-} p args
-	mapfile -d '' args < "$name.args"
-	for ((p = 0; p < n; p++)); do
-		mkfifo "$tag.$name.$p"
-		"$OVL_SOURCE" --partition "$p/$n" ${cur:+--resume "$cur"} "${args[@]}" \
-		    > "$tag.$name.$p" 3>&- &
-		IN+=("$name=$tag.$name.$p")
-	done
-}
 
 @test "resuming at every barrier continues the uncut stream exactly" {
 	IN=()
-	start web 2 u
-	start books 1 u
-	start code 1 u
+	start_partitions web 2 u
+	start_partitions books 1 u
+	start_partitions code 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
 	python3 "$MIXTOOL" frames uncut > uncut.frames
@@ -52,9 +40,9 @@ start() {
 	[ "$nb" -ge 10 ]
 	# the STATE texts, one file per checkpoint
 	IN=()
-	start web 1 j
-	start books 1 j
-	start code 1 j
+	start_partitions web 1 j
+	start_partitions books 1 j
+	start_partitions code 1 j
 	"$OVL_MIX" --json p.plan "${IN[@]}" > uncut.json
 	wait
 	python3 - <<'PY'
@@ -68,9 +56,9 @@ PY
 		cur() { sed -n "s/^source\.$1\.cursor //p" "state.$n"; }
 		# another partition count on resume: the cursor is the same
 		IN=()
-		start web $((n % 3 + 1)) "r$n" "$(cur web)"
-		start books 2 "r$n" "$(cur books)"
-		start code 1 "r$n" "$(cur code)"
+		start_partitions web $((n % 3 + 1)) "r$n" "$(cur web)"
+		start_partitions books 2 "r$n" "$(cur books)"
+		start_partitions code 1 "r$n" "$(cur code)"
 		"$OVL_MIX" --resume "state.$n" p.plan "${IN[@]}" > "resumed.$n"
 		wait
 	done
@@ -82,9 +70,9 @@ PY
 
 @test "STATE text: fixed keys, a cursor and a partition count per source" {
 	IN=()
-	start web 2 j
-	start books 1 j
-	start code 1 j
+	start_partitions web 2 j
+	start_partitions books 1 j
+	start_partitions code 1 j
 	"$OVL_MIX" --json p.plan "${IN[@]}" > out.json
 	wait
 	python3 - <<'PY'
@@ -116,17 +104,17 @@ PY
 	# (it may have ended of SIGPIPE already)
 	{ head -c 5000 < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo 3>&- &
 	IN=()
-	start web 1 a
-	start code 1 a
+	start_partitions web 1 a
+	start_partitions code 1 a
 	run -3 "$OVL_MIX" p.plan "${IN[@]}" books=k.fifo
 	[[ "$output" == *"input books=k.fifo: 'k.fifo': "*"(its writer failed)"* ]]
 }
 
 @test "--reopen: a restarted source takes over its FIFO, nothing lost or duplicated" {
 	IN=()
-	start web 1 u
-	start books 1 u
-	start code 1 u
+	start_partitions web 1 u
+	start_partitions books 1 u
+	start_partitions code 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
 	mapfile -d '' args < books.args
@@ -143,8 +131,8 @@ PY
 		"$OVL_SOURCE" "${args[@]}" > k.fifo
 	) 3>&- &
 	IN=()
-	start web 1 a
-	start code 1 a
+	start_partitions web 1 a
+	start_partitions code 1 a
 	"$OVL_MIX" --reopen --stats st.json p.plan "${IN[@]}" books=k.fifo \
 	    > reopened 2> err
 	wait
@@ -161,9 +149,9 @@ PY
 @test "stop steps= ends at a step boundary; no barrier at or after it" {
 	sed 's/^stop tokens=200K$/stop steps=20/' p.plan > s.plan
 	IN=()
-	start web 1 a
-	start books 1 a
-	start code 1 a
+	start_partitions web 1 a
+	start_partitions books 1 a
+	start_partitions code 1 a
 	"$OVL_MIX" --json s.plan "${IN[@]}" > out.json
 	wait
 	python3 - <<'PY'

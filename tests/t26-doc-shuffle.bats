@@ -28,19 +28,7 @@ PLAN
 	done
 }
 
-# start NAME PARTS TAG [RESUME-CURSOR]: the partitions of a source behind
-# FIFOs TAG.NAME.P; appends the mixer inputs to IN.
 IN=()
-start() {
-	local name=$1 n=$2 tag=$3 cur=${4:-} p args
-	mapfile -d '' args < "$name.args"
-	for ((p = 0; p < n; p++)); do
-		mkfifo "$tag.$name.$p"
-		"$OVL_SOURCE" --partition "$p/$n" ${cur:+--resume "$cur"} "${args[@]}" \
-		    > "$tag.$name.$p" 3>&- &
-		IN+=("$name=$tag.$name.$p")
-	done
-}
 
 @test "shuffle-window: the same documents in another order, the same bytes from the same seed" {
 	web=("$SAMPLES"/web/web-*.jsonl* --chunk-size 48K)
@@ -113,19 +101,19 @@ start() {
 
 @test "resuming at every barrier of a shuffled run continues it exactly, with any partition count" {
 	IN=()
-	start web 2 u
-	start books 1 u
+	start_partitions web 2 u
+	start_partitions books 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
 	# another partition count: the same bytes
 	IN=()
-	start web 3 t
-	start books 2 t
+	start_partitions web 3 t
+	start_partitions books 2 t
 	"$OVL_MIX" --json p.plan "${IN[@]}" > uncut.json
 	wait
 	IN=()
-	start web 1 o
-	start books 3 o
+	start_partitions web 1 o
+	start_partitions books 3 o
 	"$OVL_MIX" p.plan "${IN[@]}" > other
 	wait
 	# all but the STATEs, which name the partition counts
@@ -143,8 +131,8 @@ PY
 	for ((n = 1; n <= nb; n++)); do
 		cur() { sed -n "s/^source\.$1\.cursor //p" "state.$n"; }
 		IN=()
-		start web $((n % 3 + 1)) "r$n" "$(cur web)"
-		start books $((n % 2 + 1)) "r$n" "$(cur books)"
+		start_partitions web $((n % 3 + 1)) "r$n" "$(cur web)"
+		start_partitions books $((n % 2 + 1)) "r$n" "$(cur books)"
 		"$OVL_MIX" --resume "state.$n" p.plan "${IN[@]}" > "resumed.$n"
 		wait
 	done
@@ -155,8 +143,8 @@ PY
 
 @test "--reopen: a shuffled source restarted from the start, its repeats dropped" {
 	IN=()
-	start web 1 u
-	start books 1 u
+	start_partitions web 1 u
+	start_partitions books 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
 	mapfile -d '' args < web.args
@@ -170,7 +158,7 @@ PY
 		"$OVL_SOURCE" "${args[@]}" > k.fifo
 	) 3>&- &
 	IN=()
-	start books 1 a
+	start_partitions books 1 a
 	"$OVL_MIX" --reopen p.plan "${IN[@]}" web=k.fifo > reopened 2> err
 	wait
 	grep -q "waiting for a new writer on 'k.fifo'" err

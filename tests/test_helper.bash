@@ -298,6 +298,20 @@ for l in sys.stdin:
 	    sed 's/ /, /g; s/^/{"ids": [/; s/$/]}/' > "$out"
 }
 
+# start_partitions NAME PARTS TAG [RESUME-CURSOR]: the partitions of
+# source NAME (its ovl-source arguments in NAME.args, from ovl-mix
+# --source-args) behind FIFOs TAG.NAME.P; appends the mixer inputs to IN.
+start_partitions() {
+	local name=$1 n=$2 tag=$3 cur=${4:-} p args
+	mapfile -d '' args < "$name.args"
+	for ((p = 0; p < n; p++)); do
+		mkfifo "$tag.$name.$p"
+		"$OVL_SOURCE" --partition "$p/$n" ${cur:+--resume "$cur"} "${args[@]}" \
+		    > "$tag.$name.$p" 3>&- &
+		IN+=("$name=$tag.$name.$p")
+	done
+}
+
 # small_plan FILE [EXTRA-LINES]: a plan of two finite samples sources (web,
 # book), 2 ranks, seq-len 256, checkpoints every 2 steps in ckpt, jsonl
 # output out/small; EXTRA-LINES after them (t50, t55)
