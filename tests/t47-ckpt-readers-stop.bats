@@ -38,38 +38,6 @@ while True:
         break
 f.close()
 EOF
-	# a trainer that pauses: reads its rank's frames up to the STEP frame
-	# of step S, says so (file AT), waits for the file GO, reads on to
-	# the end; every byte it read into OUT
-	cat > pause.py <<'EOF'
-import os, struct, sys, time
-path, stop, at, go, out = sys.argv[1:6]
-f = open(path, "rb", buffering=0)
-o = open(out, "wb")
-def readn(n):
-    b = b""
-    while len(b) < n:
-        c = f.read(n - len(b))
-        if not c:
-            sys.exit("end of file before step %s" % stop)
-        b += c
-    o.write(b)
-    return b
-readn(16)
-while True:
-    length, kind = struct.unpack("<IB", readn(12)[:5])
-    p = readn(length)
-    if kind == 8 and struct.unpack_from("<Q", p)[0] == int(stop):
-        break
-open(at, "w").close()
-while not os.path.exists(go):
-    time.sleep(0.01)
-while True:
-    b = f.read(1 << 16)
-    if not b:
-        break
-    o.write(b)
-EOF
 }
 
 @test "readers that close right after a STEP frame stop the sink at a checkpoint: exit 0, 'stopped by the readers at step N', resumable" {
@@ -120,16 +88,6 @@ blocked_stop() {
 	[[ "$output" == *"ckpt --resume "* ]]
 }
 
-# waits_in PID CALL: PID waits in the system call CALL (write or poll)
-waits_in() {
-	local nr _
-	read -r nr _ 2>/dev/null < "/proc/$1/syscall" || return 1
-	case $(uname -m):$nr:$2 in
-	x86_64:1:write | aarch64:64:write | x86_64:7:poll | aarch64:73:poll) return 0 ;;
-	esac
-	return 1
-}
-
 @test "a SIGTERM stops a sink that waits for a reader to take its last bytes: exit 143, naming the output, resumable" {
 	blocked_stop p.plan c.fr poll
 }
@@ -156,7 +114,7 @@ last_ckpt() {
 	run -0 "$OVL_CKPT" --dir ref -p f/rank%d p.plan < c.fr
 	wait
 	echo 'output format=frames per-rank=f/rank%d run-ahead=5' >> p.plan
-	python3 pause.py f/rank0 10 at go got0 3>&- &
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank0 10 at go got0 3>&- &
 	r0=$!
 	cat f/rank1 > got1 3>&- &
 	"$OVL_CKPT" -v --dir ck p.plan < c.fr 2> err 3>&- &
@@ -178,7 +136,7 @@ last_ckpt() {
 }
 
 @test "--run-ahead: a SIGTERM while the sink waits for a paused reader commits the next checkpoint, exit 143; a bad count is a usage error" {
-	python3 pause.py f/rank0 10 at go got0 3>&- &
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank0 10 at go got0 3>&- &
 	r0=$!
 	cat f/rank1 > /dev/null 3>&- &
 	"$OVL_CKPT" --run-ahead 5 --dir ck -p f/rank%d p.plan < c.fr 2> err 3>&- &

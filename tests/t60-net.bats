@@ -258,6 +258,35 @@ sys.exit(subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-g
 	stop_sink "$ckpt"
 }
 
+@test "ovl-run --run-ahead over UNIX sockets without a secret: a paused trainer holds the sink within N steps, never more; it reads on, the bytes of the files" {
+	PY=$(ovl_python_numpy) || skip "no python3 with numpy"
+	export PYTHONPATH="$OVL_SRCDIR/python"
+	rank_refs
+	unset OVL_SECRET_FILE
+	echo "output format=frames per-rank=unix-listen:$PWD/r%d.sock" >> one.plan
+	"$PY" "$OVL_SRCDIR/tests/helper/pause-reader.py" "unix:$PWD/r0.sock" 10 at go got0 3>&- &
+	r0=$!
+	"$OVL_TEST_TOOL" net-cat "unix:$PWD/r1.sock" got1 3>&- &
+	r1=$!
+	"$OVL_RUN" -q --run-ahead 5 -c ck -d run one.plan 2> err 3>&- &
+	pid=$!
+	wait_until 60 test -e at
+	wait_until 60 pgrep -P "$pid" -f "ovl-ckpt " > /dev/null
+	ck=$(pgrep -P "$pid" -f "ovl-ckpt ")
+	# the reader took step 10 and reads no more: the sink waits on it
+	# before step 16 at the latest (a UNIX socket counts the kernel's
+	# buffers too: it may wait a step or two early)
+	wait_until 60 waits_in "$ck" poll
+	n=$("$OVL_CKPT" show --print0 ck | tr '\0' '\n' | sed -n '/^step$/{n;p}')
+	[ "$n" -le 16 ] || { echo "checkpoint at step $n"; false; }
+	touch go
+	wait "$pid" || { cat err; false; }
+	wait "$r0"
+	wait "$r1"
+	cmp got0 ref/rank0
+	cmp got1 ref/rank1
+}
+
 @test "refused and logged, never read: garbage, a raw stream, a wrong secret, another run, a second reader" {
 	one_stream
 	"$OVL_CONSTRUCT" --input "$L,port-file=port" one.plan > got.fr 2> c.err 3>&- &
