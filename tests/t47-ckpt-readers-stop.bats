@@ -2,7 +2,8 @@
 # Per-rank FIFO readers that end their training: a reader that closes its
 # stream right after a STEP frame ends the sink at the next checkpoint with
 # exit 0 and "stopped by the readers at step N"; one that leaves anywhere
-# else is still a failure naming the rank.
+# else is still a failure naming the rank. A reader that pauses holds the
+# sink within --run-ahead steps of it.
 
 load test_helper
 
@@ -87,16 +88,6 @@ blocked_stop() {
 	[[ "$output" == *"ckpt --resume "* ]]
 }
 
-# waits_in PID CALL: PID waits in the system call CALL (write or poll)
-waits_in() {
-	local nr _
-	read -r nr _ 2>/dev/null < "/proc/$1/syscall" || return 1
-	case $(uname -m):$nr:$2 in
-	x86_64:1:write | aarch64:64:write | x86_64:7:poll | aarch64:73:poll) return 0 ;;
-	esac
-	return 1
-}
-
 @test "a SIGTERM stops a sink that waits for a reader to take its last bytes: exit 143, naming the output, resumable" {
 	blocked_stop p.plan c.fr poll
 }
@@ -108,4 +99,65 @@ waits_in() {
 	"$OVL_SOURCE" web big.jsonl | "$OVL_MIX" q.plan web=- | "$OVL_CONSTRUCT" q.plan > big.fr
 	rm f/rank1
 	blocked_stop q.plan big.fr write
+}
+
+# last_ckpt DIR: "N S", the last checkpoint of DIR and the step it opens
+last_ckpt() {
+	"$OVL_CKPT" show --print0 "$1" | tr '\0' '\n' |
+	    sed -n '/^last$/{n;h};/^step$/{n;H};${x;s/\n/ /;p}'
+}
+
+@test "output run-ahead=N: a reader that pauses holds the sink N steps ahead of it; it reads on, the bytes of an unbounded run" {
+	# the unbounded run, for its bytes
+	cat f/rank0 > ref0 3>&- &
+	cat f/rank1 > ref1 3>&- &
+	run -0 "$OVL_CKPT" --dir ref -p f/rank%d p.plan < c.fr
+	wait
+	echo 'output format=frames per-rank=f/rank%d run-ahead=5' >> p.plan
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank0 10 at go got0 3>&- &
+	r0=$!
+	cat f/rank1 > got1 3>&- &
+	"$OVL_CKPT" -v --dir ck p.plan < c.fr 2> err 3>&- &
+	pid=$!
+	# the reader took step 10; checkpoint 4 opens step 16: steps 11..15
+	# unread, the sink waits before step 16 (in a poll, not the end's)
+	wait_until 60 test -e at
+	wait_ckpt ck 4 "$pid"
+	wait_until 60 waits_in "$pid" poll
+	grep -q "^ovl-ckpt: rank0: 5 steps ahead of the reader of '.*/f/rank0': waiting (--run-ahead)$" err
+	[ "$(last_ckpt ck)" = "4 16" ]
+	touch go
+	wait "$pid"
+	wait "$r0"
+	wait
+	cmp ref0 got0
+	cmp ref1 got1
+	[ "$(last_ckpt ck)" = "$(last_ckpt ref)" ]
+}
+
+@test "--run-ahead: a SIGTERM while the sink waits for a paused reader commits the next checkpoint, exit 143; a bad count is a usage error" {
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank0 10 at go got0 3>&- &
+	r0=$!
+	cat f/rank1 > /dev/null 3>&- &
+	"$OVL_CKPT" --run-ahead 5 --dir ck -p f/rank%d p.plan < c.fr 2> err 3>&- &
+	pid=$!
+	wait_until 60 test -e at
+	wait_ckpt ck 4 "$pid"
+	wait_until 60 waits_in "$pid" poll
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	cat err
+	[ "$st" -eq 143 ]
+	# the bound gives way to the stop: steps 16..19 went into the pipe
+	[ "$(last_ckpt ck)" = "5 20" ]
+	grep -q "^ovl-ckpt: stopped at checkpoint 5; resume with" err
+	touch go
+	wait "$r0"
+	wait
+	run -2 "$OVL_CKPT" --run-ahead 4097 --dir ck2 -p f/rank%d p.plan
+	[[ "$output" == *"bad --run-ahead '4097' (steps, at most 4096; 0: no bound)"* ]]
+	echo 'output format=frames per-rank=f/rank%d run-ahead=x' >> p.plan
+	run -2 "$OVL_CKPT" --dir ck2 p.plan
+	[[ "$output" == *"run-ahead"* ]]
 }

@@ -241,24 +241,37 @@ slow_web_plan() {
 	[ ! -e run/ovl-run.pid ]
 }
 
-@test "a temporary run directory of a killed ovl-run is reclaimed by the next start; a live one is refused" {
+@test "a temporary run directory of a killed ovl-run is reclaimed by the next start; a live one, a young one without its lock and another user's are not" {
 	small_plan p.plan
 	sed -i 's|^source web .*|& throttle=20K|' p.plan
 	mkdir tmp
-	TMPDIR=$BATS_TEST_TMPDIR/tmp "$OVL_RUN" -q p.plan 3>&- 2> err &
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	"$OVL_RUN" -q p.plan 3>&- 2> err &
 	pid=$!
 	wait_ckpt ckpt 1
 	d=$(ls -d tmp/ovl-run.*)
-	# a second supervisor on the same run directory is refused
+	# a start under way (no lock file yet), one older than a day
+	mkdir -m 700 tmp/ovl-run.young tmp/ovl-run.old
+	touch -d '2 days ago' tmp/ovl-run.old
+	# a second supervisor on the same run directory is refused; its
+	# start reclaims nothing of the live run
 	run -1 "$OVL_RUN" -q -c ck2 -o out2/x -d "$d" p.plan
 	[[ "$output" == *"run directory '$BATS_TEST_TMPDIR/$d' is in use by ovl-run pid $pid"* ]]
+	[ -f "$d/ovl-run.pid" ] && [ -d tmp/ovl-run.young ] && [ ! -e tmp/ovl-run.old ]
 	kill -KILL "$pid"
 	wait "$pid" || true
 	wait_gone "$BATS_TEST_TMPDIR/tmp/"
 	[ -d "$d" ]
+	# another user's directory of a dead run is not ours to reclaim
+	others=
+	if [ "$(id -u)" -eq 0 ]; then
+		cp -a "$d" tmp/ovl-run.other
+		chown -R 65534 tmp/ovl-run.other
+		others=ovl-run.other
+	fi
 	rm -rf ckpt out
-	TMPDIR=$BATS_TEST_TMPDIR/tmp run -0 "$OVL_RUN" -q p.plan
-	[ -z "$(ls tmp)" ]
+	run -0 "$OVL_RUN" -q p.plan
+	[ "$(ls tmp | tr '\n' ' ')" = "${others:+$others }ovl-run.young " ]
 }
 
 @test "a restore that fails for another reason than 'no checkpoint yet' is reported as itself, not as a fresh start" {

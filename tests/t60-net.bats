@@ -171,6 +171,122 @@ rank_refs() {
 	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < c.fr
 }
 
+# stop_sink PID: a SIGTERM to a sink that waits for its readers: exit 143
+stop_sink() {
+	local st=0
+	kill -TERM "$1"
+	wait "$1" || st=$?
+	[ "$st" -eq 143 ]
+}
+
+# rank_digests A B: the steps RankDataset gives from stream A and from
+# stream B (a file) are the same, and there are some (torch loaded once)
+rank_digests() {
+	"$PY" - "$@" <<-'EOF'
+	import hashlib, sys
+	from overlord import torch as otorch
+	def digest(src):
+	    h, n = hashlib.sha256(), 0
+	    ds = otorch.RankDataset(src)
+	    for item in ds:
+	        n += 1
+	        for k in sorted(item):
+	            v = item[k]
+	            h.update(k.encode())
+	            h.update(v.numpy().tobytes() if hasattr(v, "numpy") else repr(v).encode())
+	    ds.close()
+	    return n, h.hexdigest()
+	a, b = digest(sys.argv[1]), digest(sys.argv[2])
+	sys.exit(0 if a == b and a[0] > 0 else "%r != %r" % (a, b))
+	EOF
+}
+
+@test "UNIX sockets without a secret: readers of this user (ovl's, RankDataset) go by their credentials; TCP still needs the secret" {
+	PY=$(ovl_python_numpy) || skip "no python3 with numpy"
+	"$PY" -c 'import torch' 2>/dev/null || skip "no torch"
+	export PYTHONPATH="$OVL_SRCDIR/python" OVL_CRC_LIB="$OVL_BUILDDIR/python/libovlcrc.so"
+	one_stream
+	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < ref.fr
+	unset OVL_SECRET_FILE
+	"$OVL_CKPT" -v --dir ck -p "unix-listen:$PWD/r%d.sock" one.plan < ref.fr 2> ckpt.err 3>&- &
+	ckpt=$!
+	"$OVL_TEST_TOOL" net-cat "unix:$PWD/r0.sock" got0 3>&- &
+	r0=$!
+	run -0 rank_digests "unix:$PWD/r1.sock" ref/rank1
+	wait "$r0"
+	wait "$ckpt"
+	cmp got0 ref/rank0
+	grep -q "peer local on unix-listen:$PWD/r0.sock: authenticated" ckpt.err
+	grep -q "peer local on unix-listen:$PWD/r1.sock: authenticated" ckpt.err
+	run -2 --separate-stderr "$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:9" x
+	[ "$stderr" = "ovl-test-tool: 'tcp:127.0.0.1:9' needs the run's secret: --secret-file FILE, OVL_SECRET_FILE or OVL_SECRET" ]
+}
+
+@test "UNIX sockets: a side with a secret and one without refuse each other, naming why; another user's reader is refused" {
+	one_stream
+	# the sink has the secret, the reader none
+	"$OVL_CKPT" --dir ck -p "unix-listen:$PWD/r%d.sock" one.plan < ref.fr 2> ckpt.err 3>&- &
+	ckpt=$!
+	run -2 --separate-stderr env -u OVL_SECRET_FILE "$OVL_TEST_TOOL" net-cat "unix:$PWD/r0.sock" x
+	[[ "$stderr" == *"unix:$PWD/r0.sock refused: it proves the run's secret and this side has none (--secret-file, OVL_SECRET_FILE or OVL_SECRET)" ]]
+	wait_until 30 grep -q "refused peer local: it has no secret (it goes by its user's credentials): give it the run's secret too, or this side none" ckpt.err
+	stop_sink "$ckpt"
+	# the sink has none, the reader the secret
+	rm -rf ck
+	env -u OVL_SECRET_FILE "$OVL_CKPT" --dir ck -p "unix-listen:$PWD/r%d.sock" one.plan < ref.fr 2> ckpt.err 3>&- &
+	ckpt=$!
+	run -2 --separate-stderr "$OVL_TEST_TOOL" net-cat "unix:$PWD/r0.sock" x
+	[[ "$stderr" == *"unix:$PWD/r0.sock refused: it has no secret (it goes by its user's credentials): give it the run's secret too, or this side none" ]]
+	wait_until 30 grep -q "refused peer local: it proves the run's secret and this side has none" ckpt.err
+	# a reader of another user, let through the socket's mode and the
+	# directories (the socket by an O_PATH descriptor): refused by its uid
+	if [ "$(id -u)" -eq 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null &&
+	    PY=$(ovl_python_numpy); then
+		chmod 666 r0.sock
+		run -1 --separate-stderr "$PY" -c '
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_PATH)
+sys.exit(subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                         "env", "-u", "OVL_SECRET_FILE", "OVL_CONNECT_TIMEOUT=1", sys.argv[2], "net-cat",
+                         "unix:/proc/self/fd/%d" % fd, "/dev/null"], pass_fds=[fd]).returncode)' \
+		    "$PWD/r0.sock" "$OVL_TEST_TOOL"
+		[[ "$stderr" == *"cannot connect to unix:/proc/self/fd/"*" within 1 s (--connect-timeout): "* ]]
+		wait_until 30 grep -q "refused peer local: it is of uid 65534, not this user's (0), and there is no secret" ckpt.err
+	else
+		echo "# (no other user to try: not root, or no setpriv)" >&3
+	fi
+	stop_sink "$ckpt"
+}
+
+@test "ovl-run --run-ahead over UNIX sockets without a secret: a paused trainer holds the sink within N steps, never more; it reads on, the bytes of the files" {
+	PY=$(ovl_python_numpy) || skip "no python3 with numpy"
+	export PYTHONPATH="$OVL_SRCDIR/python"
+	rank_refs
+	unset OVL_SECRET_FILE
+	echo "output format=frames per-rank=unix-listen:$PWD/r%d.sock" >> one.plan
+	"$PY" "$OVL_SRCDIR/tests/helper/pause-reader.py" "unix:$PWD/r0.sock" 10 at go got0 3>&- &
+	r0=$!
+	"$OVL_TEST_TOOL" net-cat "unix:$PWD/r1.sock" got1 3>&- &
+	r1=$!
+	"$OVL_RUN" -q --run-ahead 5 -c ck -d run one.plan 2> err 3>&- &
+	pid=$!
+	wait_until 60 test -e at
+	wait_until 60 pgrep -P "$pid" -f "ovl-ckpt " > /dev/null
+	ck=$(pgrep -P "$pid" -f "ovl-ckpt ")
+	# the reader took step 10 and reads no more: the sink waits on it
+	# before step 16 at the latest (a UNIX socket counts the kernel's
+	# buffers too: it may wait a step or two early)
+	wait_until 60 waits_in "$ck" poll
+	n=$("$OVL_CKPT" show --print0 ck | tr '\0' '\n' | sed -n '/^step$/{n;p}')
+	[ "$n" -le 16 ] || { echo "checkpoint at step $n"; false; }
+	touch go
+	wait "$pid" || { cat err; false; }
+	wait "$r0"
+	wait "$r1"
+	cmp got0 ref/rank0
+	cmp got1 ref/rank1
+}
+
 @test "refused and logged, never read: garbage, a raw stream, a wrong secret, another run, a second reader" {
 	one_stream
 	"$OVL_CONSTRUCT" --input "$L,port-file=port" one.plan > got.fr 2> c.err 3>&- &

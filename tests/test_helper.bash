@@ -244,6 +244,16 @@ not() {
 	! "$@"
 }
 
+# waits_in PID CALL: PID waits in the system call CALL (write or poll)
+waits_in() {
+	local nr _
+	read -r nr _ 2>/dev/null < "/proc/$1/syscall" || return 1
+	case $(uname -m):$nr:$2 in
+	x86_64:1:write | aarch64:64:write | x86_64:7:poll | aarch64:73:poll) return 0 ;;
+	esac
+	return 1
+}
+
 # wait_gone PATTERN: until no process matches PATTERN (pgrep -f), at most
 # 30 s; status 1 after
 wait_gone() {

@@ -21,6 +21,12 @@ run's secret of ``"overlord stream proof "``, ``L`` (the listener) or
 side's hello, and checks the other's. The secret comes from the file
 ``OVL_SECRET_FILE`` names (readable by its owner only) or ``OVL_SECRET``;
 the run id from ``OVL_RUN_ID`` (default empty), as for the tools.
+
+Over a UNIX socket (mode 0600: its owner's) a reader without a secret
+goes by the peer's credentials instead: the writer must be of this user
+or root (SO_PEERCRED), and each side sends ``OVLPEER\\n`` and takes the
+same 8 bytes from the other. A side with a secret and one without refuse
+each other, each saying why. TCP always needs the secret.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ NONCE = 32
 FIXED = 12 + NONCE
 LABEL = b"overlord stream proof "
 NEXT = b"OVLNEXT\n"
+PEER = b"OVLPEER\n"
 
 
 class AuthError(OSError):
@@ -49,9 +56,11 @@ class AuthError(OSError):
 
 
 def load_secret(secret: Optional[bytes | str] = None,
-                secret_file: Optional[str] = None) -> Optional[bytes]:
+                secret_file: Optional[str] = None,
+                optional: bool = False) -> Optional[bytes]:
     """The run's secret, as the tools take it: an explicit value, else the
-    file (readable by its owner only), else OVL_SECRET."""
+    file (readable by its owner only), else OVL_SECRET. Without any: None
+    when optional (a UNIX socket: the peer's credentials), else AuthError."""
     if secret is not None:
         s = secret.encode() if isinstance(secret, str) else bytes(secret)
     else:
@@ -65,8 +74,10 @@ def load_secret(secret: Optional[bytes | str] = None,
                                 "by its owner only (chmod 600)" % (path, st.st_mode & 0o7777))
             with open(path, "rb") as f:
                 s = f.read(4104)
-        elif "OVL_SECRET" in os.environ:
+        elif os.environ.get("OVL_SECRET"):
             s = os.environ["OVL_SECRET"].encode()
+        elif optional:
+            return None
         else:
             raise AuthError("no secret: set OVL_SECRET_FILE or OVL_SECRET")
     if s.endswith(b"\n"):
@@ -124,18 +135,52 @@ def _proof(secret, who, listener_hello, connector_hello):
                     hashlib.sha256).digest()
 
 
+def _peer_handshake(s: socket.socket) -> None:
+    """The handshake without a secret, on a UNIX socket: the peer is of
+    this user or root, and sends the same marker."""
+    if s.family != socket.AF_UNIX:
+        raise AuthError("no secret: set OVL_SECRET_FILE or OVL_SECRET")
+    cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    uid = struct.unpack("3i", cred)[1]
+    if uid not in (os.geteuid(), 0):
+        raise AuthError("the peer is of uid %d, not this user's (%d), and there is "
+                        "no secret" % (uid, os.geteuid()))
+    s.sendall(PEER)
+    try:
+        got = _recv(s, len(PEER))
+    except ConnectionResetError:
+        raise AuthError("the peer closed the connection (it refused this "
+                        "side's user?)") from None
+    if got == MAGIC:
+        raise AuthError("the peer proves the run's secret and this side has none: "
+                        "set OVL_SECRET_FILE or OVL_SECRET")
+    if got != PEER:
+        raise AuthError("not an overlord peer (no greeting)")
+
+
 def handshake(s: socket.socket, secret: Optional[bytes],
               run_id: Optional[str] = None, role: bytes = b"R",
               listener: bool = False) -> None:
-    """Pass the handshake on a connected socket; raises AuthError."""
+    """Pass the handshake on a connected socket; raises AuthError. Without
+    a secret (None), over a UNIX socket only: by the peer's credentials."""
+    if secret is None:
+        _peer_handshake(s)
+        return
     rid = (run_id if run_id is not None else os.environ.get("OVL_RUN_ID", "")).encode()
     if len(rid) > 255:
         raise ValueError("run id too long")
     mine = MAGIC + struct.pack("<BcBB", VERSION, role, len(rid), 0) + os.urandom(NONCE) + rid
     s.sendall(mine)
-    head = _recv(s, FIXED)
-    if head[:8] != MAGIC:
+    try:
+        head = _recv(s, len(MAGIC))
+    except ConnectionResetError:
+        raise AuthError("the peer closed the connection (no greeting)") from None
+    if head == PEER:
+        raise AuthError("the peer has no secret (it goes by its user's credentials): "
+                        "give it the run's secret too, or this side none")
+    if head != MAGIC:
         raise AuthError("not an overlord peer (no greeting)")
+    head += _recv(s, FIXED - len(MAGIC))
     version, prole, idlen, zero = struct.unpack_from("<BcBB", head, 8)
     if version != VERSION or prole not in (b"R", b"W") or zero != 0:
         raise AuthError("a greeting of another version (%d)" % version)
@@ -181,12 +226,14 @@ def connect(endpoint: str, secret: Optional[bytes | str] = None,
             next_step: Optional[int] = None) -> socket.socket:
     """A socket reading the stream at endpoint ("tcp:HOST:PORT" or
     "unix:PATH"), after the handshake (and the resume announcement of
-    next_step, when given); connects with retries (50 ms to 1 s apart)
+    next_step, when given; without a secret, over a UNIX socket, the
+    peer's credentials); connects with retries (50 ms to 1 s apart)
     within timeout seconds, as the tools do. The socket blocks
     (back-pressure) and, over TCP, has keepalive, so a dead writer is
     noticed within about keepalive seconds."""
     addr = parse(endpoint)
-    key = load_secret(secret, secret_file)
+    # a UNIX socket without a secret: the peer's credentials
+    key = load_secret(secret, secret_file, optional=isinstance(addr, str))
     deadline = time.monotonic() + timeout
     wait = 0.05
     while True:

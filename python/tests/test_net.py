@@ -97,3 +97,88 @@ def test_the_handshake_refuses_another_secret_and_another_run(env, pipeline, too
         net.load_secret(secret_file=str(bad))
     with pytest.raises(OSError, match="cannot connect"):
         net.connect("tcp:127.0.0.1:1", timeout=0.3)
+
+
+def _read_all(s):
+    b = bytearray()
+    while True:
+        c = s.recv(1 << 16)
+        if not c:
+            return bytes(b)
+        b += c
+
+
+def test_a_unix_socket_without_a_secret_goes_by_the_peers_credentials(
+        tmp_path, pipeline, tools, monkeypatch):
+    monkeypatch.delenv("OVL_SECRET_FILE", raising=False)
+    monkeypatch.delenv("OVL_SECRET", raising=False)
+    t, (plan, con) = tmp_path, pipeline
+    plan = str(plan)
+    subprocess.run([tools("ovl-ckpt"), "--dir", str(t / "ref"), "-p", str(t / "ref" / "rank%d"),
+                    plan], stdin=open(con, "rb"), check=True)
+    ck = subprocess.Popen([tools("ovl-ckpt"), "-v", "--dir", str(t / "ck"), "-p",
+                           "unix-listen:%s" % (t / "r%d.sock"), plan],
+                          stdin=open(con, "rb"), stderr=subprocess.PIPE)
+    try:
+        got, errors = {}, []
+
+        def rank(r):
+            try:
+                with net.connect("unix:%s" % (t / ("r%d.sock" % r))) as s:
+                    got[r] = _read_all(s)
+            except Exception as e:      # reported below
+                errors.append(e)
+        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        assert not errors, errors
+        assert ck.wait(timeout=60) == 0
+        err = ck.stderr.read().decode()
+    finally:
+        if ck.poll() is None:
+            ck.kill()
+    assert "r1.sock: authenticated" in err, err
+    for r in (0, 1):
+        assert got[r] == (t / "ref" / ("rank%d" % r)).read_bytes()
+
+
+def test_peer_credentials_and_a_secret_refuse_each_other(monkeypatch):
+    import socket
+    monkeypatch.delenv("OVL_SECRET_FILE", raising=False)
+    monkeypatch.delenv("OVL_SECRET", raising=False)
+    key = b"a secret of this test, 32 bytes."
+
+    def both(wkey, rkey):
+        """The handshake of a writer (listener) with wkey and a reader
+        with rkey over a socket pair: each side's exception, or None."""
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out = {}
+
+        def side(name, s, k, role, listener):
+            try:
+                net.handshake(s, k, role=role, listener=listener)
+                out[name] = None
+            except net.AuthError as e:
+                out[name] = e
+            finally:
+                s.close()
+        th = threading.Thread(target=side, args=("w", a, wkey, b"W", True))
+        th.start()
+        side("r", b, rkey, b"R", False)
+        th.join(30)
+        return out["w"], out["r"]
+
+    assert both(None, None) == (None, None)
+    assert both(key, key) == (None, None)
+    w, r = both(key, None)
+    assert "has no secret" in str(w), w
+    assert "proves the run's secret and this side has none" in str(r), r
+    w, r = both(None, key)
+    assert "proves the run's secret and this side has none" in str(w), w
+    assert "has no secret" in str(r), r
+    # TCP always needs the secret; a UNIX socket takes none
+    with pytest.raises(net.AuthError, match="no secret"):
+        net.connect("tcp:127.0.0.1:1", timeout=0.3)
+    assert net.load_secret(optional=True) is None

@@ -136,6 +136,7 @@ struct ckpt_opts {
 	uint32_t	 plan_ranks;
 	const char	*trainer_hosts;	/* comma-separated: rank streams' peers */
 	uint64_t	 wait_readers;	/* seconds a FIFO output waits for its reader */
+	uint64_t	 run_ahead;	/* steps a rank stream may hold unread (0: any) */
 	const char	*input;		/* --input, or NULL: standard input */
 	const char	*readers_file;	/* --step-from-readers: the restore lines */
 	struct ovl_relink_opts relink;	/* --relink */
@@ -171,8 +172,16 @@ struct out {
 	size_t		 nends;
 	int		 done;
 	uint64_t	 done_step;
+	/*
+	 * A rank stream bounded by --run-ahead: at most ahead steps ends
+	 * beyond taken (what its reader took, as far as known; ends[] is
+	 * kept for it too). 0: unbounded.
+	 */
+	uint64_t	 ahead;
+	uint64_t	 taken;
 };
 #define STEP_ENDS	4096
+#define RUN_AHEAD_MAX	STEP_ENDS	/* the largest --run-ahead */
 
 struct skip { uint64_t a, b; };
 
@@ -352,6 +361,16 @@ const char *src_file(struct ckpt_run *R, uint32_t src, uint32_t epoch,
 void	 srcfiles_free(struct ckpt_run *R);
 /* A STEP frame of step went out on a rank stream o (flushed). */
 void	 out_step_end(struct out *o, uint64_t step);
+/*
+ * Before more of a step goes to rank stream o: while o->ahead step ends
+ * or more lie beyond what its reader has taken (FIONREAD on a FIFO,
+ * SIOCOUTQ on a socket: on TCP the peer's receive buffer counts as
+ * taken), wait, polling every 10 ms. The wait ends early, leaving the
+ * bound to the writes that follow, when the reader leaves (the next
+ * write says so), when a SIGTERM asks the sink to stop (it then runs to
+ * the next checkpoint), or when the kernel cannot tell.
+ */
+void	 out_run_ahead(struct out *o);
 /*
  * The step after which the readers of rank streams stopped (the least,
  * when several did), or -1 when none stopped.

@@ -387,6 +387,7 @@ static const struct option longopts[] = {
 	{ "resume", required_argument, NULL, 'r' },
 	{ "base-every", required_argument, NULL, 'b' },
 	{ "wait-readers", required_argument, NULL, 'W' },
+	{ "run-ahead", required_argument, NULL, 'Y' },
 	{ "skip-steps", required_argument, NULL, 's' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "rank", required_argument, NULL, 'R' },

@@ -34,6 +34,8 @@ static const char help[] =
 	"  -j, --json              standard output as JSON lines (for people)\n"
 	"  -W, --wait-readers S    a stream output waits S s for its reader (60;\n"
 	"                          0: forever)\n"
+	"      --run-ahead N       a rank stream holds at most N steps its reader\n"
+	"                          has not taken (0, the default: no bound)\n"
 	"  -i, --input SPEC        read SPEC (a file, FIFO or endpoint), not\n"
 	"                          standard input\n"
 	"  -T, --trainer-hosts LIST  rank streams on tcp-listen: endpoints take\n"
@@ -69,7 +71,7 @@ static struct ovl_plan *the_plan;	/* options point into it until exit */
 
 static void
 apply_plan(struct ckpt_opts *o, const char *path, int *format_set,
-    int *wait_set)
+    int *wait_set, int *ahead_set)
 {
 	struct ovl_plan *p;
 	char err[1024];
@@ -103,6 +105,10 @@ apply_plan(struct ckpt_opts *o, const char *path, int *format_set,
 	if (!*wait_set && p->has_out_wait_readers) {
 		o->wait_readers = p->out_wait_readers;
 		*wait_set = 1;
+	}
+	if (!*ahead_set && p->has_out_run_ahead) {
+		o->run_ahead = p->out_run_ahead;
+		*ahead_set = 1;
 	}
 	if (p->out_overwrite == 1)
 		o->overwrite = 1;
@@ -139,7 +145,7 @@ main(int argc, char **argv)
 	struct ckpt_opts o;
 	uint64_t v;
 	size_t k;
-	int c, format_set = 0, wait_set = 0, stream;
+	int c, format_set = 0, wait_set = 0, ahead_set = 0, stream;
 	char *fmts;
 
 	fmts = ovl_cli_choices(ovl_plan_out_formats, ", ", " or ");
@@ -159,13 +165,21 @@ main(int argc, char **argv)
 			return subcommands[k].main(argc - 1, argv + 1);
 		}
 	while ((c = ckpt_getopt(&cli, NULL, argc, argv, "d:f:o:p:m:r:b:s:jR:W:i:T:",
-	    "FX")) != -1) {
+	    "FXY")) != -1) {
 		switch (c) {
 		case 'X':
 			o.overwrite = 1;
 			break;
 		case 'F':
 			o.readers_file = optarg;
+			break;
+		case 'Y':
+			if (ovl_num_u64_max(optarg, RUN_AHEAD_MAX,
+			    &o.run_ahead) != 0)
+				ovl_cli_usagex(&cli, "bad --run-ahead '%s' (steps, "
+				    "at most %u; 0: no bound)", optarg,
+				    RUN_AHEAD_MAX);
+			ahead_set = 1;
 			break;
 		default:
 			if (!ovl_relink_cli(&cli, &o.relink, c, optarg) ||
@@ -251,7 +265,7 @@ main(int argc, char **argv)
 	if (argc > 1)
 		ovl_cli_usage(&cli);
 	if (argc == 1)
-		apply_plan(&o, argv[0], &format_set, &wait_set);
+		apply_plan(&o, argv[0], &format_set, &wait_set, &ahead_set);
 	if (o.dir == NULL)
 		ovl_cli_usagex(&cli, "no checkpoint directory (--dir, or the "
 		    "plan's checkpoint dir=)");

@@ -66,7 +66,7 @@ flush_stoppable(struct out *o)
 void
 out_step_end(struct out *o, uint64_t step)
 {
-	if (!o->stops)
+	if (!o->stops && o->ahead == 0)
 		return;
 	if (o->ends == NULL) {
 		o->ends = ovl_xcalloc(STEP_ENDS, sizeof(*o->ends));
@@ -75,6 +75,56 @@ out_step_end(struct out *o, uint64_t step)
 	o->ends[o->nends % STEP_ENDS] = o->len;
 	o->endstep[o->nends % STEP_ENDS] = step;
 	o->nends++;
+}
+
+/* Bytes of o written and not yet taken by its reader, or -1. */
+static int64_t
+out_unread(const struct out *o)
+{
+	int n;
+
+	/* TIOCOUTQ is SIOCOUTQ: unacknowledged bytes on TCP, on a UNIX
+	 * socket what the peer has not read (counted with its buffers) */
+	if (ioctl(o->fd, o->peer != NULL ? TIOCOUTQ : FIONREAD, &n) != 0 ||
+	    n < 0)
+		return -1;
+	return n;
+}
+
+void
+out_run_ahead(struct out *o)
+{
+	struct pollfd p;
+	uint64_t end, sent;
+	int64_t unread;
+	int said = 0;
+
+	if (o->ahead == 0 || o->done || o->nends < o->ahead)
+		return;
+	/* the ahead-th newest step end */
+	end = o->ends[(o->nends - o->ahead) % STEP_ENDS];
+	sent = o->len - o->buf.len;
+	while (end > o->taken) {
+		if ((unread = out_unread(o)) < 0 || (uint64_t)unread > sent)
+			return;
+		if (sent - (uint64_t)unread > o->taken)
+			o->taken = sent - (uint64_t)unread;
+		if (end <= o->taken || ckpt_stopping())
+			return;
+		if (!said) {
+			ovl_info(1, "%s: %" PRIu64 " steps ahead of the reader "
+			    "of '%s': waiting (--run-ahead)", o->name, o->ahead,
+			    o->peer != NULL ? o->peer : o->path);
+			said = 1;
+		}
+		/* the nap is a poll: the sink is seen waiting on its reader */
+		p.fd = o->fd;
+		p.events = POLLRDHUP;
+		p.revents = 0;
+		if (poll(&p, 1, 10) > 0 &&
+		    (p.revents & (POLLERR | POLLHUP | POLLRDHUP)))
+			return;
+	}
 }
 
 int64_t
@@ -418,6 +468,8 @@ rank_out(struct ckpt_run *R, uint32_t r)
 	/* a FIFO's reader may end at a step end (sockets cannot tell) */
 	R->rank[r]->stops = !R->rank[r]->regular && R->rank[r]->peer == NULL &&
 	    R->rank[r]->path != NULL;
+	if (!R->rank[r]->regular && R->rank[r]->path != NULL)
+		R->rank[r]->ahead = R->o->run_ahead;
 	return R->rank[r];
 }
 

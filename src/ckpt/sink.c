@@ -63,12 +63,17 @@ write_manifest(struct ckpt_run *R, const struct ovl_seq *s)
 	out_put(R->man, b->p, b->len);
 }
 
-/* A frame as it came, to its rank's stream. */
+/* A frame as it came, to its rank's stream, within the run-ahead bound. */
 static void
 pass_frame(struct ckpt_run *R, const struct ovl_frame *f, uint32_t rank)
 {
-	if (R->o->per_rank != NULL)
-		out_frame(rank_out(R, rank), f);
+	struct out *o;
+
+	if (R->o->per_rank != NULL) {
+		o = rank_out(R, rank);
+		out_run_ahead(o);
+		out_frame(o, f);
+	}
 }
 
 static void

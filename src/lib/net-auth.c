@@ -10,6 +10,11 @@
  * listener's hello and the connecting side's hello. Both proofs cover
  * both fresh nonces; the role letter keeps a proof from being replayed to
  * its own side.
+ *
+ * Over a UNIX socket a side without a secret goes by the peer's
+ * credentials instead (SO_PEERCRED: this user, or root): it sends
+ * "OVLPEER\n" and takes the same 8 bytes from its peer. A side with a
+ * secret facing one without refuses it, each naming why.
  */
 #include "net-int.h"
 
@@ -33,6 +38,7 @@
 #include "err.h"
 
 #define HELLO_MAGIC	"OVLAUTH\n"	/* 8 bytes, first on the wire */
+#define PEER_MAGIC	"OVLPEER\n"	/* 8 bytes, all on the wire: credentials */
 #define HELLO_VERSION	1
 #define NONCE_LEN	32
 #define HELLO_FIXED	(12 + NONCE_LEN)	/* then the run id */
@@ -77,12 +83,8 @@ take_secret(struct ovl_net__cfg *c, const uint8_t *p, size_t n,
 	c->secret_len = n;
 }
 
-/*
- * The run's secret, once: the file (--secret-file, OVL_SECRET_FILE),
- * readable by its owner only, or else OVL_SECRET. Exits 2 without one.
- */
 void
-ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec)
+ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec, int optional)
 {
 	uint8_t buf[SECRET_MAX + 8];
 	char from[512];
@@ -135,6 +137,8 @@ ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec)
 		take_secret(c, (const uint8_t *)env, strlen(env), "OVL_SECRET");
 		return;
 	}
+	if (optional)
+		return;
 	ovl_errx(OVL_EXIT_USAGE, "'%s' needs the run's secret: --secret-file "
 	    "FILE, OVL_SECRET_FILE or OVL_SECRET", spec);
 }
@@ -234,6 +238,57 @@ proof(const struct ovl_net__cfg *c, char who, const uint8_t *lh, size_t llen,
 		ovl_errx(OVL_EXIT_DATA, "HMAC-SHA256 failed (libcrypto)");
 }
 
+/* The first got bytes of p are a prefix of the 8-byte magic m (got > 0). */
+static int
+magic_prefix(const uint8_t *p, size_t got, const char *m)
+{
+	return got > 0 && memcmp(p, m, got < 8 ? got : 8) == 0;
+}
+
+/* The handshake without a secret, on a UNIX socket (see the top). */
+static int
+peer_handshake(int fd, double deadline, char *why, size_t wlen)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	uint8_t theirs[8];
+	size_t got_n = 0;
+	int e;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+		snprintf(why, wlen, "no credentials of the peer (%s) and no "
+		    "secret", strerror(errno));
+		return OVL_NET__HS_REFUSED;
+	}
+	if (cr.uid != geteuid() && cr.uid != 0) {
+		snprintf(why, wlen, "it is of uid %u, not this user's (%u), "
+		    "and there is no secret", (unsigned)cr.uid,
+		    (unsigned)geteuid());
+		return OVL_NET__HS_REFUSED;
+	}
+	if (xfer(fd, PEER_MAGIC, 8, 1, deadline) != 0 ||
+	    xfer_some(fd, theirs, 8, deadline, &got_n) != 0) {
+		e = errno;
+		if (got_n > 0 && !magic_prefix(theirs, got_n, PEER_MAGIC))
+			goto other;
+		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ||
+		    e == EPIPE ? "the connection closed (the peer refused "
+		    "this user?)" : strerror(e));
+		errno = e;
+		return OVL_NET__HS_IO;
+	}
+	if (memcmp(theirs, PEER_MAGIC, 8) == 0)
+		return OVL_NET__HS_OK;
+other:
+	if (magic_prefix(theirs, got_n, HELLO_MAGIC))
+		snprintf(why, wlen, "it proves the run's secret and this side "
+		    "has none (--secret-file, OVL_SECRET_FILE or OVL_SECRET)");
+	else
+		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
+		    "but %zu other bytes)", got_n);
+	return OVL_NET__HS_REFUSED;
+}
+
 int
 ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
     int fd, double deadline, char *why, size_t wlen)
@@ -245,6 +300,8 @@ ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
 	size_t mlen, tlen, got_n;
 	int listener = n->kind == EP_LISTEN, e;
 
+	if (c->secret == NULL)	/* a UNIX socket (ovl_net_new) */
+		return peer_handshake(fd, deadline, why, wlen);
 	if (ovl_dl_load(&crypto_lib) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "%s", crypto_lib.err);
 	if (crypto.rand_bytes(nonce, sizeof(nonce)) != 1)
@@ -264,8 +321,13 @@ ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
 	}
 	if (memcmp(theirs, HELLO_MAGIC, 8) != 0) {
 garbage:
-		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
-		    "but %zu other bytes)", got_n);
+		if (magic_prefix(theirs, got_n, PEER_MAGIC))
+			snprintf(why, wlen, "it has no secret (it goes by its "
+			    "user's credentials): give it the run's secret "
+			    "too, or this side none");
+		else
+			snprintf(why, wlen, "not an overlord peer (it sent no "
+			    "greeting but %zu other bytes)", got_n);
 		return OVL_NET__HS_REFUSED;
 	}
 	if (theirs[8] != HELLO_VERSION || (theirs[9] != 'R' &&

@@ -58,9 +58,12 @@ int	ovl_net__wait_fd(int fd, short events, double deadline);
 int	ovl_net__valid_run_id(const char *id);
 /*
  * Load c's secret once: the file (c->secret_file), readable by its owner
- * only, or else OVL_SECRET. Exits 2 without one, naming spec.
+ * only, or else OVL_SECRET. Without one: nothing when optional (a UNIX
+ * socket: the handshake then goes by the peer's credentials), else exits
+ * 2, naming spec.
  */
-void	ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec);
+void	ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec,
+	    int optional);
 
 /* Outcomes of ovl_net__handshake. */
 enum {
@@ -70,7 +73,9 @@ enum {
 };
 /*
  * Authenticate the peer on fd before deadline (see net.h), reading exactly
- * the handshake's bytes. why gets the reason when it fails.
+ * the handshake's bytes: by the secret, or without one (c->secret NULL,
+ * UNIX sockets only) by the peer's credentials. why gets the reason when
+ * it fails.
  */
 int	ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
 	    int fd, double deadline, char *why, size_t wlen);

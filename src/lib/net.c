@@ -296,7 +296,7 @@ ovl_net_new(const char *spec, int dir)
 		    "unix:PATH or unix-listen:PATH)", spec);
 	n->name = ovl_xstrdup(n->shown);
 	load_env();
-	ovl_net__load_secret(&cfg, spec);
+	ovl_net__load_secret(&cfg, spec, n->unix_path);
 	return n;
 }
 

@@ -28,6 +28,10 @@
  * another run id, the same direction or a wrong proof is refused and
  * logged naming it; a listener then waits for the next peer, a connecting
  * side stops (exit 2). No byte of a refused peer reaches the reader.
+ * Over a UNIX socket (its listener makes it mode 0600) a side without a
+ * secret takes a peer of its own user or root instead (SO_PEERCRED), with
+ * a marker of its own ("OVLPEER\n" both ways); TCP always needs the secret,
+ * and a side with a secret refuses a peer without one.
  *
  * Sockets are blocking (a slow reader holds its writer back, as a pipe
  * does), with TCP_NODELAY (the writers write large blocks; the last
@@ -102,7 +106,8 @@ struct ovl_net;
 
 /*
  * An endpoint for a stream this side reads or writes (OVL_NET_*). Parses
- * spec and loads the secret: a bad spec, a missing secret or a secret file
+ * spec and loads the secret: a bad spec, a missing secret (TCP; a UNIX
+ * socket goes by the peer's credentials without one) or a secret file
  * readable by others exit 2. Freed with ovl_net_free.
  */
 struct ovl_net *ovl_net_new(const char *spec, int dir);

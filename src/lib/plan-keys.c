@@ -199,6 +199,8 @@ static const struct key output_keys[] = {
 	    0 },
 	{ "wait-readers", PK_U64, PLAN(out_wait_readers), 0, 86400, NULL, NULL,
 	    PKF_HAS, PLAN(has_out_wait_readers), 0 },
+	{ "run-ahead", PK_U64, PLAN(out_run_ahead), 0, 4096, NULL, NULL,
+	    PKF_HAS, PLAN(has_out_run_ahead), 0 },
 };
 
 /* hosts loaders=a,b mixer=m trainers=t,u: where ovl-run places the stages */

@@ -252,6 +252,8 @@ struct ovl_plan {
 	int		 out_overwrite;	/* output overwrite=no|yes: 0, 1; -1 unset */
 	uint64_t	 out_wait_readers; /* output wait-readers=S (0: forever) */
 	int		 has_out_wait_readers;
+	uint64_t	 out_run_ahead;	/* output run-ahead=N steps (0: no bound) */
+	int		 has_out_run_ahead;
 
 	/* hosts loaders=a,b mixer=m trainers=t,u (ovl-run's placement) */
 	char		*hosts_loaders;	/* comma-separated, NULL unset */
