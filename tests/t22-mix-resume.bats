@@ -117,19 +117,10 @@ PY
 	start_partitions code 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
-	mapfile -d '' args < books.args
-	mkfifo k.fifo src.fifo
 	# a writer killed after a few documents (its first 20000 bytes passed
 	# to the mixer), then, once the mixer waits for it, a new one from the
 	# start
-	(
-		"$OVL_SOURCE" "${args[@]}" > src.fifo &
-		pid=$!
-		{ head -c 20000 < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo
-		wait "$pid" || true
-		wait_until 60 grep -q "waiting for a new writer on 'k.fifo'" err || true
-		"$OVL_SOURCE" "${args[@]}" > k.fifo
-	) 3>&- &
+	killed_writer books 20000
 	IN=()
 	start_partitions web 1 a
 	start_partitions code 1 a

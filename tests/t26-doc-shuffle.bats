@@ -147,16 +147,7 @@ PY
 	start_partitions books 1 u
 	"$OVL_MIX" p.plan "${IN[@]}" > uncut
 	wait
-	mapfile -d '' args < web.args
-	mkfifo k.fifo src.fifo
-	(
-		"$OVL_SOURCE" "${args[@]}" > src.fifo &
-		pid=$!
-		{ head -c 30000 < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo
-		wait "$pid" || true
-		wait_until 60 grep -q "waiting for a new writer on 'k.fifo'" err || true
-		"$OVL_SOURCE" "${args[@]}" > k.fifo
-	) 3>&- &
+	killed_writer web 30000
 	IN=()
 	start_partitions books 1 a
 	"$OVL_MIX" --reopen p.plan "${IN[@]}" web=k.fifo > reopened 2> err

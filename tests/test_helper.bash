@@ -322,6 +322,24 @@ start_partitions() {
 	done
 }
 
+# killed_writer NAME BYTES: in the background, source NAME (NAME.args)
+# writes k.fifo and is SIGKILLed once BYTES of it have passed; once the
+# mixer says in err that it waits for a new writer, a new one from the
+# start (for ovl-mix --reopen)
+killed_writer() {
+	local args
+	mapfile -d '' args < "$1.args"
+	mkfifo k.fifo src.fifo
+	(
+		"$OVL_SOURCE" "${args[@]}" > src.fifo &
+		pid=$!
+		{ head -c "$2" < src.fifo; kill -9 "$pid" 2>/dev/null || :; } > k.fifo
+		wait "$pid" || true
+		wait_until 60 grep -q "waiting for a new writer on 'k.fifo'" err || true
+		"$OVL_SOURCE" "${args[@]}" > k.fifo
+	) 3>&- &
+}
+
 # small_plan FILE [EXTRA-LINES]: a plan of two finite samples sources (web,
 # book), 2 ranks, seq-len 256, checkpoints every 2 steps in ckpt, jsonl
 # output out/small; EXTRA-LINES after them (t50, t55)
