@@ -23,6 +23,26 @@ def wait_for(path, proc, timeout=60):
     return int(open(path).read())
 
 
+def _each_rank(read, ranks=(0, 1)):
+    """read(r) for every rank at once, as a trainer's ranks read (ovl-ckpt
+    writes every rank's stream as the steps come): {rank: result}; an
+    error of any rank fails the test."""
+    got, errors = {}, []
+
+    def rank(r):
+        try:
+            got[r] = read(r)
+        except Exception as e:      # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=rank, args=(r,)) for r in ranks]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors
+    return got
+
+
 @pytest.fixture()
 def env(tmp_path, monkeypatch):
     secret = tmp_path / "secret"
@@ -43,23 +63,11 @@ def test_a_rank_stream_over_tcp_equals_the_file(env, pipeline, tools):
                            "tcp-listen:127.0.0.1:0,port-file=%s" % (t / "port.%d"), plan],
                           stdin=open(con, "rb"), stderr=subprocess.PIPE)
     try:
-        # the two ranks read at once, as a trainer's ranks do (ovl-ckpt
-        # writes every rank's stream as the steps come)
-        got, errors = {}, []
-
         def rank(r):
-            try:
-                port = wait_for(str(t / ("port.%d" % r)), ck)
-                got[r] = [s for s in overlord.read("tcp:127.0.0.1:%d" % port)
-                          if isinstance(s, overlord.Seq)]
-            except Exception as e:      # reported below
-                errors.append(e)
-        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(120)
-        assert not errors, errors
+            port = wait_for(str(t / ("port.%d" % r)), ck)
+            return [s for s in overlord.read("tcp:127.0.0.1:%d" % port)
+                    if isinstance(s, overlord.Seq)]
+        got = _each_rank(rank)
         assert ck.wait(timeout=60) == 0, ck.stderr.read()
     finally:
         if ck.poll() is None:
@@ -120,20 +128,10 @@ def test_a_unix_socket_without_a_secret_goes_by_the_peers_credentials(
                            "unix-listen:%s" % (t / "r%d.sock"), plan],
                           stdin=open(con, "rb"), stderr=subprocess.PIPE)
     try:
-        got, errors = {}, []
-
         def rank(r):
-            try:
-                with net.connect("unix:%s" % (t / ("r%d.sock" % r))) as s:
-                    got[r] = _read_all(s)
-            except Exception as e:      # reported below
-                errors.append(e)
-        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(120)
-        assert not errors, errors
+            with net.connect("unix:%s" % (t / ("r%d.sock" % r))) as s:
+                return _read_all(s)
+        got = _each_rank(rank)
         assert ck.wait(timeout=60) == 0
         err = ck.stderr.read().decode()
     finally:
