@@ -16,34 +16,12 @@ setup() {
 	"$OVL_CONSTRUCT" p.plan < m.fr > c.fr
 	mkdir f
 	mkfifo f/rank0 f/rank1
-	# a trainer that reads its rank's frames up to the STEP frame of step
-	# S and then closes its stream
-	cat > upto.py <<'EOF'
-import struct, sys
-path, stop = sys.argv[1], int(sys.argv[2])
-f = open(path, "rb", buffering=0)
-def readn(n):
-    b = b""
-    while len(b) < n:
-        c = f.read(n - len(b))
-        if not c:
-            sys.exit("end of file before step %d" % stop)
-        b += c
-    return b
-readn(16)
-while True:
-    length, kind = struct.unpack("<IB", readn(12)[:5])
-    p = readn(length)
-    if kind == 8 and struct.unpack_from("<Q", p)[0] == stop:
-        break
-f.close()
-EOF
 }
 
 @test "readers that close right after a STEP frame stop the sink at a checkpoint: exit 0, 'stopped by the readers at step N', resumable" {
-	python3 upto.py f/rank0 30 3>&- &
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank0 30 3>&- &
 	r0=$!
-	python3 upto.py f/rank1 30 3>&- &
+	python3 "$OVL_SRCDIR/tests/helper/pause-reader.py" f/rank1 30 3>&- &
 	r1=$!
 	run -0 --separate-stderr "$OVL_CKPT" --dir ck -p f/rank%d p.plan < c.fr
 	wait "$r0"

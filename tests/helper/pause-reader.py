@@ -1,8 +1,10 @@
-"""pause-reader.py SRC STEP AT GO OUT: a trainer that pauses. Reads one
+"""pause-reader.py SRC STEP [AT GO OUT]: a trainer that pauses. Reads one
 rank's stream from SRC (a FIFO, or a "unix:PATH" endpoint through
 overlord.net, no secret) exactly up to the end of the STEP frame of step
 STEP, makes the file AT, waits for the file GO, then reads on to the end.
-Every byte it read goes to OUT. Exits 1 on a stream that ends first."""
+Every byte it read goes to OUT. With SRC and STEP alone, a trainer that
+ends: it closes its stream right after that STEP frame. Exits 1 on a
+stream that ends first."""
 import os
 import struct
 import sys
@@ -10,7 +12,8 @@ import time
 
 
 def main():
-    src, stop, at, go, out = sys.argv[1:6]
+    src, stop = sys.argv[1:3]
+    at, go, out = sys.argv[3:6] if len(sys.argv) > 3 else (None, None, os.devnull)
     if src.startswith("unix:"):
         from overlord import net
         f = net.connect(src).makefile("rb", buffering=0)
@@ -33,6 +36,9 @@ def main():
         p = readn(length)
         if kind == 8 and struct.unpack_from("<Q", p)[0] == int(stop):
             break
+    if at is None:
+        f.close()
+        return
     o.flush()
     open(at, "w").close()
     while not os.path.exists(go):
