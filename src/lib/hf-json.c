@@ -397,6 +397,28 @@ next_sep(const unsigned char **pp, const unsigned char *e, unsigned char close)
 	return -1;
 }
 
+/*
+ * A scan's first call over member m, an object or array that close ends:
+ * 1 with [*pp, *ep) from its first entry (the scan's end set), 0 when it
+ * is empty, -1 when what follows it is not white space.
+ */
+static int
+scan_start(struct hf_doc *d, const struct hf_span *m, unsigned char close,
+    const unsigned char **pp, const unsigned char **ep)
+{
+	const unsigned char *p = (const unsigned char *)m->p, *e = p + m->n;
+
+	d->end = e;
+	p = ws(p + 1, e);
+	if (p < e && *p == close) {
+		d->pos = e;
+		return ws(p + 1, e) == e ? 0 : -1;
+	}
+	*pp = p;
+	*ep = e;
+	return 1;
+}
+
 int
 ovl_hf__vocab_next(struct hf_doc *d, const unsigned char **key, size_t *kn,
     int64_t *id)
@@ -405,14 +427,8 @@ ovl_hf__vocab_next(struct hf_doc *d, const unsigned char **key, size_t *kn,
 	int rc;
 
 	if (p == NULL) {	/* the first call */
-		p = (const unsigned char *)d->vocab.p;
-		e = p + d->vocab.n;
-		d->end = e;
-		p = ws(p + 1, e);
-		if (p < e && *p == '}') {
-			d->pos = e;
-			return ws(p + 1, e) == e ? 0 : -1;
-		}
+		if ((rc = scan_start(d, &d->vocab, '}', &p, &e)) <= 0)
+			return rc;
 	} else if (p == e)
 		return 0;
 	if (string(&p, e, &d->buf, key, kn) != 0)
@@ -453,14 +469,8 @@ ovl_hf__merges_next(struct hf_doc *d, const unsigned char **a, size_t *an,
 	int rc;
 
 	if (p == NULL) {
-		p = (const unsigned char *)d->merges.p;
-		e = p + d->merges.n;
-		d->end = e;
-		p = ws(p + 1, e);
-		if (p < e && *p == ']') {
-			d->pos = e;
-			return ws(p + 1, e) == e ? 0 : -1;
-		}
+		if ((rc = scan_start(d, &d->merges, ']', &p, &e)) <= 0)
+			return rc;
 	} else if (p == e)
 		return 0;
 	start = p;
