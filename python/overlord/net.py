@@ -55,6 +55,13 @@ class AuthError(OSError):
     run with this secret."""
 
 
+class GreetingCut(ConnectionResetError):
+    """The peer closed the connection before a byte of its greeting: a
+    loader stopping, or one that refuses this side's user (the listener
+    closes without a word then). Not a verdict on this side's secret:
+    connect() tries again within its timeout, as the tools do."""
+
+
 def load_secret(secret: Optional[bytes | str] = None,
                 secret_file: Optional[str] = None,
                 optional: bool = False) -> Optional[bytes]:
@@ -145,12 +152,12 @@ def _peer_handshake(s: socket.socket) -> None:
     if uid not in (os.geteuid(), 0):
         raise AuthError("the peer is of uid %d, not this user's (%d), and there is "
                         "no secret" % (uid, os.geteuid()))
-    s.sendall(PEER)
     try:
+        s.sendall(PEER)
         got = _recv(s, len(PEER))
-    except ConnectionResetError:
-        raise AuthError("the peer closed the connection (it refused this "
-                        "side's user?)") from None
+    except (ConnectionResetError, BrokenPipeError):
+        raise GreetingCut("the peer closed the connection before its greeting "
+                          "(it stopped, or refused this side's user)") from None
     if got == MAGIC:
         raise AuthError("the peer proves the run's secret and this side has none: "
                         "set OVL_SECRET_FILE or OVL_SECRET")
@@ -170,11 +177,12 @@ def handshake(s: socket.socket, secret: Optional[bytes],
     if len(rid) > 255:
         raise ValueError("run id too long")
     mine = MAGIC + struct.pack("<BcBB", VERSION, role, len(rid), 0) + os.urandom(NONCE) + rid
-    s.sendall(mine)
     try:
+        s.sendall(mine)
         head = _recv(s, len(MAGIC))
-    except ConnectionResetError:
-        raise AuthError("the peer closed the connection (no greeting)") from None
+    except (ConnectionResetError, BrokenPipeError):
+        raise GreetingCut("the peer closed the connection before its "
+                          "greeting") from None
     if head == PEER:
         raise AuthError("the peer has no secret (it goes by its user's credentials): "
                         "give it the run's secret too, or this side none")
@@ -239,28 +247,37 @@ def connect(endpoint: str, secret: Optional[bytes | str] = None,
     while True:
         try:
             s = _open(addr, max(0.1, deadline - time.monotonic()))
-            break
         except OSError as e:
             if time.monotonic() + wait > deadline:
                 raise OSError(e.errno, "%s: cannot connect within %g s: %s"
                               % (endpoint, timeout, e.strerror)) from None
-            time.sleep(wait)
-            wait = min(1.0, wait * 2)
-    try:
-        s.settimeout(max(0.1, deadline - time.monotonic()))
-        handshake(s, key, run_id, role=b"R", listener=False)
-        if next_step is not None:
-            announce(s, next_step)
-        s.settimeout(None)
-        if s.family == socket.AF_UNIX:
-            return s
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        if hasattr(socket, "TCP_KEEPIDLE"):
-            idle = max(1, int(keepalive) // 2)
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, idle // 2 or 1))
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
-    except BaseException:
-        s.close()
-        raise
-    return s
+        else:
+            try:
+                _greet(s, key, run_id, next_step, keepalive, deadline)
+                return s
+            except GreetingCut:
+                s.close()
+                if time.monotonic() + wait > deadline:
+                    raise
+            except BaseException:
+                s.close()
+                raise
+        time.sleep(wait)
+        wait = min(1.0, wait * 2)
+
+
+def _greet(s, key, run_id, next_step, keepalive, deadline) -> None:
+    """The handshake, the resume announcement and the socket's options."""
+    s.settimeout(max(0.1, deadline - time.monotonic()))
+    handshake(s, key, run_id, role=b"R", listener=False)
+    if next_step is not None:
+        announce(s, next_step)
+    s.settimeout(None)
+    if s.family == socket.AF_UNIX:
+        return
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        idle = max(1, int(keepalive) // 2)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, idle // 2 or 1))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)

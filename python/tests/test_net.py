@@ -180,3 +180,50 @@ def test_peer_credentials_and_a_secret_refuse_each_other(monkeypatch):
     with pytest.raises(net.AuthError, match="no secret"):
         net.connect("tcp:127.0.0.1:1", timeout=0.3)
     assert net.load_secret(optional=True) is None
+
+
+def test_a_listener_that_closes_before_its_greeting_is_not_a_refusal(tmp_path, monkeypatch):
+    """A loader that stops accepts a connection and closes it without a
+    word (its listening socket still open, the process ending): the
+    reader tries again within its timeout, as the tools do, and a live
+    reader ends with LoaderGone, never with a refusal of its secret."""
+    import socket
+    monkeypatch.setenv("OVL_SECRET", "a secret of this test, 32 bytes.")
+    # the first open waits for a loader starting: not that long here
+    monkeypatch.setattr(overlord.live, "FIRST_WAIT", 0.5)
+    accepted, stop = [], threading.Event()
+
+    def closer(ls):
+        ls.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                c, _ = ls.accept()
+            except TimeoutError:
+                continue
+            accepted.append(1)
+            c.close()
+    for kind in ("tcp", "unix"):
+        if kind == "tcp":
+            ls = socket.create_server(("127.0.0.1", 0))
+            ep = "tcp:127.0.0.1:%d" % ls.getsockname()[1]
+        else:
+            ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ls.bind(str(tmp_path / "l.sock"))
+            ls.listen()
+            ep = "unix:%s" % (tmp_path / "l.sock")
+        stop.clear()
+        th = threading.Thread(target=closer, args=(ls,))
+        th.start()
+        try:
+            del accepted[:]
+            with pytest.raises(net.GreetingCut):
+                net.connect(ep, timeout=0.5)
+            assert len(accepted) >= 2, "connect tried once"
+            assert not issubclass(net.GreetingCut, net.AuthError)
+            with pytest.raises(overlord.LoaderGone, match=r"reconnect_timeout"):
+                for _ in overlord.read(ep, reconnect_timeout=0.5):
+                    pass
+        finally:
+            stop.set()
+            th.join(10)
+            ls.close()
