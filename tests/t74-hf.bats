@@ -162,3 +162,51 @@ enc() {	# enc SPEC-FILE TEXT [POLICY]: the ids of TEXT
 	"$OVL_SOURCE" --tokenizer "hf:$D/other.json" --eod-token '<|fin|>' t "$D/d.jsonl" > "$D/out3"
 	[ "$(grep -a -o 'tokenizer hf:[0-9a-f]*' "$D/out")" != "$(grep -a -o 'tokenizer hf:[0-9a-f]*' "$D/out3")" ]
 }
+
+@test "hf: the post_processor's template gives a document's first token, as HF's encode(add_special_tokens=True); bos-token, add-special-tokens no and pre-tokenized ids as they say" {
+	local st="{'id': '<tool>', 'ids': [301], 'tokens': ['<tool>']}"
+	local a="{'Sequence': {'id': 'A', 'type_id': 0}}" t="{'SpecialToken': {'id': '<tool>', 'type_id': 0}}"
+	mk tpl "j['post_processor'] = {'type': 'Sequence', 'processors': [{'type': 'ByteLevel'}, {'type': 'TemplateProcessing', 'single': [$t, $a], 'pair': [], 'special_tokens': {'<tool>': $st}}]}"
+	mk two "j['post_processor'] = {'type': 'TemplateProcessing', 'single': [$t, $t, $a], 'pair': [], 'special_tokens': {'<tool>': $st}}"
+	mk bert "j['post_processor'] = {'type': 'BertProcessing', 'cls': ['<tool>', 301], 'sep': ['<|fin|>', 300]}"
+	mk sep "j['post_processor'] = {'type': 'RobertaProcessing', 'cls': ['<tool>', 301], 'sep': ['x', 120], 'trim_offsets': True, 'add_prefix_space': False}"
+	mk foo "j['post_processor'] = {'type': 'Foo'}"
+	mk big "j['post_processor'] = {'type': 'BertProcessing', 'cls': ['<tool>', 301], 'sep': ['x', 302]}"
+	printf '{"text": "abc", "ids": [97, 98]}\n' > "$D/d.jsonl"
+	src() { run -0 "$OVL_SOURCE" --json --eod-token '<|fin|>' "$@" t "$D/d.jsonl"; }
+	src --tokenizer "hf:$D/tpl.json"
+	[[ "$output" == *'"tokens":[301,258,300]'* ]]
+	src --tokenizer "hf:$D/bert.json"
+	[[ "$output" == *'"tokens":[301,258,300]'* ]]
+	src --tokenizer "hf:$D/tpl.json" --add-special-tokens no
+	[[ "$output" == *'"tokens":[258,300]'* ]]
+	src --tokenizer "hf:$D/tpl.json" --bos-token '<|fin|>'
+	[[ "$output" == *'"tokens":[300,258,300]'* ]]
+	src --tokenizer "hf:$D/two.json" --bos-token 301
+	[[ "$output" == *'"tokens":[301,258,300]'* ]]
+	# ids come as they are: a template is for text
+	src --tokenizer "hf:$D/tpl.json" --field ids --field-type ids
+	[[ "$output" == *'"tokens":[97,98,300]'* ]]
+	run -0 "$OVL_BUILDDIR/ovl-tok" -t "hf:$D/tpl.json" info
+	[[ "$output" == *"bos 301"* ]]
+	# what a document cannot become is refused, naming the way out
+	run -2 "$OVL_SOURCE" --eod-token '<|fin|>' --tokenizer "hf:$D/two.json" t "$D/d.jsonl"
+	[[ "$output" == *"puts 2 tokens before a document, where one goes: name it with bos-token, or set add-special-tokens no"* ]]
+	run -2 "$OVL_SOURCE" --eod-token '<|fin|>' --tokenizer "hf:$D/sep.json" t "$D/d.jsonl"
+	[[ "$output" == *"puts token 120 after a document, not the end-of-document token 300"* ]]
+	run -0 "$OVL_SOURCE" --eod-token '<|fin|>' --add-special-tokens no --tokenizer "hf:$D/sep.json" t "$D/d.jsonl"
+	run -2 "$OVL_SOURCE" --eod-token '<|fin|>' --tokenizer "hf:$D/foo.json" t "$D/d.jsonl"
+	[[ "$output" == *"foo.json: post_processor: type 'Foo' is not supported"* ]]
+	run -2 "$OVL_SOURCE" --eod-token '<|fin|>' --tokenizer "hf:$D/big.json" t "$D/d.jsonl"
+	[[ "$output" == *"big.json: post_processor: sep id 302 is not below the vocabulary size 302"* ]]
+	run -2 "$OVL_SOURCE" --add-special-tokens maybe --tokenizer "hf:$D/tpl.json" t "$D/d.jsonl"
+	# the plan: the check at the source's line; the key per source and plan-wide
+	printf 'eod-token <|fin|>\nsource a path=d.jsonl tokenizer=hf:tpl.json\nsource b path=d.jsonl tokenizer=hf:two.json\n' > "$D/p.plan"
+	run -2 "$OVL_MIX" --check "$D/p.plan"
+	[[ "$output" == *"p.plan:3: source b: the post_processor of tokenizer hf:"*"puts 2 tokens before a document"* ]]
+	printf 'eod-token <|fin|>\nadd-special-tokens no\nsource a path=d.jsonl tokenizer=hf:tpl.json\nsource b path=d.jsonl tokenizer=hf:two.json add-special-tokens=no\n' > "$D/q.plan"
+	run -0 "$OVL_MIX" --check "$D/q.plan"
+	[[ "$output" == *"add-special-tokens no"* ]]
+	run -0 "$OVL_MIX" --source-args b "$D/q.plan"
+	[[ "$output" == *"--add-special-tokens"* ]]
+}

@@ -17,6 +17,7 @@
 #define HF_NONE	UINT32_MAX
 #define HF_CHAIN_MAX	4
 #define HF_UNSAFE_MAX	64
+#define HF_TMPL_MAX	8	/* special tokens on either side of a sequence */
 
 enum hf_norm_kind { HN_NFC, HN_NFD, HN_NFKC, HN_NFKD, HN_REPLACE, HN_PREPEND,
 	HN_STRIP };
@@ -227,6 +228,9 @@ struct ovl_hf {
 	int		 first1;	/* the one such byte; 256: none, -1:
 					   several */
 	int		 any_normalized;
+	/* the post_processor's template for one sequence (hf-post.c) */
+	uint32_t	 pre[HF_TMPL_MAX], suf[HF_TMPL_MAX];
+	size_t		 npre, nsuf;
 	struct hf_text	 text;
 	enum ovl_bpe_special special;
 	/* the merging (hf-bpe.c) */
@@ -277,5 +281,14 @@ void	ovl_hf__merge_put(struct ovl_hf *h, uint32_t a, uint32_t b,
  */
 void	ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    struct ovl_u32vec *out);
+
+/*
+ * Read the post_processor (null, ByteLevel, TemplateProcessing,
+ * BertProcessing, RobertaProcessing or a Sequence of them) into h->pre and
+ * h->suf: the special tokens HF's encode(add_special_tokens=True) puts
+ * before and after a single sequence. 0, or -1 with a message.
+ */
+int	ovl_hf__post_load(struct ovl_hf *h, json_t *pp, char *msg,
+	    size_t msglen);
 
 #endif

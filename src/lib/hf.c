@@ -718,6 +718,9 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 	    "normalizer"), json_object_get(d.root, "pre_tokenizer"), msg,
 	    sizeof(msg))) == 0)
 		rc = load_model(h, &d, msg, sizeof(msg));
+	if (rc == 0)
+		rc = ovl_hf__post_load(h, json_object_get(d.root,
+		    "post_processor"), msg, sizeof(msg));
 	/*
 	 * vocab and merges are read as they are used: a fault past one that
 	 * stopped the reading is still named first, as jansson would
@@ -789,6 +792,13 @@ ovl_hf_default_eod(const struct ovl_hf *h)
 		if ((id = ovl_hf_token_id(h, names[i])) >= 0)
 			return id;
 	return -1;
+}
+
+size_t
+ovl_hf_template(const struct ovl_hf *h, int after, const uint32_t **ids)
+{
+	*ids = after ? h->suf : h->pre;
+	return after ? h->nsuf : h->npre;
 }
 
 void

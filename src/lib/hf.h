@@ -47,6 +47,13 @@ uint32_t ovl_hf_vocab(const struct ovl_hf *h);
 int64_t	ovl_hf_token_id(const struct ovl_hf *h, const char *text);
 /* The usual end-of-document token of the file's model, or -1. */
 int64_t	ovl_hf_default_eod(const struct ovl_hf *h);
+/*
+ * The special tokens the file's post_processor puts before (after 0) or
+ * after (after 1) a single sequence, as HF's encode with
+ * add_special_tokens=True: their count, the ids in *ids.
+ */
+size_t	ovl_hf_template(const struct ovl_hf *h, int after,
+	    const uint32_t **ids);
 
 /*
  * 1 (the default): the fast way, the same ids: a built-in pattern's

@@ -45,7 +45,7 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 	[OVL_OUT_FRAMES] = "frames",
 	[OVL_OUT_WDS] = "wds",
 };
-static const char *const yesno[] = { "no", "yes", NULL };
+const char *const ovl_plan_yesno[] = { "no", "yes", NULL };
 const char *const ovl_plan_mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
 
@@ -93,6 +93,9 @@ static const struct key source_keys[] = {
 	    PKF_PLANDEF, 0, PLAN(eod_token) },
 	{ "bos-token", PK_STR, SRC(bos_token), 0, 0, NULL, "--bos-token",
 	    PKF_PLANDEF, 0, PLAN(bos_token) },
+	{ "add-special-tokens", PK_CHOICE, SRC(add_special), 0, 0,
+	    ovl_plan_yesno, "--add-special-tokens", PKF_PLANDEF, 0,
+	    PLAN(add_special) },
 	{ "special", PK_STR, SRC(special), 0, 0, NULL, "--special", 0, 0, 0 },
 	{ "format", PK_CHOICE, SRC(format), 0, 0, ovl_plan_formats, "--format",
 	    0, 0, 0 },
@@ -140,8 +143,8 @@ static const struct key source_keys[] = {
 
 /*
  * Directives with one value, in printing order. Slots for duplicates:
- * SIMPLE_SLOT + index (ctx.seen). Those before "ranks" print before the
- * sources.
+ * SIMPLE_SLOT + index (ctx.seen). The first SIMPLE_FIRST_AFTER print
+ * before the sources.
  */
 #define SIMPLE_SLOT	16
 static const struct key simple_keys[] = {
@@ -150,6 +153,8 @@ static const struct key simple_keys[] = {
 	{ "tokenizer", PK_STR, PLAN(tokenizer), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "eod-token", PK_STR, PLAN(eod_token), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "bos-token", PK_STR, PLAN(bos_token), 0, 0, NULL, NULL, 0, 0, 0 },
+	{ "add-special-tokens", PK_CHOICE, PLAN(add_special), 0, 0,
+	    ovl_plan_yesno, NULL, 0, 0, 0 },
 	{ "long-docs", PK_CHOICE, PLAN(long_docs), 0, 0, ovl_plan_longdocs,
 	    NULL, 0, 0, 0 },
 	{ "mix-by", PK_ENUM, PLAN(mix_by), 0, 0, ovl_plan_mixbys, NULL,
@@ -164,7 +169,8 @@ static const struct key simple_keys[] = {
 	{ "pack", PK_CHOICE, PLAN(pack), 0, 0, ovl_pack_names, NULL, 0, 0, 0 },
 	{ "window", PK_U32, PLAN(window), 1, OVL_PLAN_MAX_WINDOW, NULL, NULL, 0,
 	    0, 0 },
-	{ "uniform", PK_ENUM, PLAN(uniform), 0, 0, yesno, NULL, 0, 0, 0 },
+	{ "uniform", PK_ENUM, PLAN(uniform), 0, 0, ovl_plan_yesno, NULL, 0, 0,
+	    0 },
 	{ "image-tokens", PK_U64, PLAN(image_tokens), 0, UINT32_MAX, NULL, NULL,
 	    PKF_HAS, PLAN(has_image_tokens), 0 },
 	{ "image-encoder-cost", PK_STR, PLAN(image_encoder_cost), 0, 0, NULL,
@@ -174,14 +180,17 @@ static const struct key simple_keys[] = {
 	{ "shuffle-window", PK_WINDOW, PLAN(shuffle_window), 0, 0, NULL, NULL, 0,
 	    0, 0 },
 };
-#define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
+#define SIMPLE_FIRST_AFTER	5	/* "long-docs" on: after the sources */
+_Static_assert(SIMPLE_SLOT + sizeof(simple_keys) / sizeof(simple_keys[0]) <=
+    sizeof(((struct ctx *)0)->seen) / sizeof(unsigned),
+    "a slot for every directive of one value");
 
 static const struct key checkpoint_keys[] = {
 	{ "every", PK_U64, PLAN(ckpt_every), 1, 0, NULL, NULL, 0, 0, 0 },
 	{ "base", PK_U64, PLAN(ckpt_base), 1, 0, NULL, NULL, 0, 0, 0 },
 	{ "dir", PK_PATH, PLAN(ckpt_dir), 0, 0, NULL, NULL, 0, 0, 0 },
-	{ "verify-all", PK_ENUM, PLAN(ckpt_verify_all), 0, 0, yesno, NULL, 0,
-	    0, 0 },
+	{ "verify-all", PK_ENUM, PLAN(ckpt_verify_all), 0, 0, ovl_plan_yesno,
+	    NULL, 0, 0, 0 },
 };
 
 static const struct key stop_keys[] = {
@@ -195,8 +204,8 @@ static const struct key output_keys[] = {
 	{ "path", PK_PATH, PLAN(out_path), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "manifest", PK_PATH, PLAN(out_manifest), 0, 0, NULL, NULL, 0, 0, 0 },
 	{ "per-rank", PK_PATH, PLAN(out_per_rank), 0, 0, NULL, NULL, 0, 0, 0 },
-	{ "overwrite", PK_ENUM, PLAN(out_overwrite), 0, 0, yesno, NULL, 0, 0,
-	    0 },
+	{ "overwrite", PK_ENUM, PLAN(out_overwrite), 0, 0, ovl_plan_yesno,
+	    NULL, 0, 0, 0 },
 	{ "wait-readers", PK_U64, PLAN(out_wait_readers), 0, 86400, NULL, NULL,
 	    PKF_HAS, PLAN(has_out_wait_readers), 0 },
 	{ "run-ahead", PK_U64, PLAN(out_run_ahead), 0, 4096, NULL, NULL,

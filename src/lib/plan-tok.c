@@ -60,11 +60,17 @@ ovl_plan__resolve_tokenizer(const char *dir, const char *spec)
 	return r;
 }
 
+static int
+same(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 /*
  * Load a source's tokenizer with its end- and beginning-of-document
- * tokens, as ovl-source will: a missing or bad file is a plan error at the
- * source's line. The same choice as the previous source's is not loaded
- * again.
+ * tokens and its post_processor's template, as ovl-source will: a missing
+ * or bad file is a plan error at the source's line. The same choice as
+ * the previous source's (prev: 4 strings) is not loaded again.
  */
 int
 ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
@@ -74,6 +80,7 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 	const char *spec = s->tokenizer ? s->tokenizer : p->tokenizer;
 	const char *eod = s->eod_token ? s->eod_token : p->eod_token;
 	const char *bos = s->bos_token ? s->bos_token : p->bos_token;
+	const char *add = s->add_special ? s->add_special : p->add_special;
 	struct ovl_tok *t;
 	char err[512];
 	int rc = 0;
@@ -81,14 +88,15 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 	if (spec == NULL || strcmp(spec, "bytes") == 0)
 		spec = "bytes";
 	if (prev[0] != NULL && strcmp(prev[0], spec) == 0 &&
-	    (eod == prev[1] || (eod && prev[1] && strcmp(eod, prev[1]) == 0)) &&
-	    (bos == prev[2] || (bos && prev[2] && strcmp(bos, prev[2]) == 0)))
+	    same(eod, prev[1]) && same(bos, prev[2]) && same(add, prev[3]))
 		return 0;
 	c->line = s->line;
 	if ((t = ovl_tok_open(spec, err, sizeof(err))) == NULL)
 		return ovl_plan__perr(c, "source %s: %s", s->name, err);
+	ovl_tok_set_add_special(t, add == NULL || strcmp(add, "yes") == 0);
 	if ((eod != NULL && ovl_tok_set_eod(t, eod, err, sizeof(err)) != 0) ||
-	    (bos != NULL && ovl_tok_set_bos(t, bos, err, sizeof(err)) != 0))
+	    (bos != NULL && ovl_tok_set_bos(t, bos, err, sizeof(err)) != 0) ||
+	    ovl_tok_check_template(t, err, sizeof(err)) != 0)
 		rc = ovl_plan__perr(c, "source %s: %s", s->name, err);
 	else if (ovl_tok_eod(t) == OVL_TOK_NONE)
 		rc = ovl_plan__perr(c, "source %s: tokenizer %s has no usual "
@@ -98,6 +106,7 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 	prev[0] = spec;
 	prev[1] = eod;
 	prev[2] = bos;
+	prev[3] = add;
 	return rc;
 }
 

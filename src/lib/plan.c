@@ -951,7 +951,7 @@ finish(struct ctx *c)
 			return -1;
 	}
 	if (c->flags & OVL_PLAN_TOKENIZERS) {
-		const char *prev[3] = { NULL, NULL, NULL };
+		const char *prev[4] = { NULL, NULL, NULL, NULL };
 
 		for (i = 0; i < p->nsources; i++)
 			if (ovl_plan__check_tokenizer(c, &p->sources[i], prev) != 0)
@@ -1094,6 +1094,7 @@ ovl_plan_free(struct ovl_plan *p)
 		free(s->tokenizer);
 		free(s->eod_token);
 		free(s->bos_token);
+		free(s->add_special);
 		free(s->long_docs);
 		free(s->shuffle_window);
 		free(s->image_cost);
@@ -1120,6 +1121,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->tokenizer);
 	free(p->eod_token);
 	free(p->bos_token);
+	free(p->add_special);
 	free(p->image_encoder_cost);
 	free(p->long_docs);
 	free(p->shuffle_window);

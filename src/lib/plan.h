@@ -106,6 +106,7 @@ enum ovl_mixby {
 	OVL_MIXBY_DOCS = 1	/* shares and at= in documents */
 };
 extern const char *const ovl_plan_mixbys[];	/* enum order */
+extern const char *const ovl_plan_yesno[];	/* no yes: index 0, 1 */
 
 struct ovl_plan_source {
 	char		 *name;		/* [A-Za-z0-9_][A-Za-z0-9_-]*, unique */
@@ -130,6 +131,8 @@ struct ovl_plan_source {
 	char		 *tokenizer;	/* tokenizer=, else the plan's tokenizer */
 	char		 *eod_token;	/* eod-token=, else the plan's eod-token */
 	char		 *bos_token;	/* bos-token=, else the plan's bos-token */
+	char		 *add_special;	/* add-special-tokens=yes|no, else the
+					   plan's; unset: yes */
 	char		 *special;	/* special=plain|error|allow|strip (tiktoken) */
 	char		 *match;	/* match=REGEX: keep matching documents */
 	char		 *drop;		/* drop=REGEX: drop matching documents */
@@ -190,6 +193,7 @@ struct ovl_plan {
 	char		*tokenizer;	/* tokenizer SPEC: default of every source, NULL */
 	char		*eod_token;	/* eod-token X: default of every source, NULL */
 	char		*bos_token;	/* bos-token X: default of every source, NULL */
+	char		*add_special;	/* add-special-tokens X: the same */
 	char		*long_docs;	/* long-docs X: default of every source, NULL */
 	char		*shuffle_window; /* shuffle-window W: the sources' default */
 

@@ -371,6 +371,7 @@ tok_new(const struct ovl_tok_ops *ops, void *impl, const char *name,
 	t->vocab = vocab;
 	t->eod = eod;
 	t->bos = OVL_TOK_NONE;
+	t->add_special = 1;
 	return t;
 }
 
@@ -415,6 +416,7 @@ static struct ovl_tok *
 hf_open(const char *path, char *err, size_t errlen)
 {
 	struct ovl_hf *h;
+	struct ovl_tok *t;
 	int64_t eod;
 
 	if (*path == '\0') {
@@ -424,8 +426,11 @@ hf_open(const char *path, char *err, size_t errlen)
 	if ((h = ovl_hf_open(path, err, errlen)) == NULL)
 		return NULL;
 	eod = ovl_hf_default_eod(h);
-	return tok_new(&hf_ops, h, ovl_hf_name(h), ovl_hf_vocab(h),
+	t = tok_new(&hf_ops, h, ovl_hf_name(h), ovl_hf_vocab(h),
 	    eod >= 0 ? (uint32_t)eod : OVL_TOK_NONE);
+	t->ntpre = ovl_hf_template(h, 0, &t->tpre);
+	t->ntsuf = ovl_hf_template(h, 1, &t->tsuf);
+	return t;
 }
 
 struct ovl_tok *
@@ -554,7 +559,38 @@ ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err, size_t errlen)
 uint32_t
 ovl_tok_bos(const struct ovl_tok *t)
 {
-	return t->bos;
+	if (t->bos != OVL_TOK_NONE || !t->add_special || t->ntpre != 1)
+		return t->bos;
+	return t->tpre[0];
+}
+
+void
+ovl_tok_set_add_special(struct ovl_tok *t, int on)
+{
+	t->add_special = on != 0;
+}
+
+int
+ovl_tok_check_template(const struct ovl_tok *t, char *err, size_t errlen)
+{
+	if (!t->add_special)
+		return 0;
+	if (t->bos == OVL_TOK_NONE && t->ntpre > 1) {
+		snprintf(err, errlen, "the post_processor of tokenizer %s puts "
+		    "%zu tokens before a document, where one goes: name it "
+		    "with bos-token, or set add-special-tokens no", t->name,
+		    t->ntpre);
+		return -1;
+	}
+	if (t->ntsuf > 1 || (t->ntsuf == 1 && t->tsuf[0] != t->eod)) {
+		snprintf(err, errlen, "the post_processor of tokenizer %s puts "
+		    "%s%" PRIu32 " after a document, not the end-of-document "
+		    "token %" PRIu32 ": name it with eod-token, or set "
+		    "add-special-tokens no", t->name, t->ntsuf > 1 ?
+		    "tokens from " : "token ", t->tsuf[0], t->eod);
+		return -1;
+	}
+	return 0;
 }
 
 int

@@ -49,7 +49,26 @@ int	ovl_tok_set_eod(struct ovl_tok *t, const char *name, char *err,
  */
 int	ovl_tok_set_bos(struct ovl_tok *t, const char *name, char *err,
 	    size_t errlen);
+/*
+ * The beginning-of-document token: the one set, else (add-special-tokens
+ * on, the default) the one a tokenizer.json's post_processor puts before a
+ * sequence, else OVL_TOK_NONE.
+ */
 uint32_t ovl_tok_bos(const struct ovl_tok *t);
+/*
+ * 1 (the default): a tokenizer.json's post_processor gives the
+ * beginning-of-document token, as HF's encode(add_special_tokens=True)
+ * does; 0: only ovl_tok_set_bos does.
+ */
+void	ovl_tok_set_add_special(struct ovl_tok *t, int on);
+/*
+ * Whether the post_processor's template is what a document becomes here,
+ * with the tokens as set: at most one token before it (or one set with
+ * ovl_tok_set_bos) and none after it but the end-of-document token. 0, or
+ * -1 with a message in err.
+ */
+int	ovl_tok_check_template(const struct ovl_tok *t, char *err,
+	    size_t errlen);
 /*
  * A token by its text (a special or added token: "<|image_pad|>") or its
  * decimal id, into *id: 0, or -1 with a message naming what it is for
@@ -124,7 +143,11 @@ struct ovl_tok {
 	char		*name;
 	uint32_t	 vocab;
 	uint32_t	 eod;
-	uint32_t	 bos;
+	uint32_t	 bos;		/* set; OVL_TOK_NONE: not set */
+	/* a tokenizer.json's post_processor: tokens before and after */
+	const uint32_t	*tpre, *tsuf;
+	size_t		 ntpre, ntsuf;
+	int		 add_special;
 };
 
 #endif

@@ -27,7 +27,11 @@ static const char help[] =
 	"                        hf:FILE (a Hugging Face tokenizer.json) or\n"
 	"                        sentencepiece:FILE (a tokenizer.model)\n"
 	"  --eod-token TOK       end-of-document token, text or id\n"
-	"  --bos-token TOK       beginning-of-document token, text or id (none)\n"
+	"  --bos-token TOK       beginning-of-document token, text or id\n"
+	"                        (default: a tokenizer.json's post_processor's)\n"
+	"  --add-special-tokens yes|no\n"
+	"                        yes (default): a tokenizer.json's post_processor\n"
+	"                        gives the beginning-of-document token\n"
 	"  --token-bits N        ids in DOC frames: 16 or 32 (default: 16 when\n"
 	"                        the vocabulary has at most 65,536 ids)\n"
 	"  --image-cost SPEC     place each image of a WebDataset sample as a run\n"
@@ -84,7 +88,7 @@ enum {
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
 	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS, O_IMAGES,
-	O_WINDOW
+	O_WINDOW, O_ADD_SPECIAL
 };
 
 static const struct option longopts[] = {
@@ -98,6 +102,7 @@ static const struct option longopts[] = {
 	{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 	{ "eod-token", required_argument, NULL, O_EOD },
 	{ "bos-token", required_argument, NULL, O_BOS },
+	{ "add-special-tokens", required_argument, NULL, O_ADD_SPECIAL },
 	{ "min-tokens", required_argument, NULL, O_MIN },
 	{ "max-tokens", required_argument, NULL, O_MAX },
 	{ "match", required_argument, NULL, O_MATCH },
@@ -184,6 +189,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		ovl_cli_usagex(&cli, "%s", err);
 	o->field = "text";
 	o->tokenizer = "bytes";
+	o->add_special = 1;
 	o->epochs = 1;
 	o->part_n = 1;
 	o->max_doc = 32ull << 20;
@@ -235,6 +241,10 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 			break;
 		case O_BOS:
 			o->bos_token = optarg;
+			break;
+		case O_ADD_SPECIAL:
+			o->add_special = ovl_cli_choice_opt(&cli,
+			    "--add-special-tokens", ovl_plan_yesno, optarg);
 			break;
 		case O_MIN:
 			o->min_tokens = opt_u64("min-tokens", optarg, UINT32_MAX);
@@ -487,6 +497,9 @@ setup(struct src *s, struct src_opts *o)
 	if (o->bos_token != NULL &&
 	    ovl_tok_set_bos(s->tok, o->bos_token, err, sizeof(err)) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "%s", err);
+	ovl_tok_set_add_special(s->tok, o->add_special);
+	if (ovl_tok_check_template(s->tok, err, sizeof(err)) != 0)
+		ovl_errx(OVL_EXIT_USAGE, "%s", err);
 	s->eod = ovl_tok_eod(s->tok);
 	if (s->eod == OVL_TOK_NONE)
 		ovl_errx(OVL_EXIT_USAGE, "tokenizer %s (%s) has no usual "
@@ -532,6 +545,9 @@ setup(struct src *s, struct src_opts *o)
 			    "use --format", o->paths[0]);
 	}
 	f = src_formats[o->format];
+	/* a post_processor's template is for text: ids come as they are */
+	if (o->bos_token == NULL && (o->ids || (f->flags & SRC_FMT_TOKEN_DOCS)))
+		s->bos = OVL_TOK_NONE;
 	if (o->ids && !(f->flags & SRC_FMT_IDS))
 		ovl_cli_usagex(&cli, "--field-type ids reads jsonl only");
 	if (o->image_cost.kind != 0 && !(f->flags & SRC_FMT_IMAGES))

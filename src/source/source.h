@@ -90,6 +90,7 @@ struct src_opts {
 	const char	*tokenizer;
 	const char	*eod_token;
 	const char	*bos_token;
+	int		 add_special;	/* --add-special-tokens yes (1) or no */
 	const char	*special;
 	uint64_t	 min_tokens;
 	uint64_t	 max_tokens;	/* 0: no limit */

@@ -13,7 +13,10 @@
 //       several of the above in one process (one start of node, one load
 //       of each tokenizer), in order; a JOB is --encode OUT FILE (encode
 //       --nul FILE into OUT), --decode OUT IDS-FILE (decode into OUT) or
-//       --tokenizer TOKENIZER.JSON (the jobs after it use that file)
+//       --tokenizer TOKENIZER.JSON (the jobs after it use that file) or
+//       --special (the encodings after it as encode(text,
+//       add_special_tokens = true) gives them: the post_processor's
+//       template around each document; "hf" only)
 //   node ref-hf.js NODE_MODULES bench LIB TOKENIZER.JSON FILE
 //       encode each NUL-separated document; print "LIB bytes B tokens T
 //       seconds S hash H" (S: CPU seconds spent encoding, H: FNV-1a over
@@ -32,13 +35,15 @@ if (!mods || !mode || !lib || !file) {
 }
 const need = (name) => require(require.resolve(name, { paths: [mods] }));
 
+let addSpecial = false;
+
 // An object with async encode(text) -> ids and decode(ids) -> text.
 function load(file) {
 	if (lib === 'hf') {
 		const { Tokenizer } = need('tokenizers');
 		const t = Tokenizer.fromFile(file);
 		return {
-			encode: async (s) => (await t.encode(s, null, { addSpecialTokens: false })).getIds(),
+			encode: async (s) => (await t.encode(s, null, { addSpecialTokens: addSpecial })).getIds(),
 			decode: async (ids) => t.decode(ids, false),
 		};
 	}
@@ -102,12 +107,14 @@ async function decodeText(t, f) {
 			const job = rest.shift();
 			if (job === '--tokenizer' && rest.length >= 1)
 				t = load(rest.shift());
+			else if (job === '--special' && lib === 'hf')
+				addSpecial = true;
 			else if (job === '--encode' && rest.length >= 2)
 				fs.writeFileSync(rest.shift(), await encodeText(t, true, [rest.shift()]));
 			else if (job === '--decode' && rest.length >= 2)
 				fs.writeFileSync(rest.shift(), await decodeText(t, rest.shift()));
 			else
-				throw new Error('bad job ' + job + ' (--encode OUT FILE, --decode OUT IDS, --tokenizer FILE)');
+				throw new Error('bad job ' + job + ' (--encode OUT FILE, --decode OUT IDS, --tokenizer FILE, --special)');
 		}
 	} else if (mode === 'bench') {
 		const docs = fs.readFileSync(rest[0], 'utf8').split('\0');
