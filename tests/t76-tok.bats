@@ -36,6 +36,8 @@ setup() {
 	# records with newlines, NUL-terminated
 	printf 'two\nlines\0and one\0' > "$T/nul"
 	"$OVL_TOK" -t "$HF" -0 encode "$T/nul" | "$OVL_TOK" -t "$HF" -0 decode | cmp - "$T/nul"
+	# ids records may end in NUL too: every one is decoded, none dropped
+	"$OVL_TOK" -t "$HF" -0 encode "$T/nul" | tr '\n' '\0' | "$OVL_TOK" -t "$HF" -0 decode | cmp - "$T/nul"
 }
 
 @test "ovl-tok: a source stream and a packed stream decode to the documents" {
@@ -69,10 +71,10 @@ setup() {
 	[[ "$output" == *"bad.txt': record 1: invalid UTF-8 at byte 3"* ]]
 	printf '1 2 x\n' > "$T/ids"
 	run -1 "$OVL_TOK" -t "$HF" decode "$T/ids"
-	[[ "$output" == *"line 1: expected ids"* ]]
+	[[ "$output" == *"record 1: expected ids"* ]]
 	printf '1 99999\n' > "$T/ids"
 	run -1 "$OVL_TOK" -t "$HF" decode "$T/ids"
-	[[ "$output" == *"line 1: an id is not a token of hf:"* ]]
+	[[ "$output" == *"record 1: an id is not a token of hf:"* ]]
 	run -2 "$OVL_TOK" -t "hf:$T/none.json" info
 	[[ "$output" == *"none.json: No such file or directory"* ]]
 	run -2 "$OVL_TOK" -t "$HF" frobnicate

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The EXAMPLES of ovl-source(1) and ovl(7), taken from the pages themselves
+# The EXAMPLES of ovl-source(1), ovl(7) and ovl-frame(5), taken from the pages themselves
 # (every .Bd -literal block), run against samples/: each must succeed and
 # print or write something.
 
@@ -27,4 +27,13 @@ setup() {
 	[ -x "$OVL_CONSTRUCT" ] && [ -x "$OVL_MIX" ] || skip "ovl-construct or ovl-mix not built"
 	run_examples ovl.7 4
 	[ -z "$(cat "$EX"/err.*)" ]
+}
+
+@test "ovl-frame(5) EXAMPLES run against samples/: numpy reads the first document's ids" {
+	ovl_python_numpy >/dev/null || skip "no python3 with numpy"
+	run_examples ovl-frame.5 2
+	# the first document of web-0.jsonl: "Brea..." in bytes
+	[[ "$(cat "$EX/out.1")" == "[ 66 114 101 "* ]]
+	# the TCP example: the constructor's sequences
+	[ -s "$EX/w.2/seqs.frames" ]
 }

@@ -109,6 +109,7 @@ man_examples() {
 # samples link, the tools first on PATH; stdout to $EX/out.N, stderr to
 # $EX/err.N. At least MIN examples; each must succeed and print or write
 # something. $EX is $BATS_TEST_TMPDIR/ex. Tests then check what each says.
+# python3 there is one with numpy, where there is one.
 run_examples() {
 	local n i
 	EX=$BATS_TEST_TMPDIR/ex
@@ -116,6 +117,8 @@ run_examples() {
 	for i in source mix construct ckpt run tok report; do
 		ln -sf "$OVL_BUILDDIR/ovl-$i" "$EX/bin/ovl-$i"
 	done
+	# python3 as the pages mean it: one with numpy
+	i=$(ovl_python_numpy) && ln -sf "$(command -v "$i")" "$EX/bin/python3"
 	n=$(man_examples "$1" "$EX")
 	[ "$n" -ge "$2" ] || { echo "only $n examples in $1"; return 1; }
 	for ((i = 1; i <= n; i++)); do

@@ -1,7 +1,7 @@
 /*
  * ovl-ckpt: the WebDataset output (--format wds): a tar shard per rank and
  * step, PREFIX-rRRRRR-sSSSSSSSS.tar, each sample one sequence: KEY.tokens.npy
- * (<u4), KEY.positions.npy (<i4), KEY.cu_seqlens.npy (<i4), KEY.json (step,
+ * (<u2 or <u4, the stream's token width), KEY.positions.npy (<i4), KEY.cu_seqlens.npy (<i4), KEY.json (step,
  * rank, micro-batch, pieces, images) and its inline images KEY.imgN.EXT.
  *
  * A rank's shard of a step is made in memory and written whole when the

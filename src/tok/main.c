@@ -202,7 +202,8 @@ decode(struct ovl_tok *t, const struct opts *o, char **files, int n)
 	struct ovl_buf out = { 0 };
 	char *line = NULL, *p, *e;
 	size_t cap = 0;
-	uint64_t lineno;
+	ssize_t len;
+	uint64_t rec;
 	int i, rc = OVL_EXIT_OK;
 	unsigned char c1;
 	char *stdin_only[] = { "-" };
@@ -227,27 +228,39 @@ decode(struct ovl_tok *t, const struct opts *o, char **files, int n)
 				fclose(fp);
 			continue;
 		}
-		for (lineno = 1; getline(&line, &cap, fp) > 0; lineno++) {
-			v.len = 0;
-			for (p = line;; p = e) {
-				unsigned long long x;
-				while (*p == ' ' || *p == '\t')
-					p++;
-				if (*p == '\n' || *p == '\0')
+		/* a record of ids ends at a newline or a NUL, either way */
+		rec = 0;
+		while ((len = getline(&line, &cap, fp)) > 0) {
+			char *end = line + len;
+
+			for (p = line; p < end; p++) {
+				rec++;
+				v.len = 0;
+				for (;; p = e) {
+					unsigned long long x;
+
+					while (p < end && (*p == ' ' ||
+					    *p == '\t' || *p == '\r'))
+						p++;
+					if (p == end || *p == '\n' || *p == '\0')
+						break;
+					errno = 0;
+					x = strtoull(p, &e, 10);
+					if (e == p || errno != 0 || x > UINT32_MAX)
+						ovl_errx(OVL_EXIT_DATA, "'%s': record "
+						    "%" PRIu64 ": expected ids "
+						    "(decimal numbers; a stream on "
+						    "a pipe needs --frames)", name,
+						    rec);
+					ovl_u32vec_push(&v, (uint32_t)x);
+				}
+				if (put_text(t, o, v.p, 4, v.len, &out) != 0)
+					ovl_errx(OVL_EXIT_DATA, "'%s': record %"
+					    PRIu64 ": an id is not a token of %s",
+					    name, rec, ovl_tok_name(t));
+				if (p == end)
 					break;
-				errno = 0;
-				x = strtoull(p, &e, 10);
-				if (e == p || errno != 0 || x > UINT32_MAX)
-					ovl_errx(OVL_EXIT_DATA, "'%s': line %" PRIu64
-					    ": expected ids (decimal numbers; a "
-					    "stream on a pipe needs --frames)", name,
-					    lineno);
-				ovl_u32vec_push(&v, (uint32_t)x);
 			}
-			if (put_text(t, o, v.p, 4, v.len, &out) != 0)
-				ovl_errx(OVL_EXIT_DATA, "'%s': line %" PRIu64 ": an "
-				    "id is not a token of %s", name, lineno,
-				    ovl_tok_name(t));
 		}
 		if (ferror(fp))
 			ovl_err(OVL_EXIT_DATA, "'%s'", name);
