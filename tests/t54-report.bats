@@ -2,8 +2,9 @@
 # ovl-report: the page of a run, rendered by headless Chromium (Debian
 # chromium): its DOM after rendering is checked against the run's own
 # figures (ovl-ckpt summary, the plan, the per-step statistics), and a
-# screenshot is taken. A run with a weights ramp, two sequence-length
-# stages and one failure (a killed constructor) shows them all.
+# screenshot is taken. A run with a step and a ramp of the weights, two
+# sequence-length stages and one failure (a killed constructor) shows them
+# all.
 
 load test_helper
 
@@ -18,7 +19,8 @@ setup() {
 source web  path=$SAMPLES/web/web-0.jsonl path=$SAMPLES/web/web-1.jsonl format=jsonl partitions=2 on-exhaust=repeat throttle=60K
 source book path=$SAMPLES/books/book-0[0-5].txt doc-per=file on-exhaust=repeat throttle=30K
 weights web=3 book=1
-weights at=60K web=1 book=1 ramp=linear
+weights at=40K web=1 book=3
+weights at=100K web=1 book=1 ramp=linear
 seq-len 256
 seq-len at=80K 512
 ranks 2
@@ -100,17 +102,44 @@ bal = {a["data-name"]: a for t, a in p.svg["balance"] if t == "polyline"}
 last = max(steps)
 assert abs(float(bal["costliest rank"]["data-last"]) - steps[last]["max_cost"]) <= 1e-6 * steps[last]["max_cost"] + 1e-9
 assert int(bal["lower bound"]["data-points"]) == summ["steps"]
-# curriculum: per source a realized line ending at the run's share, and the
-# plan's dashed line ending at the ramp's end, 1/2 each
+# curriculum: the plan as written, a step as a step and the ramp as a
+# slope; per interval between checkpoints the realized share, whose mean
+# weighted by the interval's tokens is the run's share, beside the planned
+# share over the interval (integrated here numerically from the plan)
 cur = [a for t, a in p.svg["curriculum"] if t == "polyline"]
-real = {a["data-name"]: a for a in cur if a.get("data-kind") == "realized"}
-plan = {a["data-name"]: a for a in cur if a.get("data-kind") == "planned"}
+def kind(k):
+    return {a["data-name"]: [tuple(map(float, xy.split(","))) for xy in a["data-xy"].split()]
+            for a in cur if a.get("data-kind") == k}
+real, plan, per = kind("realized"), kind("planned"), kind("planned-interval")
 assert set(real) == {"web", "book"} and set(plan) == {"web (plan)", "book (plan)"}, (real, plan)
-for s in summ["sources"]:
-    assert abs(float(real[s["name"]]["data-last"]) * 100 - s["share_pct"]) < 1.0, (s, real[s["name"]])
-    assert abs(float(plan[s["name"] + " (plan)"]["data-last"]) - 0.5) < 1e-9
-# a point per checkpoint read (one that mixed nothing yet has no share)
-assert min(200, summ["checkpoints"]) // 2 <= int(real["web"]["data-points"]) <= min(200, summ["checkpoints"]), (real["web"], summ["checkpoints"])
+tmax = real["web"][-1][0]
+assert tmax >= 100000, tmax
+want = {"web": [(0, .75), (40000, .75), (40000, .25), (100000, .5), (tmax, .5)],
+        "book": [(0, .25), (40000, .25), (40000, .75), (100000, .5), (tmax, .5)]}
+def sched(s, t):
+    x = [0, 40000, 40000, 100000, 10 ** 12]
+    y = [w for _, w in want[s][:4]] + [.5]
+    for i in range(len(x) - 1):
+        if x[i] <= t < x[i + 1] or (t == x[i + 1] == 10 ** 12):
+            return y[i] + (y[i + 1] - y[i]) * (t - x[i]) / (x[i + 1] - x[i]) if x[i + 1] > x[i] else y[i + 1]
+    return .5
+for s in ("web", "book"):
+    got = plan[s + " (plan)"]
+    assert len(got) == 5 and all(abs(a - b) < 1e-9 for p_, q in zip(got, want[s]) for a, b in zip(p_, q)), (s, got)
+    r, m = real[s], per[s + " (plan per interval)"]
+    assert len(r) == len(m) and len(r) % 2 == 0 and r[0][0] == 0, (s, len(r), len(m))
+    tot = 0.0
+    for k in range(0, len(r), 2):
+        (a, x), (b, y) = r[k], r[k + 1]
+        assert x == y and b > a and m[k][0] == a and m[k + 1][0] == b
+        tot += x * (b - a)
+        n = 4000
+        integral = sum(sched(s, a + (b - a) * (i + .5) / n) for i in range(n)) / n
+        assert abs(m[k][1] - integral) < 2e-3, (s, a, b, m[k][1], integral)
+    share = [x for x in summ["sources"] if x["name"] == s][0]["share_pct"]
+    assert abs(tot / tmax * 100 - share) < 1.0, (s, tot / tmax, share)
+# an interval per checkpoint read, less those that mixed nothing
+assert min(200, summ["checkpoints"]) // 2 <= len(real["web"]) // 2 <= min(200, summ["checkpoints"]), (len(real["web"]), summ["checkpoints"])
 # timeline: one start, the constructor restarted alone, one end
 ev = [a["data-kind"] for t, a in p.svg["timeline"] if t == "g" and a.get("class") == "event"]
 assert ev.count("start") == 1 and ev.count("heal") == 1 and ev.count("end") == 1, ev
