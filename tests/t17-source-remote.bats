@@ -359,3 +359,44 @@ same() {
 	run -0 "$OVL_SOURCE" --field doc.text x "s3://data/parquet/*.parquet" --output "$T/s"
 	same "$T/l" "$T/s"
 }
+
+@test "remote: a plan's path= takes http and s3 URLs (s3 globs listed, HTTP globs refused at the line); ovl-run supervises them, a killed source restarts, the dataset equals the local plan's" {
+	need_nginx
+	need_s3
+	cd "$T"
+	local b web books
+	for b in local remote; do
+		if [ "$b" = local ]; then
+			web="path=$W/web/web-0.jsonl path=$W/web/web-1.jsonl"
+			books="path=$W/books/book-0*.txt"
+		else
+			web="path=$H/web/web-0.jsonl path=$H/web/web-1.jsonl throttle=300K"
+			books="path=s3://data/books/book-0*.txt"
+		fi
+		cat > "$b.plan" <<EOF
+source web $web format=jsonl partitions=2 on-exhaust=drop
+source book $books format=text doc-per=file on-exhaust=drop
+seq-len 256
+ranks 2
+checkpoint every=2 dir=ck-$b
+output format=npy path=out-$b/s
+EOF
+	done
+	run -0 "$OVL_MIX" --check remote.plan
+	[[ "$output" == *" path=s3://data/books/book-00.txt path=s3://data/books/book-01.txt path=s3://data/books/book-02.txt path=s3://data/books/book-03.txt "* ]]
+	run -0 "$OVL_RUN" -q local.plan
+	"$OVL_RUN" -q --restart 1 remote.plan 3>&- 2> err &
+	kill_stage_once $! ck-remote "ovl-source --id 0"
+	wait $! || { cat err; false; }
+	[ -n "$victim" ]
+	grep -q "source:web" err
+	for f in tokens seqs; do
+		cmp "out-local/s.$f.npy" "out-remote/s.$f.npy"
+	done
+	printf 'source web path=%s/web/*.jsonl\n' "$H" > g.plan
+	run -2 "$OVL_MIX" --check g.plan
+	[[ "$output" == *"g.plan:1: source 'web': '$H/web/*.jsonl': HTTP cannot list files: name each URL"* ]]
+	printf 'source web path=s3://data/nothing/*.jsonl\n' > n.plan
+	run -2 "$OVL_MIX" --check n.plan
+	[[ "$output" == *"n.plan:1: source 'web': no file matches 's3://data/nothing/*.jsonl'"* ]]
+}

@@ -471,22 +471,41 @@ add_path(struct listing *l, const char *path, uint64_t chunk_size,
 	return rc;
 }
 
+int
+ovl_chunks_expand_remote(const char *pattern, char ***out, size_t *n,
+    char *err, size_t errlen)
+{
+	char shown[512];
+
+	if (!has_glob(pattern)) {
+		*out = ovl_xmalloc(sizeof(**out));
+		(*out)[0] = ovl_xstrdup(pattern);
+		*n = 1;
+		return 0;
+	}
+	if (ovl_remote_glob(pattern, out, n, err, errlen) != 0)
+		return -1;
+	if (*n == 0) {
+		free(*out);
+		*out = NULL;
+		snprintf(err, errlen, "no file matches '%s'",
+		    ovl_remote_shown(pattern, shown, sizeof(shown)));
+		return -1;
+	}
+	return 0;
+}
+
 /* An s3:// pattern: the bucket's keys that match it, sorted. */
 static int
 add_remote_glob(struct listing *l, const char *pattern, uint64_t chunk_size,
     enum ovl_chunk_cut cut, char *err, size_t errlen)
 {
-	char **v, shown[512];
+	char **v;
 	size_t n, j;
 	int rc = 0;
 
-	if (ovl_remote_glob(pattern, &v, &n, err, errlen) != 0)
+	if (ovl_chunks_expand_remote(pattern, &v, &n, err, errlen) != 0)
 		return -1;
-	if (n == 0) {
-		snprintf(err, errlen, "no file matches '%s'",
-		    ovl_remote_shown(pattern, shown, sizeof(shown)));
-		rc = -1;
-	}
 	for (j = 0; j < n; j++) {
 		if (rc == 0)
 			rc = add_remote(l, v[j], chunk_size, cut, err, errlen);

@@ -86,6 +86,15 @@ int	ovl_chunks_list(struct ovl_chunks *cs, char *const *patterns,
 	    size_t npatterns, uint64_t chunk_size, enum ovl_chunk_cut cut,
 	    char *err, size_t errlen);
 void	ovl_chunks_free(struct ovl_chunks *cs);
+/*
+ * The files a remote pattern (ovl_remote_is) names, as ovl_chunks_list
+ * takes them: the URL itself without a glob, an s3:// glob's keys sorted
+ * (ListObjectsV2); an HTTP glob or a glob that matches nothing is an
+ * error. 0 with *out (n strings, each and the array to free), or -1 with
+ * a message in err.
+ */
+int	ovl_chunks_expand_remote(const char *pattern, char ***out, size_t *n,
+	    char *err, size_t errlen);
 
 /* The path of chunk i (i < cs->n). */
 const char *ovl_chunks_path(const struct ovl_chunks *cs, uint32_t i);

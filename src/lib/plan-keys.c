@@ -20,6 +20,7 @@
 #include "num.h"
 #include "pack.h"
 #include "plan-int.h"
+#include "remote.h"
 
 const char *const ovl_plan_formats[OVL_IN_NFORMATS + 1] = {
 	[OVL_IN_JSONL] = "jsonl",
@@ -629,7 +630,11 @@ put_source(FILE *fp, const struct ovl_plan *p, const struct ovl_plan_source *s)
 		if (k->kind == PK_PATTERN) {
 			if (s->npaths > 0)
 				for (j = 0; j < s->npaths; j++) {
-					e = glob_escape(s->paths[j]);
+					/* a URL is read as a URL: '?' starts
+					   an HTTP query */
+					e = ovl_remote_is(s->paths[j]) ?
+					    ovl_xstrdup(s->paths[j]) :
+					    glob_escape(s->paths[j]);
 					fputs(" path=", fp);
 					put_word(fp, e);
 					free(e);

@@ -16,8 +16,10 @@
 #include "balance.h"
 #include "cli.h"
 #include "buf.h"
+#include "chunk.h"
 #include "crc32c.h"
 #include "num.h"
+#include "remote.h"
 #include "rng.h"
 #include "plan-int.h"
 
@@ -827,6 +829,22 @@ brace_count(const char *pat)
 	return total;
 }
 
+/* A URL pattern: its files, as ovl-source will list them. */
+static int
+remote_paths(struct ctx *c, struct ovl_plan_source *s, const char *pattern)
+{
+	char **v, err[600];
+	size_t n, k;
+
+	if (ovl_chunks_expand_remote(pattern, &v, &n, err, sizeof(err)) != 0)
+		return ovl_plan__perr(c, "source '%s': %s", s->name, err);
+	s->paths = ovl_xrealloc(s->paths, (s->npaths + n) * sizeof(char *));
+	for (k = 0; k < n; k++)
+		s->paths[s->npaths++] = v[k];
+	free(v);
+	return 0;
+}
+
 static int
 resolve_paths(struct ctx *c, struct ovl_plan_source *s)
 {
@@ -841,6 +859,11 @@ resolve_paths(struct ctx *c, struct ovl_plan_source *s)
 			return ovl_plan__perr(c, "source '%s': '%s' has more than %d "
 			    "brace alternatives", s->name, s->patterns[i],
 			    BRACE_MAX);
+		if (ovl_remote_is(s->patterns[i])) {
+			if (remote_paths(c, s, s->patterns[i]) != 0)
+				return -1;
+			continue;
+		}
 		pat = ovl_plan__join_dir(c->p->dir, s->patterns[i]);
 		memset(&g, 0, sizeof(g));
 		rc = glob(pat, GLOB_NOSORT | GLOB_BRACE | GLOB_TILDE_CHECK,
