@@ -212,3 +212,38 @@ plan_refused() {
 	run -0 "$OVL_CKPT" --help
 	[[ "$output" == *$'\n'"  -f, --format FMT        megatron, npy, jsonl, frames or wds "* ]]
 }
+
+@test "--check refuses sources of another tokenizer, vocabulary or end of document at the source's line, before any stage starts" {
+	printf '{"text": "x"}\n' > "$BATS_TEST_TMPDIR/d.jsonl"
+	cd "$BATS_TEST_TMPDIR"
+	printf 'source a path=d.jsonl\nsource b path=d.jsonl\nsource c path=d.jsonl eod-token=10\n' > e.plan
+	run -2 "$OVL_MIX" --check e.plan
+	[[ "$output" == *"e.plan:3: source c: tokenizer bytes (vocab 257, eod 10) differs from source a's at line 1: bytes (vocab 257, eod 256)"* ]]
+	printf 'source a path=d.jsonl\nsource b path=d.jsonl tokenizer=tiktoken:%s:cl100k\n' "$SAMPLES/tokenizers/sample.tiktoken" > t.plan
+	run -2 "$OVL_MIX" --check t.plan
+	[[ "$output" == *"t.plan:2: source b: tokenizer tiktoken:"*"differs from source a's at line 1: bytes"* ]]
+	# the same tokenizer named twice, by the plan and by a source: one
+	printf 'eod-token 10\nsource a path=d.jsonl\nsource b path=d.jsonl eod-token=10\n' > s.plan
+	run -0 "$OVL_MIX" --check s.plan
+}
+
+@test "--check reports every error of a plan in one run, each at its line" {
+	cd "$BATS_TEST_TMPDIR"
+	printf '{"text": "x"}\n' > d.jsonl
+	printf 'source a path=d.jsonl bogus=1\nsource b path=d.jsonl\nranks 0\nseq-len x\n' > e.plan
+	run -2 "$OVL_MIX" --check e.plan
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" = "ovl-mix: e.plan:1: source 'a': unknown option 'bogus='" ]
+	[[ "${lines[1]}" == "ovl-mix: e.plan:3: bad ranks '0'"* ]]
+	[[ "${lines[2]}" == "ovl-mix: e.plan:4: bad seq-len 'x'"* ]]
+	# then, on a plan whose lines read, every source's files and tokenizer
+	printf 'source a path=none1\nsource b path=none2 tokenizer=hf:none.json\nsource c path=d.jsonl\n' > f.plan
+	run -2 "$OVL_MIX" --check f.plan
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[0]}" == "ovl-mix: f.plan:1: source 'a': no file matches "*none1* ]]
+	[[ "${lines[1]}" == "ovl-mix: f.plan:2: source 'b': no file matches "*none2* ]]
+	[[ "${lines[2]}" == "ovl-mix: f.plan:2: source b: "*none.json* ]]
+	# ovl-run stops there, before any stage, saying the same
+	run -2 "$OVL_RUN" f.plan
+	[[ "$output" == *"f.plan:1: source 'a'"*"f.plan:2: source b: "* ]]
+}

@@ -204,7 +204,7 @@ enc() {	# enc SPEC-FILE TEXT [POLICY]: the ids of TEXT
 	printf 'eod-token <|fin|>\nsource a path=d.jsonl tokenizer=hf:tpl.json\nsource b path=d.jsonl tokenizer=hf:two.json\n' > "$D/p.plan"
 	run -2 "$OVL_MIX" --check "$D/p.plan"
 	[[ "$output" == *"p.plan:3: source b: the post_processor of tokenizer hf:"*"puts 2 tokens before a document"* ]]
-	printf 'eod-token <|fin|>\nadd-special-tokens no\nsource a path=d.jsonl tokenizer=hf:tpl.json\nsource b path=d.jsonl tokenizer=hf:two.json add-special-tokens=no\n' > "$D/q.plan"
+	printf 'eod-token <|fin|>\nadd-special-tokens no\nsource a path=d.jsonl tokenizer=hf:two.json\nsource b path=d.jsonl tokenizer=hf:two.json add-special-tokens=no\n' > "$D/q.plan"
 	run -0 "$OVL_MIX" --check "$D/q.plan"
 	[[ "$output" == *"add-special-tokens no"* ]]
 	run -0 "$OVL_MIX" --source-args b "$D/q.plan"

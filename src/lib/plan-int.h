@@ -34,8 +34,9 @@ struct wline {
 struct ctx {
 	struct ovl_plan	*p;
 	const char	*name;		/* for messages */
-	char		*err;
+	char		*err;		/* every error, a line each */
 	size_t		 errlen;
+	unsigned	 nerr;
 	int		 flags;
 	unsigned	 line;
 	/* the words of the current line */
@@ -79,7 +80,19 @@ int	ovl_plan__hosts(struct ctx *c);
 
 /* plan-tok.c */
 char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);
+/*
+ * The tokenizer sources are checked against: the previous source's choice
+ * (not loaded again when the same) and the first source's tokenizer, which
+ * every other must equal (ovl-mix mixes one vocabulary).
+ */
+struct ovl_plan__tokref {
+	const char	*spec, *eod, *bos, *add;	/* the previous choice */
+	char		 name[96];	/* the first source's tokenizer */
+	uint32_t	 vocab, eod_id;
+	const char	*first;		/* its source's name; NULL: none yet */
+	unsigned	 line;
+};
 int	ovl_plan__check_tokenizer(struct ctx *c,
-	    const struct ovl_plan_source *s, const char **prev);
+	    const struct ovl_plan_source *s, struct ovl_plan__tokref *ref);
 
 #endif

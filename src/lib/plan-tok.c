@@ -5,6 +5,8 @@
  */
 #include "plan.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,12 +71,13 @@ same(const char *a, const char *b)
 /*
  * Load a source's tokenizer with its end- and beginning-of-document
  * tokens and its post_processor's template, as ovl-source will: a missing
- * or bad file is a plan error at the source's line. The same choice as
- * the previous source's (prev: 4 strings) is not loaded again.
+ * or bad file is a plan error at the source's line, and so is a tokenizer,
+ * vocabulary or end of document other than the first source's, which
+ * ovl-mix would refuse once every stage had started.
  */
 int
 ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
-    const char **prev)
+    struct ovl_plan__tokref *ref)
 {
 	const struct ovl_plan *p = c->p;
 	const char *spec = s->tokenizer ? s->tokenizer : p->tokenizer;
@@ -87,8 +90,8 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 
 	if (spec == NULL || strcmp(spec, "bytes") == 0)
 		spec = "bytes";
-	if (prev[0] != NULL && strcmp(prev[0], spec) == 0 &&
-	    same(eod, prev[1]) && same(bos, prev[2]) && same(add, prev[3]))
+	if (ref->spec != NULL && strcmp(ref->spec, spec) == 0 &&
+	    same(eod, ref->eod) && same(bos, ref->bos) && same(add, ref->add))
 		return 0;
 	c->line = s->line;
 	if ((t = ovl_tok_open(spec, err, sizeof(err))) == NULL)
@@ -102,11 +105,25 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 		rc = ovl_plan__perr(c, "source %s: tokenizer %s has no usual "
 		    "end-of-document token: name one with eod-token=", s->name,
 		    spec);
+	else if (ref->first == NULL) {
+		snprintf(ref->name, sizeof(ref->name), "%s", ovl_tok_name(t));
+		ref->vocab = ovl_tok_vocab(t);
+		ref->eod_id = ovl_tok_eod(t);
+		ref->first = s->name;
+		ref->line = s->line;
+	} else if (strcmp(ref->name, ovl_tok_name(t)) != 0 ||
+	    ref->vocab != ovl_tok_vocab(t) || ref->eod_id != ovl_tok_eod(t))
+		rc = ovl_plan__perr(c, "source %s: tokenizer %s (vocab %" PRIu32
+		    ", eod %" PRIu32 ") differs from source %s's at line %u: "
+		    "%s (vocab %" PRIu32 ", eod %" PRIu32 "); the sources of a "
+		    "plan share one vocabulary", s->name, ovl_tok_name(t),
+		    ovl_tok_vocab(t), ovl_tok_eod(t), ref->first, ref->line,
+		    ref->name, ref->vocab, ref->eod_id);
 	ovl_tok_free(t);
-	prev[0] = spec;
-	prev[1] = eod;
-	prev[2] = bos;
-	prev[3] = add;
+	ref->spec = spec;
+	ref->eod = eod;
+	ref->bos = bos;
+	ref->add = add;
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "crc32c.h"
+#include "err.h"
 #include "num.h"
 #include "remote.h"
 #include "rng.h"
@@ -29,18 +30,29 @@ int
 ovl_plan__perr(struct ctx *c, const char *fmt, ...)
 {
 	va_list ap;
+	size_t at = 0;
 	int n;
 
 	if (c->errlen == 0)
 		return -1;
+	/* a later error goes on a line of its own, as the tool prints one */
+	if (c->nerr++ > 0) {
+		at = strlen(c->err);
+		n = snprintf(c->err + at, c->errlen - at, "\n%s: ",
+		    ovl_err_prog());
+		if (n < 0 || (size_t)n >= c->errlen - at)
+			return -1;
+		at += (size_t)n;
+	}
 	if (c->line > 0)
-		n = snprintf(c->err, c->errlen, "%s:%u: ", c->name, c->line);
+		n = snprintf(c->err + at, c->errlen - at, "%s:%u: ", c->name,
+		    c->line);
 	else
-		n = snprintf(c->err, c->errlen, "%s: ", c->name);
-	if (n < 0 || (size_t)n >= c->errlen)
+		n = snprintf(c->err + at, c->errlen - at, "%s: ", c->name);
+	if (n < 0 || (size_t)n >= c->errlen - at)
 		return -1;
 	va_start(ap, fmt);
-	vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	vsnprintf(c->err + at + n, c->errlen - at - (size_t)n, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -970,17 +982,17 @@ finish(struct ctx *c)
 			if (p->has_seed)
 				s->shuffle_seed = derive_seed(p->seed, s->name);
 		}
-		if (!(c->flags & OVL_PLAN_NOGLOB) && resolve_paths(c, s) != 0)
-			return -1;
+		/* each source's files and tokenizer: every error said */
+		if (!(c->flags & OVL_PLAN_NOGLOB))
+			(void)resolve_paths(c, s);
 	}
 	if (c->flags & OVL_PLAN_TOKENIZERS) {
-		const char *prev[4] = { NULL, NULL, NULL, NULL };
+		struct ovl_plan__tokref ref = { 0 };
 
 		for (i = 0; i < p->nsources; i++)
-			if (ovl_plan__check_tokenizer(c, &p->sources[i], prev) != 0)
-				return -1;
+			(void)ovl_plan__check_tokenizer(c, &p->sources[i], &ref);
 	}
-	return 0;
+	return c->nerr > 0 ? -1 : 0;
 }
 
 struct ovl_plan *
@@ -1007,17 +1019,16 @@ ovl_plan_parse(const char *text, size_t len, const char *name, const char *dir,
 	c.flags = flags;
 	if (errlen > 0)
 		err[0] = '\0';
-	rc = 0;
-	while (rc == 0 && q < end) {
+	/* every line's error is reported; a lexing error ends the reading */
+	while (q < end) {
 		rc = lex_line(&c, &q, end, &phys);
-		if (rc < 0)
+		if (rc <= 0)
 			break;
-		if (rc == 0)
-			break;
-		rc = directive(&c);
+		(void)directive(&c);
 	}
-	if (rc >= 0)
-		rc = finish(&c);
+	if (c.nerr == 0)
+		(void)finish(&c);
+	rc = c.nerr > 0 ? -1 : 0;
 	free_wlines(&c);
 	free(c.w);
 	ovl_buf_free(&c.text);

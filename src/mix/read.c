@@ -18,7 +18,7 @@ now_s(void)
 struct ovl_plan *
 load_plan(const char *path, int flags)
 {
-	char err[1024];
+	char err[8192];		/* every error of the plan, a line each */
 	struct ovl_plan *p = ovl_plan_loadf(path, flags, err, sizeof(err));
 
 	if (p == NULL)
