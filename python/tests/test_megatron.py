@@ -73,9 +73,34 @@ def test_provider_and_flags(run):
 @pytest.mark.skipif(not os.environ.get("OVL_MEGATRON_LM"),
                     reason="OVL_MEGATRON_LM (a Megatron-LM checkout) is not set: "
                            "the check against Megatron's own IndexedDataset is not run")
-def test_megatron_indexed_dataset_reads_the_same(run):
-    sys.path.insert(0, os.environ["OVL_MEGATRON_LM"])
+def _indexed_dataset(root):
+    """Megatron-LM's own IndexedDataset from the checkout at root. The
+    package megatron.core imports distributed checkpointing, which
+    Debian's torch lacks (no torch.distributed.checkpoint): then the
+    reader module alone is loaded, its packages made without running
+    their __init__ and megatron.core.utils given the one function the
+    reader takes from it (log_single_rank)."""
+    sys.path.insert(0, root)
+    try:
+        from megatron.core.datasets.indexed_dataset import IndexedDataset
+        return IndexedDataset
+    except ImportError:
+        for k in [k for k in sys.modules if k == "megatron" or k.startswith("megatron.")]:
+            del sys.modules[k]
+    import types
+    for name in ("megatron", "megatron.core", "megatron.core.datasets"):
+        m = types.ModuleType(name)
+        m.__path__ = [os.path.join(root, *name.split("."))]
+        sys.modules[name] = m
+    u = types.ModuleType("megatron.core.utils")
+    u.log_single_rank = lambda logger, *a, **k: logger.log(*a, **k)
+    sys.modules["megatron.core.utils"] = u
     from megatron.core.datasets.indexed_dataset import IndexedDataset
+    return IndexedDataset
+
+
+def test_megatron_indexed_dataset_reads_the_same(run):
+    IndexedDataset = _indexed_dataset(os.environ["OVL_MEGATRON_LM"])
     ds = IndexedDataset(run["megatron"])
     ours = list(offline.megatron(run["megatron"]))
     assert len(ds) == len(ours)
