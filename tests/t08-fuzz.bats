@@ -60,3 +60,7 @@ fuzz_one() {	# fuzz_one TARGET: 400 inputs (at most 300 s), its "ok" line
 @test "fuzz: the parquet reader, read whole and resumed from a row group's middle" {
 	fuzz_one parquet
 }
+
+@test "fuzz: .npy and Megatron index headers, and resume cursors" {
+	fuzz_one tokfmt
+}

@@ -76,9 +76,9 @@ EOF2
 	run -1 "$OVL_SOURCE" --doc-per offsets t "$D/badoff.npy"
 	[[ "$output" == *"badoff.offsets.npy' does not run from 0 to the "* ]]
 	run -1 "$OVL_SOURCE" t "$D/cut.bin"
-	[[ "$output" == *"cut.bin' (+"* || "$output" == *"does not fit '$D/cut.bin'"* ]]
+	[[ "$output" == *"cut.bin' (+"* || "$output" == *"cut.bin': entry "*" does not fit the .bin"* ]]
 	run -1 "$OVL_SOURCE" t "$D/notidx.bin"
-	[[ "$output" == *"notidx.idx' is not a Megatron index"* ]]
+	[[ "$output" == *"notidx.idx': not a Megatron index"* ]]
 	run -2 "$OVL_SOURCE" --doc-per eod t "$SAMPLES/web/web-0.jsonl"
 	[[ "$output" == *"--doc-per eod is for npy token files"* ]]
 	run -2 "$OVL_SOURCE" --doc-per blank-line t "$D/eod16.npy"

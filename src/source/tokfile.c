@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include "source.h"
+#include "tokfmt.h"
 
 /* A file mapped whole. */
 struct map {
@@ -138,9 +139,8 @@ unmap(struct map *m)
 	m->p = NULL;
 }
 
-/* Token ids in one of numpy's and Megatron's integer dtypes. */
-enum dt { DT_U8, DT_I8, DT_I16, DT_U16, DT_I32, DT_U32, DT_I64, DT_U64 };
-static const int dt_size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+/* Token ids in one of numpy's and Megatron's integer dtypes (tokfmt.h). */
+#define dt_size	ovl_dt_size
 
 static int64_t
 id_at(const uint8_t *p, int dt, uint64_t i)
@@ -148,13 +148,13 @@ id_at(const uint8_t *p, int dt, uint64_t i)
 	int64_t v = 0;
 
 	switch (dt) {
-	case DT_U8: return p[i];
-	case DT_I8: return (int8_t)p[i];
-	case DT_I16: { int16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-	case DT_U16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-	case DT_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-	case DT_U32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-	case DT_I64: memcpy(&v, p + 8 * i, 8); return v;
+	case OVL_DT_U8: return p[i];
+	case OVL_DT_I8: return (int8_t)p[i];
+	case OVL_DT_I16: { int16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+	case OVL_DT_U16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+	case OVL_DT_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+	case OVL_DT_U32: { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+	case OVL_DT_I64: memcpy(&v, p + 8 * i, 8); return v;
 	default: {
 		uint64_t x;
 
@@ -188,12 +188,12 @@ ids_copy(const uint8_t *p, int dt, uint64_t a, uint64_t b, uint32_t *out,
 	uint64_t i;
 
 	switch (dt) {
-	case DT_U8: IDS_COPY(uint8_t); break;
-	case DT_I8: IDS_COPY(int8_t); break;
-	case DT_I16: IDS_COPY(int16_t); break;
-	case DT_U16: IDS_COPY(uint16_t); break;
-	case DT_I32: IDS_COPY(int32_t); break;
-	case DT_U32: IDS_COPY(uint32_t); break;
+	case OVL_DT_U8: IDS_COPY(uint8_t); break;
+	case OVL_DT_I8: IDS_COPY(int8_t); break;
+	case OVL_DT_I16: IDS_COPY(int16_t); break;
+	case OVL_DT_U16: IDS_COPY(uint16_t); break;
+	case OVL_DT_I32: IDS_COPY(int32_t); break;
+	case OVL_DT_U32: IDS_COPY(uint32_t); break;
 	default: break;
 	}
 	for (i = a; i < b; i++) {
@@ -229,9 +229,9 @@ static uint64_t
 next_eod(const uint8_t *p, int dt, uint64_t i, uint64_t n, int64_t eod)
 {
 	switch (dt) {
-	case DT_U16: if (eod >= 0 && eod <= UINT16_MAX) EOD_SCAN(uint16_t); break;
-	case DT_I32: if (eod >= 0 && eod <= INT32_MAX) EOD_SCAN(int32_t); break;
-	case DT_U32: if (eod >= 0 && eod <= UINT32_MAX) EOD_SCAN(uint32_t); break;
+	case OVL_DT_U16: if (eod >= 0 && eod <= UINT16_MAX) EOD_SCAN(uint16_t); break;
+	case OVL_DT_I32: if (eod >= 0 && eod <= INT32_MAX) EOD_SCAN(int32_t); break;
+	case OVL_DT_U32: if (eod >= 0 && eod <= UINT32_MAX) EOD_SCAN(uint32_t); break;
 	default: break;
 	}
 	while (i < n && id_at(p, dt, i) != eod)
@@ -304,21 +304,6 @@ tok_doc(struct src *s, const uint8_t *p, int dt, uint64_t a, uint64_t b,
 
 /* ---- Megatron .bin/.idx --------------------------------------------- */
 
-static int
-megatron_dtype(uint8_t code)
-{
-	/* megatron/core/datasets/indexed_dataset.py, DType */
-	switch (code) {
-	case 1: return DT_U8;
-	case 2: return DT_I8;
-	case 3: return DT_I16;
-	case 4: return DT_I32;
-	case 5: return DT_I64;
-	case 8: return DT_U16;
-	default: return -1;	/* 6, 7: floats are not token ids */
-	}
-}
-
 /* The .bin and .idx names of a path naming either, or their prefix. */
 static void
 megatron_names(const char *path, char **bin, char **idx)
@@ -345,83 +330,37 @@ run_megatron(struct src *s, uint64_t doc0,
     uint64_t rec0 __attribute__((unused)))
 {
 	struct map mi = { NULL, 0 }, mb = { NULL, 0 };
-	char *bin, *idx;
-	uint64_t count, ndi, ndocs, i, d, e0, e1, prev, hdr = 9 + 8 + 1 + 8 + 8;
-	const uint8_t *sizes, *ptrs, *di;
+	struct ovl_mmidx ix;
+	char *bin, *idx, err[300];
+	uint64_t i, d, e0, e1, at, len;
 	struct rec rc;
-	int dt;
 
 	megatron_names(s->cx.path, &bin, &idx);
 	if (map_file(s, idx, &mi) != 0)
 		goto out0;
 	if (map_file(s, bin, &mb) != 0)
 		goto out1;
-	if (mi.n < hdr || memcmp(mi.p, "MMIDIDX\0\0", 9) != 0) {
-		bad(s, R_INPUT, NULL, "'%s' is not a Megatron index (no MMIDIDX "
-		    "header)", idx);
+	if (ovl_mmidx_parse(mi.p, mi.n, &ix, err, sizeof(err)) != 0) {
+		bad(s, R_INPUT, NULL, "'%s': %s", idx, err);
 		goto out;
 	}
-	memcpy(&i, mi.p + 9, 8);
-	memcpy(&count, mi.p + 18, 8);
-	memcpy(&ndi, mi.p + 26, 8);
-	if (i != 1 || (dt = megatron_dtype(mi.p[17])) < 0) {
-		bad(s, R_INPUT, NULL, "'%s': index version %" PRIu64 ", dtype "
-		    "code %u: not a Megatron index of integer token ids", idx, i,
-		    mi.p[17]);
-		goto out;
-	}
-	if (count > (mi.n - hdr) / 12 ||
-	    ndi > (mi.n - hdr - 12 * count) / 8) {
-		bad(s, R_INPUT, NULL, "'%s': %" PRIu64 " entries and %" PRIu64
-		    " document indices do not fit its %zu bytes", idx, count,
-		    ndi, mi.n);
-		goto out;
-	}
-	sizes = mi.p + hdr;
-	ptrs = sizes + 4 * count;
-	di = ptrs + 8 * count;
-	/* document_indices: 0, then each document's end, the last = count */
-	ndocs = ndi > 0 ? ndi - 1 : count;
-	for (d = 0, prev = 0; ndi > 0 && d < ndi; d++) {
-		memcpy(&e1, di + 8 * d, 8);
-		if ((d == 0 && e1 != 0) || e1 < prev || e1 > count ||
-		    (d == ndi - 1 && e1 != count)) {
-			bad(s, R_INPUT, NULL, "'%s': document index %" PRIu64
-			    " is %" PRIu64 ": not from 0 up to its %" PRIu64
-			    " entries", idx, d, e1, count);
-			goto out;
-		}
-		prev = e1;
-	}
-	if (doc0 > ndocs)
+	if (doc0 > ix.ndocs)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': --resume offset %" PRIu64 " is "
-		    "beyond its %" PRIu64 " documents", s->cx.path, doc0, ndocs);
-	for (d = doc0; d < ndocs; d++) {
-		e0 = d;
-		e1 = d + 1;
-		if (ndi > 0) {
-			memcpy(&e0, di + 8 * d, 8);
-			memcpy(&e1, di + 8 * (d + 1), 8);
-		}
+		    "beyond its %" PRIu64 " documents", s->cx.path, doc0,
+		    ix.ndocs);
+	for (d = doc0; d < ix.ndocs; d++) {
+		ovl_mmidx_doc(&ix, d, &e0, &e1);
 		tok_rec(&rc, d);
 		s->toks.len = 0;
 		if (s->bos != OVL_TOK_NONE)
 			ovl_u32vec_push(&s->toks, s->bos);
 		for (i = e0; i < e1; i++) {
-			int32_t len;
-			int64_t at;
-
-			memcpy(&len, sizes + 4 * i, 4);
-			memcpy(&at, ptrs + 8 * i, 8);
-			if (len < 0 || at < 0 || at % dt_size[dt] != 0 ||
-			    (uint64_t)at > mb.n || (uint64_t)len > (mb.n -
-			    (uint64_t)at) / (uint64_t)dt_size[dt]) {
-				bad(s, R_INPUT, &rc, "entry %" PRIu64 " of %"
-				    PRId32 " tokens at byte %" PRId64 " does not "
-				    "fit '%s' (%zu bytes)", i, len, at, bin, mb.n);
+			if (ovl_mmidx_entry(&ix, i, mb.n, &at, &len, err,
+			    sizeof(err)) != 0) {
+				bad(s, R_INPUT, &rc, "'%s': %s", bin, err);
 				goto out;
 			}
-			if (!tok_doc_add(s, &rc, mb.p + at, dt, 0, (uint64_t)len))
+			if (!tok_doc_add(s, &rc, mb.p + at, ix.dt, 0, len))
 				break;
 		}
 		if (i == e1)
@@ -444,67 +383,14 @@ static int
 npy_open(struct src *s, const char *path, const struct map *m, int *dt,
     const uint8_t **data, uint64_t *n)
 {
-	char h[1024], *d, *sh;
-	size_t hl, off;
-	unsigned long long len;
-	static const char *const names[] = { "u1", "i1", "i2", "u2", "i4", "u4",
-	    "i8", "u8" };
-	int k;
+	char err[1200];
+	size_t off;
 
-	if (m->n < 10 || memcmp(m->p, "\x93NUMPY", 6) != 0) {
-		bad(s, R_INPUT, NULL, "'%s' is not a .npy file", path);
+	if (ovl_npy_header(m->p, m->n, dt, &off, n, err, sizeof(err)) != 0) {
+		bad(s, R_INPUT, NULL, "'%s': %s", path, err);
 		return -1;
 	}
-	if (m->p[6] == 1) {
-		hl = (size_t)m->p[8] | (size_t)m->p[9] << 8;
-		off = 10;
-	} else {
-		if (m->n < 12) {
-			bad(s, R_INPUT, NULL, "'%s' is cut", path);
-			return -1;
-		}
-		hl = (size_t)m->p[8] | (size_t)m->p[9] << 8 |
-		    (size_t)m->p[10] << 16 | (size_t)m->p[11] << 24;
-		off = 12;
-	}
-	if (hl >= sizeof(h) || hl > m->n - off) {
-		bad(s, R_INPUT, NULL, "'%s': header of %zu bytes", path, hl);
-		return -1;
-	}
-	memcpy(h, m->p + off, hl);
-	h[hl] = '\0';
-	d = strstr(h, "'descr':");
-	sh = strstr(h, "'shape':");
-	if (d == NULL || sh == NULL || strstr(h, "'fortran_order': False") == NULL) {
-		bad(s, R_INPUT, NULL, "'%s': header '%s' is not a C-order array",
-		    path, h);
-		return -1;
-	}
-	d = strchr(d + 8, '\'');
-	for (k = 0; d != NULL && k < 8; k++)
-		if ((d[1] == '<' || d[1] == '|') && strncmp(d + 2, names[k], 2) == 0 &&
-		    d[4] == '\'')
-			break;
-	if (d == NULL || k == 8 || (dt_size[k] > 1 && d[1] != '<')) {
-		bad(s, R_INPUT, NULL, "'%s': dtype in '%s' is not a little-endian "
-		    "integer", path, h);
-		return -1;
-	}
-	if (sscanf(sh + 8, " (%llu,)", &len) != 1 || strchr(sh, ')') == NULL ||
-	    strchr(sh, ',') == NULL || strchr(sh, ',')[1] != ')') {
-		bad(s, R_INPUT, NULL, "'%s': shape in '%s' is not one-dimensional",
-		    path, h);
-		return -1;
-	}
-	off += hl;
-	if (len > (m->n - off) / (uint64_t)dt_size[k]) {
-		bad(s, R_INPUT, NULL, "'%s': %llu ids do not fit its %zu bytes",
-		    path, len, m->n);
-		return -1;
-	}
-	*dt = k;
 	*data = m->p + off;
-	*n = len;
 	return 0;
 }
 
