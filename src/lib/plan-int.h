@@ -45,9 +45,12 @@ struct ctx {
 	struct wline	*wl;
 	size_t		 nwl;
 	/* lines where single directives were seen, for duplicates */
-	unsigned	 seen[32];
+	unsigned	 seen[48];
 };
 
+
+/* The line of single-value directive key (plan-keys.c), 0 when unseen. */
+unsigned ovl_plan__simple_line(const struct ctx *c, const char *key);
 
 /* "FILE:LINE: message" into the context's error buffer; returns -1. */
 int	ovl_plan__perr(struct ctx *c, const char *fmt, ...)

@@ -45,6 +45,8 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 	[OVL_OUT_FRAMES] = "frames",
 	[OVL_OUT_WDS] = "wds",
 };
+const char *const ovl_plan_cp_pads[] = { "document", "sequence", "none",
+	NULL };
 static const char *const yesno[] = { "no", "yes", NULL };
 const char *const ovl_plan_mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
@@ -173,8 +175,14 @@ static const struct key simple_keys[] = {
 	    0, 0 },
 	{ "shuffle-window", PK_WINDOW, PLAN(shuffle_window), 0, 0, NULL, NULL, 0,
 	    0, 0 },
+	{ "cp", PK_U32, PLAN(cp), 1, OVL_PLAN_MAX_CP, NULL, NULL, 0, 0, 0 },
+	{ "cp-pad", PK_ENUM, PLAN(cp_pad), 0, 0, ovl_plan_cp_pads, NULL, 0, 0,
+	    0 },
 };
 #define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
+_Static_assert(SIMPLE_SLOT + sizeof(simple_keys) / sizeof(simple_keys[0]) <=
+    sizeof(((struct ctx *)0)->seen) / sizeof(unsigned),
+    "ctx.seen holds a slot for every single-value directive");
 
 static const struct key checkpoint_keys[] = {
 	{ "every", PK_U64, PLAN(ckpt_every), 1, 0, NULL, NULL, 0, 0, 0 },
@@ -452,6 +460,17 @@ ovl_plan__simple(struct ctx *c, const char *d, int *rc)
 	else
 		*rc = set_key(c, &simple_keys[j], c->p, a, 0);
 	return 1;
+}
+
+unsigned
+ovl_plan__simple_line(const struct ctx *c, const char *key)
+{
+	size_t j;
+
+	for (j = 0; j < NKEYS(simple_keys); j++)
+		if (strcmp(simple_keys[j].key, key) == 0)
+			return c->seen[SIMPLE_SLOT + j];
+	return 0;
 }
 
 int

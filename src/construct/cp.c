@@ -1,0 +1,140 @@
+/*
+ * ovl-construct: context parallelism (plan keys cp and cp-pad). What the
+ * CP policy adds to a piece (its padding) and what each of the cp
+ * context-parallel ranks of a data-parallel rank computes for it, under
+ * Megatron-LM's per-document zigzag split: a document padded to P = 2 x
+ * cp x c tokens is cut into 2 x cp chunks of c tokens, and CP rank r
+ * gets chunks r and 2cp-1-r. See construct.h.
+ */
+#include "construct.h"
+
+uint32_t
+cp_padded(const struct construct_opts *o, uint32_t len)
+{
+	uint64_t g = 2 * (uint64_t)o->cp;
+
+	if (o->cp == 0 || o->cp_pad != OVL_CP_PAD_DOCUMENT)
+		return len;
+	return (uint32_t)((len + g - 1) / g * g);
+}
+
+/* Sum of 2p+1 over the real positions p (p < len) in [from, to). */
+static double
+pairs(uint64_t from, uint64_t to, uint64_t len)
+{
+	uint64_t a = from < len ? from : len, b = to < len ? to : len;
+
+	return (double)b * (double)b - (double)a * (double)a;
+}
+
+void
+cp_rank_costs(const struct construct_opts *o, uint32_t len, double *out)
+{
+	uint64_t P = cp_padded(o, len), g = 2 * (uint64_t)o->cp;
+	uint64_t ch = P / g;
+	uint32_t r;
+
+	for (r = 0; r < o->cp; r++) {
+		uint64_t k1 = r, k2 = g - 1 - r;
+
+		out[r] = o->cost.a * (pairs(k1 * ch, (k1 + 1) * ch, len) +
+		    pairs(k2 * ch, (k2 + 1) * ch, len)) +
+		    o->cost.b * (double)(2 * ch);
+	}
+}
+
+double
+cp_piece_cost(const struct construct *c, const struct piece *p)
+{
+	double v[OVL_PLAN_MAX_CP], m = 0;
+	uint32_t r;
+
+	cp_rank_costs(c->o, p->length, v);
+	for (r = 0; r < c->o->cp; r++)
+		if (v[r] > m)
+			m = v[r];
+	return m + p->enc / c->o->cp;
+}
+
+double
+cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
+    double *lb)
+{
+	const struct construct_opts *o = c->o;
+	struct stepwork *w = &c->sw;
+	size_t i, nr = (size_t)o->ranks * o->cp;
+	double v[OVL_PLAN_MAX_CP], m = 0, total = 0, big = 0, lo;
+	uint32_t r;
+
+	if (nr > w->cpcap) {
+		w->cpcost = ovl_xrealloc(w->cpcost, nr * sizeof(*w->cpcost));
+		w->cpcap = nr;
+	}
+	memset(w->cpcost, 0, nr * sizeof(*w->cpcost));
+	for (i = 0; i < n; i++) {
+		const struct piece *p = &c->pieces[w->idx[i]];
+
+		cp_rank_costs(o, p->length, v);
+		lo = v[0];
+		for (r = 0; r < o->cp; r++) {
+			v[r] += p->enc / o->cp;
+			w->cpcost[(size_t)rank[i] * o->cp + r] += v[r];
+			total += v[r];
+			if (v[r] < lo)
+				lo = v[r];
+		}
+		if (lo > big)
+			big = lo;
+	}
+	for (i = 0; i < nr; i++)
+		if (w->cpcost[i] > m)
+			m = w->cpcost[i];
+	if (lb != NULL)
+		*lb = total / (double)nr > big ? total / (double)nr : big;
+	return m;
+}
+
+void
+cp_check(const struct construct_opts *o)
+{
+	uint64_t g = 2 * (uint64_t)o->cp;
+	size_t k;
+
+	if (o->cp == 0)
+		return;
+	for (k = 0; k < o->nst; k++) {
+		if (o->sl[k] < g)
+			ovl_errx(OVL_EXIT_USAGE, "cp %u: seq-len %u cannot hold "
+			    "2 x cp = %" PRIu64 " tokens", o->cp, o->sl[k], g);
+		if (o->cp_pad != OVL_CP_PAD_NONE && o->sl[k] % g != 0)
+			ovl_errx(OVL_EXIT_USAGE, "cp %u: seq-len %u is not a "
+			    "multiple of 2 x cp = %" PRIu64 ", which cp-pad %s "
+			    "pads to", o->cp, o->sl[k], g,
+			    ovl_plan_cp_pads[o->cp_pad]);
+	}
+	if (o->uniform && o->cp_pad == OVL_CP_PAD_DOCUMENT)
+		ovl_errx(OVL_EXIT_USAGE, "cp %u with fixed shapes (uniform): "
+		    "cp-pad document cannot fit; use cp-pad sequence or none",
+		    o->cp);
+}
+
+uint32_t
+cp_cu_padded(const struct construct_opts *o, const uint32_t *cu,
+    uint32_t nseg, uint32_t ntok, uint32_t *out)
+{
+	uint64_t g = 2 * (uint64_t)o->cp;
+	uint32_t i, m = 0;
+
+	out[0] = 0;
+	for (i = 0; i < nseg; i++)
+		out[i + 1] = o->cp_pad == OVL_CP_PAD_DOCUMENT ? out[i] +
+		    cp_padded(o, cu[i + 1] - cu[i]) : cu[i + 1];
+	if (o->cp_pad == OVL_CP_PAD_SEQUENCE)
+		out[nseg] = (uint32_t)((ntok + g - 1) / g * g);
+	else if (o->cp_pad == OVL_CP_PAD_NONE)
+		out[nseg] = ntok;
+	for (i = 0; i < nseg; i++)
+		if (out[i + 1] - out[i] > m)
+			m = out[i + 1] - out[i];
+	return m;
+}
