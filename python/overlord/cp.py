@@ -59,16 +59,18 @@ def layout(cu, ntok: int, cp: int, policy: str) -> tuple:
     cu = np.asarray(cu, dtype=np.int64)
     g = 2 * int(cp)
     out = cu.copy()
+    if policy not in POLICIES:
+        raise ValueError("cp-pad: one of %s, not %r" % (POLICIES, policy))
+    if len(cu) < 2:     # no segment: padding only
+        return out.astype(np.int32), 0
     if policy == "document":
         lens = cu[1:] - cu[:-1]
         out[1:] = np.cumsum((lens + g - 1) // g * g)
     elif policy == "sequence":
         out[-1] = (int(ntok) + g - 1) // g * g
-    elif policy == "none":
-        out[-1] = int(ntok)
     else:
-        raise ValueError("cp-pad: one of %s, not %r" % (POLICIES, policy))
-    m = int((out[1:] - out[:-1]).max()) if len(out) > 1 else 0
+        out[-1] = int(ntok)
+    m = int((out[1:] - out[:-1]).max())
     return out.astype(np.int32), m
 
 
@@ -99,10 +101,12 @@ def expand(ids, pos, labels, cu, cp: int, policy: str, pad: int,
     """A micro-batch's input_ids, position_ids and labels (numpy, its
     real tokens' layout) laid out padded: (ids, pos, labels,
     cu_seqlens_padded, max_seqlen)."""
-    n = len(ids)
+    n, g = len(ids), 2 * int(cp)
     cup, m = layout(cu, n, cp, policy)
-    total = int(cup[-1])
-    if policy == "none" or (policy == "sequence" and total == n):
+    total = (int(cup[-1]) + n - int(cu[-1]) if policy == "document" else
+             (n + g - 1) // g * g if policy == "sequence" else n)
+    if total == n and (policy != "document" or len(cu) < 2 or
+                       (np.asarray(cup) == np.asarray(cu)).all()):
         return ids, pos, labels, cup, m
     oi = np.full(total, pad, dtype=ids.dtype)
     op = np.empty(total, dtype=pos.dtype)
@@ -113,6 +117,8 @@ def expand(ids, pos, labels, cu, cp: int, policy: str, pad: int,
         c = np.asarray(cu, dtype=np.int64).tolist()
         srcs = [(c[i], c[i + 1], int(cup[i]), int(cup[i + 1]))
                 for i in range(len(c) - 1)]
+        if n > c[-1]:   # the sequence's own padding (fixed shapes)
+            srcs.append((c[-1], n, int(cup[-1]), total))
     for a, b, d, e in srcs:
         k = b - a
         oi[d:d + k] = ids[a:b]

@@ -23,7 +23,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from overlord import megatron  # noqa: E402
+from overlord import megatron, offline  # noqa: E402
 from overlord import torch as otorch  # noqa: E402
 
 LENGTHS = "1,2,3,5,7,8,9,15,16,17,31,33,64,100,129,250,4,511,6"
@@ -44,6 +44,8 @@ def _run(tmp_path, tools, cp, pad="document", extra=""):
     subprocess.run([tools("ovl-ckpt"), "--dir", str(d / "ck"), "--format", "frames",
                     "-o", str(d / "all.fr"), "-p", str(d / "r%d")],
                    input=con, check=True, capture_output=True)
+    subprocess.run([tools("ovl-ckpt"), "--dir", str(d / "ck-npy"), "--format", "npy",
+                    "-o", str(d / "npy")], input=con, check=True, capture_output=True)
     return [str(d / ("r%d" % r)) for r in range(RANKS)]
 
 
@@ -153,3 +155,22 @@ def test_no_cp_plan_refuses_cp_rank(pipeline, tmp_path, tools):
     from overlord import frames
     with pytest.raises(frames.FrameError, match="no cp"):
         steps(str(tmp_path / "r0"), cp_rank=0)
+
+
+@pytest.mark.parametrize("pad", ["document", "sequence"])
+def test_npy_holds_the_same_fields(tmp_path, tools, pad):
+    cp = 4
+    paths = _run(tmp_path, tools, cp, pad=pad)
+    want = {}
+    for rank, path in enumerate(paths):
+        for it in otorch.RankDataset(path, reconnect_timeout=None):
+            for mb, m in enumerate(it["micro_batches"]):
+                want[(it["step"], rank, mb)] = m
+    got = list(offline.npy(os.path.join(os.path.dirname(paths[0]), "npy")))
+    assert len(got) == len(want) > 0
+    for s in got:
+        m = want[(s.step, s.rank, s.mb)]
+        assert s.max_seqlen == m["max_seqlen"]
+        assert (s.cu_seqlens_padded.astype(np.int64) ==
+                m["cu_seqlens_padded"].numpy()).all()
+        assert (s.cu_seqlens.astype(np.int64) == m["cu_seqlens"].numpy()).all()

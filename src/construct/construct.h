@@ -304,17 +304,6 @@ double	cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 	    double *lb);
 /* cp and cp-pad against seq-len and fixed shapes: exit 2 (plan.h). */
 void	cp_check(const struct construct_opts *o);
-/*
- * The padded layout of a sequence of ntok tokens (trailing padding
- * included) whose segments are cu[0..nseg], into out[0..nseg]:
- * cu_seqlens_padded as ovl-frame(5) defines it for the META's cp and
- * cp-pad (document: every segment to a multiple of 2 x cp; sequence: the
- * last bound to ntok rounded up to one; none: the last bound at ntok).
- * Returns max_seqlen, the longest padded segment.
- */
-uint32_t cp_cu_padded(const struct construct_opts *o, const uint32_t *cu,
-	    uint32_t nseg, uint32_t ntok, uint32_t *out);
-
 /* ---- images.c ---- */
 /* A DOC frame: placed now, or held until its IMAGE frames are in. */
 void	doc_frame(struct construct *c, const struct ovl_frame *f);

@@ -8,14 +8,12 @@
  */
 #include "construct.h"
 
+#include "cp.h"
+
 uint32_t
 cp_padded(const struct construct_opts *o, uint32_t len)
 {
-	uint64_t g = 2 * (uint64_t)o->cp;
-
-	if (o->cp == 0 || o->cp_pad != OVL_CP_PAD_DOCUMENT)
-		return len;
-	return (uint32_t)((len + g - 1) / g * g);
+	return ovl_cp_padded(o->cp, o->cp_pad, len);
 }
 
 /* Sum of 2p+1 over the real positions p (p < len) in [from, to). */
@@ -116,25 +114,4 @@ cp_check(const struct construct_opts *o)
 		ovl_errx(OVL_EXIT_USAGE, "cp %u with fixed shapes (uniform): "
 		    "cp-pad document cannot fit; use cp-pad sequence or none",
 		    o->cp);
-}
-
-uint32_t
-cp_cu_padded(const struct construct_opts *o, const uint32_t *cu,
-    uint32_t nseg, uint32_t ntok, uint32_t *out)
-{
-	uint64_t g = 2 * (uint64_t)o->cp;
-	uint32_t i, m = 0;
-
-	out[0] = 0;
-	for (i = 0; i < nseg; i++)
-		out[i + 1] = o->cp_pad == OVL_CP_PAD_DOCUMENT ? out[i] +
-		    cp_padded(o, cu[i + 1] - cu[i]) : cu[i + 1];
-	if (o->cp_pad == OVL_CP_PAD_SEQUENCE)
-		out[nseg] = (uint32_t)((ntok + g - 1) / g * g);
-	else if (o->cp_pad == OVL_CP_PAD_NONE)
-		out[nseg] = ntok;
-	for (i = 0; i < nseg; i++)
-		if (out[i + 1] - out[i] > m)
-			m = out[i + 1] - out[i];
-	return m;
 }

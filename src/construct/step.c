@@ -4,6 +4,8 @@
  */
 #include "construct.h"
 
+#include "cp.h"
+
 #include <math.h>
 
 /* ---- output --------------------------------------------------------- */
@@ -222,7 +224,8 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 
 		c->cpcu.len = 0;
 		cpu = ovl_u32vec_reserve(&c->cpcu, nseg + 1);
-		cpmax = cp_cu_padded(o, cu, nseg, ntok, cpu);
+		cpmax = ovl_cp_layout(o->cp, o->cp_pad, cu, nseg, ntok,
+		    cpu);
 		c->cp_padding += cpu[nseg] - ntok;
 	}
 	if (pl != NULL) {
