@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# Context parallelism (plan keys cp and cp-pad): ovl-mix --check refuses
+# what cannot fit; ovl-construct packs so that every document padded to a
+# multiple of 2 x cp still fits seq-len, reports the padding and the
+# costliest (DP, CP) rank per step; the outputs carry cu_seqlens_padded
+# and max_seqlen; a killed run resumes to the same bytes. (RankDataset's
+# CP slices against Megatron-LM's: python/tests/test_cp.py.)
+
+load test_helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	py=$(ovl_python_numpy) || py=python3
+	# 200 documents of 1 to 150 bytes (the bytes tokenizer: a token each,
+	# and the end token): many shorter than 2 x cp
+	"$py" - <<'PY'
+import json, random
+r = random.Random(32)
+with open("d.jsonl", "w") as f:
+    for i in range(200):
+        n = r.choice([1, 2, 3, 5, 9, 20, 40, 70, 150])
+        f.write(json.dumps({"text": "".join(r.choice("abcdefgh ") for _ in range(n))}) + "\n")
+PY
+}
+
+plan() {	# plan EXTRA-LINES
+	printf 'source a path=d.jsonl throttle=%s\nseq-len 64\nranks 2\nmicro-batches 2\ncheckpoint every=4 dir=ck\noutput format=jsonl path=out/s\n%b' \
+		"${THROTTLE:-0}" "$1" > p.plan
+	sed -i 's/ throttle=0//' p.plan
+}
+
+@test "ovl-mix --check: cp that seq-len cannot hold, cp-pad without cp, document padding with uniform" {
+	plan 'cp 4\n'
+	run -0 "$OVL_MIX" --check p.plan
+	[[ "$output" == *$'cp 4\ncp-pad document'* ]]
+	plan 'cp 3\n'
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:7: cp 3: seq-len 64 (at=0) is not a multiple of 2 x cp = 6, which cp-pad document pads to"* ]]
+	plan 'cp 64\ncp-pad none\n'
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:7: cp 64: seq-len 64 (at=0) cannot hold 2 x cp = 128 tokens"* ]]
+	plan 'cp-pad sequence\n'
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:7: cp-pad needs cp N"* ]]
+	plan 'uniform yes\ncp 2\n'
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"p.plan:8: cp 2 with uniform yes: cp-pad document cannot fit"* ]]
+	plan 'uniform yes\ncp 2\ncp-pad sequence\n'
+	run -0 "$OVL_MIX" --check p.plan
+	# a later seq-len stage that cp does not divide
+	plan 'cp 4\nseq-len at=1000 100\n'
+	sed -i '/^seq-len 64$/d; s/^seq-len at=1000 100$/seq-len 64\nseq-len at=1000 100/' p.plan
+	run -2 "$OVL_MIX" --check p.plan
+	[[ "$output" == *"cp 4: seq-len 100 (at=1000) is not a multiple of 2 x cp = 8"* ]]
+	# ovl-construct refuses an option that undoes the plan's fit
+	plan 'cp 4\n'
+	run -2 "$OVL_CONSTRUCT" --seq-len 60 p.plan < /dev/null
+	[[ "$output" == *"cp 4: seq-len 60 is not a multiple of 2 x cp = 8"* ]]
+}
+
+@test "cp 4: padded documents fit seq-len, every token once, padding and (DP, CP) costs per step" {
+	plan 'cp 4\n'
+	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
+	"$py" - <<'PY'
+import json
+docs = [len(json.loads(l)["text"]) + 1 for l in open("d.jsonl")]    # + end token
+seqs = [json.loads(l) for l in open("out/s.jsonl")]
+total = pad = short = 0
+for s in seqs:
+    cu, cup = s["cu_seqlens"], s["cu_seqlens_padded"]
+    assert len(cu) == len(cup) and cup[0] == 0 and cup[-1] <= 64, s
+    lens = [b - a for a, b in zip(cu, cu[1:])]
+    plens = [b - a for a, b in zip(cup, cup[1:])]
+    assert all(p % 8 == 0 and 0 <= p - n < 8 for n, p in zip(lens, plens)), s
+    assert s["max_seqlen"] == max(plens)
+    total += sum(lens)
+    pad += sum(plens) - sum(lens)
+    short += sum(1 for n in lens if n < 8)
+assert total == sum(docs) and short > 0, (total, sum(docs), short)
+steps = [json.loads(l) for l in open("ck/stats/construct.1.jsonl")]
+assert sum(st["cp"]["padding"] for st in steps) == pad > 0
+for st in steps:
+    cp = st["cp"]
+    assert cp["lower_bound"] <= cp["max_cost"] * (1 + 1e-12), st
+    assert cp["max_cost"] <= cp["none"]["max_cost"] * (1 + 1e-12), st
+PY
+	grep -q '^cp 4$' <("$OVL_CKPT" show ck --at 1)
+}
+
+@test "cp plan killed mid-run: restored, byte-identical to the uninterrupted run" {
+	plan 'cp 4\n'
+	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
+	mv out/s.jsonl ref.jsonl
+	rm -rf ck out run
+	THROTTLE=5K plan 'cp 4\n'
+	"$OVL_RUN" -q -d run --restart 1 p.plan 3>&- 2> err &
+	kill_stage_once $! ck ovl-construct
+	wait
+	[ -n "$victim" ]
+	cmp ref.jsonl out/s.jsonl
+}
+
+@test "cp plan: resumed at every barrier, ovl-construct writes what the uncut run wrote" {
+	construct_setup 160 32
+	printf 'source a path=x\nranks 2\nmicro-batches 2\nseq-len 256\ncp 2\n' > "$T/cp.plan"
+	B="$GENARGS --checkpoint-every 2 --ranks 2 --micro-batches 2 --seq-len 256"
+	"$GEN" $B > "$T/bar.f"
+	"$OVL_CONSTRUCT" "$T/cp.plan" < "$T/bar.f" > "$T/full.f"
+	resume_each "$T/full.f" 3 $B -- "$T/cp.plan"
+}
