@@ -473,6 +473,49 @@ ovl_plan__simple_line(const struct ctx *c, const char *key)
 	return 0;
 }
 
+/* cp and cp-pad against seq-len and uniform (plan.h). */
+int
+ovl_plan__check_cp(struct ctx *c)
+{
+	struct ovl_plan *p = c->p;
+	unsigned cpl = ovl_plan__simple_line(c, "cp");
+	unsigned padl = ovl_plan__simple_line(c, "cp-pad");
+	uint64_t g;
+	size_t k;
+
+	if (p->cp == 0) {
+		if (p->cp_pad < 0)
+			return 0;
+		c->line = padl;
+		return ovl_plan__perr(c, "cp-pad needs cp N");
+	}
+	if (p->cp_pad < 0)
+		p->cp_pad = OVL_CP_PAD_DOCUMENT;
+	g = 2 * (uint64_t)p->cp;
+	for (k = 0; k < p->nseq; k++) {
+		c->line = cpl;
+		if (p->seq_len[k] < g)
+			return ovl_plan__perr(c, "cp %u: seq-len %u (at=%llu) "
+			    "cannot hold 2 x cp = %llu tokens", p->cp,
+			    p->seq_len[k], (unsigned long long)p->seq_at[k],
+			    (unsigned long long)g);
+		if (p->cp_pad != OVL_CP_PAD_NONE && p->seq_len[k] % g != 0)
+			return ovl_plan__perr(c, "cp %u: seq-len %u (at=%llu) "
+			    "is not a multiple of 2 x cp = %llu, which cp-pad "
+			    "%s pads to", p->cp, p->seq_len[k],
+			    (unsigned long long)p->seq_at[k],
+			    (unsigned long long)g, ovl_plan_cp_pads[p->cp_pad]);
+	}
+	if (p->cp_pad == OVL_CP_PAD_DOCUMENT && p->uniform == 1) {
+		c->line = padl != 0 ? padl : cpl;
+		return ovl_plan__perr(c, "cp %u with uniform yes: cp-pad "
+		    "document cannot fit (every sequence is filled to seq-len, "
+		    "leaving no room to pad its documents); use cp-pad "
+		    "sequence or none", p->cp);
+	}
+	return 0;
+}
+
 int
 ovl_plan__checkpoint(struct ctx *c)
 {
