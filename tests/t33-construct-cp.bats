@@ -13,14 +13,8 @@ setup() {
 	py=$(ovl_python_numpy) || py=python3
 	# 200 documents of 1 to 150 bytes (the bytes tokenizer: a token each,
 	# and the end token): many shorter than 2 x cp
-	"$py" - <<'PY'
-import json, random
-r = random.Random(32)
-with open("d.jsonl", "w") as f:
-    for i in range(200):
-        n = r.choice([1, 2, 3, 5, 9, 20, 40, 70, 150])
-        f.write(json.dumps({"text": "".join(r.choice("abcdefgh ") for _ in range(n))}) + "\n")
-PY
+	"$OVL_BUILDDIR/scripts/ovl-gendocs" --docs 200 --jsonl \
+	    --lengths 1,2,3,5,9,20,40,70,150,7,4,33 > d.jsonl
 }
 
 plan() {	# plan EXTRA-LINES
@@ -33,18 +27,18 @@ plan() {	# plan EXTRA-LINES
 	plan 'cp 4\n'
 	run -0 "$OVL_MIX" --check p.plan
 	[[ "$output" == *$'cp 4\ncp-pad document'* ]]
-	plan 'cp 3\n'
-	run -2 "$OVL_MIX" --check p.plan
-	[[ "$output" == *"p.plan:7: cp 3: seq-len 64 (at=0) is not a multiple of 2 x cp = 6, which cp-pad document pads to"* ]]
-	plan 'cp 64\ncp-pad none\n'
-	run -2 "$OVL_MIX" --check p.plan
-	[[ "$output" == *"p.plan:7: cp 64: seq-len 64 (at=0) cannot hold 2 x cp = 128 tokens"* ]]
-	plan 'cp-pad sequence\n'
-	run -2 "$OVL_MIX" --check p.plan
-	[[ "$output" == *"p.plan:7: cp-pad needs cp N"* ]]
-	plan 'uniform yes\ncp 2\n'
-	run -2 "$OVL_MIX" --check p.plan
-	[[ "$output" == *"p.plan:8: cp 2 with uniform yes: cp-pad document cannot fit"* ]]
+	# refused: PLAN-LINES, then the message
+	local bad=(
+	    'cp 3\n' 'p.plan:7: cp 3: seq-len 64 (at=0) is not a multiple of 2 x cp = 6, which cp-pad document pads to'
+	    'cp 64\ncp-pad none\n' 'p.plan:7: cp 64: seq-len 64 (at=0) cannot hold 2 x cp = 128 tokens'
+	    'cp-pad sequence\n' 'p.plan:7: cp-pad needs cp N'
+	    'uniform yes\ncp 2\n' 'p.plan:8: cp 2 with uniform yes: cp-pad document cannot fit'
+	) k
+	for ((k = 0; k < ${#bad[@]}; k += 2)); do
+		plan "${bad[k]}"
+		run -2 "$OVL_MIX" --check p.plan
+		[[ "$output" == *"${bad[k + 1]}"* ]]
+	done
 	plan 'uniform yes\ncp 2\ncp-pad sequence\n'
 	run -0 "$OVL_MIX" --check p.plan
 	# a later seq-len stage that cp does not divide
