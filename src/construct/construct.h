@@ -151,6 +151,8 @@ struct stepwork {
 	double		*rcost2;	/* per rank: a baseline's costs */
 	double		*cpcost;	/* per (rank, CP rank): cp.c */
 	size_t		 cpcap;
+	double		*cpmin;		/* per piece: its least CP rank share */
+	size_t		 cpmin_cap;
 	double		*cost2;		/* cp: the pieces' costs without CP */
 	size_t		 cost2_cap;
 };
@@ -297,8 +299,8 @@ double	cp_piece_cost(const struct construct *c, const struct piece *p);
 /*
  * The costliest (DP rank, CP rank) of pieces w->idx[0..n) on DP ranks
  * rank[0..n); *lb (when not NULL) gets a lower bound on it: the mean over
- * all ranks x cp ranks, or the largest cost a piece puts on every one of
- * its CP ranks.
+ * all ranks x cp ranks, or the data-parallel lower bound
+ * (ovl_balance_lower_bound) over each piece's least CP rank share.
  */
 double	cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 	    double *lb);

@@ -61,19 +61,24 @@ cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 	const struct construct_opts *o = c->o;
 	struct stepwork *w = &c->sw;
 	size_t i, nr = (size_t)o->ranks * o->cp;
-	double v[OVL_PLAN_MAX_CP], m = 0, total = 0, big = 0, lo;
+	double v[OVL_PLAN_MAX_CP], m = 0, total = 0, lo;
 	uint32_t r;
 
 	if (nr > w->cpcap) {
 		w->cpcost = ovl_xrealloc(w->cpcost, nr * sizeof(*w->cpcost));
 		w->cpcap = nr;
 	}
+	if (n > w->cpmin_cap) {
+		w->cpmin_cap = n + n / 2 + 16;
+		w->cpmin = ovl_xrealloc(w->cpmin, w->cpmin_cap *
+		    sizeof(*w->cpmin));
+	}
 	memset(w->cpcost, 0, nr * sizeof(*w->cpcost));
 	for (i = 0; i < n; i++) {
 		const struct piece *p = &c->pieces[w->idx[i]];
 
 		cp_rank_costs(o, p->length, v);
-		lo = v[0];
+		lo = v[0] + p->enc / o->cp;
 		for (r = 0; r < o->cp; r++) {
 			v[r] += p->enc / o->cp;
 			w->cpcost[(size_t)rank[i] * o->cp + r] += v[r];
@@ -81,14 +86,22 @@ cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 			if (v[r] < lo)
 				lo = v[r];
 		}
-		if (lo > big)
-			big = lo;
+		w->cpmin[i] = lo;
 	}
 	for (i = 0; i < nr; i++)
 		if (w->cpcost[i] > m)
 			m = w->cpcost[i];
-	if (lb != NULL)
-		*lb = total / (double)nr > big ? total / (double)nr : big;
+	if (lb != NULL) {
+		/*
+		 * Every CP rank of a DP rank holds at least the least share
+		 * of each of its pieces: the DP bound over those shares holds
+		 * for the costliest (DP, CP) rank, and so does the mean.
+		 */
+		*lb = ovl_balance_lower_bound(w->cpmin, n, o->ranks,
+		    w->scratch);
+		if (total / (double)nr > *lb)
+			*lb = total / (double)nr;
+	}
 	return m;
 }
 

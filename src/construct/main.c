@@ -526,7 +526,7 @@ main(int argc, char **argv)
 		free(w->plen); free(w->pidx); free(w->cfirst); free(w->copen);
 		free(w->cord); free(w->clen); free(w->bcost); free(w->brank);
 		free(w->bmb); free(w->rcost2);
-		free(w->cpcost); free(w->cost2);
+		free(w->cpcost); free(w->cost2); free(w->cpmin);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;
