@@ -104,11 +104,27 @@ PY
 	[ -s out/s.cu_seqlens_padded.npy ] && [ -s out/s.max_seqlen.npy ]
 }
 
-@test "cp plan: resumed at every barrier, ovl-construct writes what the uncut run wrote" {
+@test "cp plan: resumed at every barrier, the uncut run's bytes; a state of another cp refused" {
 	construct_setup 160 32
 	printf 'source a path=x\nranks 2\nmicro-batches 2\nseq-len 256\ncp 2\n' > "$T/cp.plan"
 	B="$GENARGS --checkpoint-every 2 --ranks 2 --micro-batches 2 --seq-len 256"
 	"$GEN" $B > "$T/bar.f"
 	"$OVL_CONSTRUCT" "$T/cp.plan" < "$T/bar.f" > "$T/full.f"
 	resume_each "$T/full.f" 3 $B -- "$T/cp.plan"
+	# a state of cp 2 is not resumed by a run of cp 4
+	local d n
+	d=$(echo "$T"/cuts.*)
+	n=$(head -n 1 "$d/ns")
+	sed 's/^cp 2$/cp 4/' "$T/cp.plan" > "$T/cp4.plan"
+	run -2 "$OVL_CONSTRUCT" "$T/cp4.plan" --resume "$d/st.$n" < /dev/null
+	[[ "$output" == *"the state was written with cp 2, this run has 4"* ]]
+	# nor one without cp by a run with it, nor the other way round
+	run -2 "$OVL_CONSTRUCT" --ranks 2 --micro-batches 2 --seq-len 256 \
+	    --resume "$d/st.$n" < /dev/null
+	[[ "$output" == *"unknown key 'cp'"* ]]
+	"$OVL_CONSTRUCT" --ranks 2 --micro-batches 2 --seq-len 256 < "$T/bar.f" > "$T/nocp.f"
+	mkdir "$T/nocp"
+	python3 "$CHECK" cuts "$T/nocp.f" "$T/nocp" > "$T/nocp.ns"
+	run -2 "$OVL_CONSTRUCT" "$T/cp.plan" --resume "$T/nocp/st.$(head -n 1 "$T/nocp.ns")" < /dev/null
+	[[ "$output" == *"the state was written without cp, this run has cp 2"* ]]
 }

@@ -541,6 +541,7 @@ load_resume(struct construct *c, const char *path)
 	struct ovl_buf mine = { 0 };
 	uint64_t step = 0, start = 0, used = 0;
 	unsigned have = 0, lineno = 0;
+	int have_cp = 0;
 
 	if (fp == NULL)
 		ovl_err(OVL_EXIT_USAGE, "cannot open '%s'", path);
@@ -615,6 +616,8 @@ load_resume(struct construct *c, const char *path)
 			if (!found)
 				ovl_errx(OVL_EXIT_USAGE, "%s:%u: unknown key '%s'",
 				    path, lineno, line);
+			if (strcmp(line, "cp") == 0)
+				have_cp = 1;
 			if (strcmp(want, val) == 0)
 				continue;
 			/*
@@ -641,6 +644,9 @@ load_resume(struct construct *c, const char *path)
 	if ((have & 0xff) != 0xff)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': not a complete construct state",
 		    path);
+	if (c->o->cp > 0 && !have_cp)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': the state was written without "
+		    "cp, this run has cp %u", path, c->o->cp);
 	if (elastic[0] != '\0') {
 		if (c->o->step_tokens == 0 || c->o->uniform)
 			ovl_errx(OVL_EXIT_USAGE, "%s (another rank count keeps "
