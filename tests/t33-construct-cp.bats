@@ -52,6 +52,43 @@ plan() {	# plan EXTRA-LINES
 	[[ "$output" == *"cp 4: seq-len 60 is not a multiple of 2 x cp = 8"* ]]
 }
 
+# written_costs POLICY: every step's costliest (DP, CP) rank of the
+# sequences written (out/s.jsonl), split as Megatron splits them (cost 1,0:
+# the causal attention pairs of the real tokens, 2p+1 at position p),
+# equals the stats' cp.written.max_cost
+written_costs() {
+	"$py" - "$1" <<'PY'
+import collections, json, sys
+pol, g = sys.argv[1], 8
+cost = collections.defaultdict(int)
+def pairs(x, y, a):     # positions x..y-1 of a document starting at a
+    return (y - a) ** 2 - (x - a) ** 2
+for s in map(json.loads, open("out/s.jsonl")):
+    cu, cup = s["cu_seqlens"], s["cu_seqlens_padded"]
+    for r in range(4):
+        key = (s["step"], s["rank"], r)
+        if pol == "document":   # chunks r and 7-r of every padded document
+            for a, b, pa, pb in zip(cu, cu[1:], cup, cup[1:]):
+                c = (pb - pa) // g
+                for k in (r, g - 1 - r):
+                    cost[key] += pairs(a + min(k * c, b - a), a + min((k + 1) * c, b - a), a)
+        else:                   # chunks r and 7-r of the padded sequence
+            c = cup[-1] // g
+            for k in (r, g - 1 - r):
+                for a, b in zip(cu, cu[1:]):
+                    x, y = max(a, k * c), min(b, (k + 1) * c)
+                    if x < y:
+                        cost[key] += pairs(x, y, a)
+worst = collections.defaultdict(int)
+for (step, _, _), v in cost.items():
+    worst[step] = max(worst[step], v)
+steps = [json.loads(l) for l in open("ck/stats/construct.1.jsonl")]
+assert len(steps) == len(worst) > 10
+for st in steps:
+    assert st["cp"]["written"]["max_cost"] == worst[st["step"]], (st, worst[st["step"]])
+PY
+}
+
 @test "cp 4: padded documents fit seq-len, every token once, padding and (DP, CP) costs per step" {
 	plan 'cp 4\n'
 	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
@@ -78,7 +115,13 @@ for st in steps:
     assert cp["lower_bound"] <= cp["max_cost"] * (1 + 1e-12), st
     assert cp["max_cost"] <= cp["none"]["max_cost"] * (1 + 1e-12), st
 PY
+	written_costs document
 	grep -q '^cp 4$' <("$OVL_CKPT" show ck --at 1)
+	# cp-pad sequence: the pack padded at its end, split per sequence
+	rm -rf ck out run
+	plan 'cp 4\ncp-pad sequence\n'
+	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
+	written_costs sequence
 }
 
 @test "cp plan killed mid-run (ovl-construct, ovl-ckpt of npy): restored, byte-identical" {

@@ -153,6 +153,9 @@ struct stepwork {
 	size_t		 cpcap;
 	double		*cpmin;		/* per piece: its least CP rank share */
 	size_t		 cpmin_cap;
+	double		*cpseq;		/* per (rank, CP rank): the step's
+					   sequences as written (cp_seq_costs) */
+	int		 cpseq_bad;	/* a sequence did not split */
 	double		*cost2;		/* cp: the pieces' costs without CP */
 	size_t		 cost2_cap;
 };
@@ -304,6 +307,16 @@ double	cp_piece_cost(const struct construct *c, const struct piece *p);
  */
 double	cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 	    double *lb);
+/*
+ * The cost on each CP rank (out[0..cp)) of a sequence of ntok tokens
+ * whose segments are cu[0..nseg], split as Megatron-LM splits it under
+ * the policy: per document (cp_rank_costs of each segment) under
+ * document, else the whole sequence (padded as the policy says) in 2 x
+ * cp chunks, rank r holding chunks r and 2cp-1-r. -1 when the sequence
+ * does not split in 2 x cp chunks (cp-pad none), else 0.
+ */
+int	cp_seq_costs(const struct construct_opts *o, const uint32_t *cu,
+	    uint32_t nseg, uint32_t ntok, double *out);
 /* cp and cp-pad against seq-len and fixed shapes: exit 2 (plan.h). */
 void	cp_check(const struct construct_opts *o);
 /* ---- images.c ---- */

@@ -105,6 +105,45 @@ cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
 	return m;
 }
 
+int
+cp_seq_costs(const struct construct_opts *o, const uint32_t *cu,
+    uint32_t nseg, uint32_t ntok, double *out)
+{
+	uint64_t g = 2 * (uint64_t)o->cp, T, ch, k[2], x, y;
+	double v[OVL_PLAN_MAX_CP], pr;
+	uint32_t i, r, j;
+
+	memset(out, 0, o->cp * sizeof(*out));
+	if (o->cp_pad == OVL_CP_PAD_DOCUMENT) {
+		for (i = 0; i < nseg; i++) {
+			cp_rank_costs(o, cu[i + 1] - cu[i], v);
+			for (r = 0; r < o->cp; r++)
+				out[r] += v[r];
+		}
+		return 0;
+	}
+	T = o->cp_pad == OVL_CP_PAD_SEQUENCE ? (ntok + g - 1) / g * g : ntok;
+	if (T % g != 0)
+		return -1;
+	ch = T / g;
+	for (r = 0; r < o->cp; r++) {
+		k[0] = r;
+		k[1] = g - 1 - r;
+		pr = 0;
+		for (j = 0; j < 2; j++)
+			for (i = 0; i < nseg; i++) {
+				x = cu[i] > k[j] * ch ? cu[i] : k[j] * ch;
+				y = cu[i + 1] < (k[j] + 1) * ch ? cu[i + 1] :
+				    (k[j] + 1) * ch;
+				if (x < y)
+					pr += pairs(x - cu[i], y - cu[i],
+					    UINT64_MAX);
+			}
+		out[r] = o->cost.a * pr + o->cost.b * (double)(2 * ch);
+	}
+	return 0;
+}
+
 void
 cp_check(const struct construct_opts *o)
 {

@@ -527,6 +527,7 @@ main(int argc, char **argv)
 		free(w->cord); free(w->clen); free(w->bcost); free(w->brank);
 		free(w->bmb); free(w->rcost2);
 		free(w->cpcost); free(w->cost2); free(w->cpmin);
+		free(w->cpseq);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;

@@ -224,9 +224,16 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 
 		c->cpcu.len = 0;
 		cpu = ovl_u32vec_reserve(&c->cpcu, nseg + 1);
+		double v[OVL_PLAN_MAX_CP];
+		uint32_t r;
+
 		cpmax = ovl_cp_layout(o->cp, o->cp_pad, cu, nseg, ntok,
 		    cpu);
 		c->cp_padding += cpu[nseg] - ntok;
+		if (cp_seq_costs(o, cu, nseg, ntok, v) != 0)
+			c->sw.cpseq_bad = 1;
+		for (r = 0; r < o->cp; r++)
+			c->sw.cpseq[(size_t)rank * o->cp + r] += v[r];
 	}
 	if (pl != NULL) {
 		ovl_writer_finish(c->wr, OVL_SEQ, ovl_seq_flags(&s));
@@ -361,6 +368,7 @@ struct stepfig {
 	uint64_t	 cp_pad;
 	int		 has_cp;
 	double		 cp_max, cp_lb, cp_dp, cp_none;
+	double		 cp_seq_max, cp_seq_mean;	/* as written */
 };
 
 static void
@@ -415,6 +423,10 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		if (c->o->cp > 0) {
 			fprintf(fp, ",\"cp\":{\"padding\":%" PRIu64,
 			    fg->cp_pad);
+			if (!c->sw.cpseq_bad)
+				fprintf(fp, ",\"written\":{\"max_cost\":%.17g,"
+				    "\"mean_cost\":%.17g}", fg->cp_seq_max,
+				    fg->cp_seq_mean);
 			if (fg->has_cp)
 				fprintf(fp, ",\"max_cost\":%.17g,"
 				    "\"lower_bound\":%.17g,\"max_over_bound\":"
@@ -457,6 +469,14 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 	size_t i, nk = 0, per = 0, none_nf;
 	int want_none = c->stats != NULL || ovl_verbose >= 1, cpdoc;
 	uint64_t cp_pad0 = c->cp_padding;
+
+	if (o->cp > 0) {
+		if (w->cpseq == NULL)
+			w->cpseq = ovl_xcalloc((size_t)ranks * o->cp,
+			    sizeof(*w->cpseq));
+		memset(w->cpseq, 0, (size_t)ranks * o->cp * sizeof(*w->cpseq));
+		w->cpseq_bad = 0;
+	}
 
 	memset(&fg, 0, sizeof(fg));
 	fg.drift = drift;
@@ -572,6 +592,11 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		}
 	}
 	fg.cp_pad = c->cp_padding - cp_pad0;
+	for (i = 0; o->cp > 0 && i < (size_t)ranks * o->cp; i++) {
+		if (w->cpseq[i] > fg.cp_seq_max)
+			fg.cp_seq_max = w->cpseq[i];
+		fg.cp_seq_mean += w->cpseq[i] / ((double)ranks * o->cp);
+	}
 	if (want_none)
 		write_stats(c, s, n, tokens, pad, nmb, w->nmb_none, &fg);
 	c->steps++;
