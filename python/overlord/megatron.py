@@ -150,3 +150,20 @@ def megatron_flags(tokenizer: str, vocab: int, eod: int, seq_length: int,
                   "--global-batch-size", str(ranks * micro_batches),
                   "--eod-mask-loss", "--reset-position-ids", "--reset-attention-mask",
                   "--dataloader-type", "single"]
+
+
+def packed_seq_params(mb: dict) -> dict:
+    """Megatron-Core's ``PackedSeqParams`` fields for the THD format of a
+    micro-batch of ``overlord.torch.RankDataset`` (a plan with ``cp``:
+    ``cu_seqlens_padded`` and ``max_seqlen``; without, the true lengths
+    are the padded ones): ``PackedSeqParams(**packed_seq_params(mb))``.
+    The cu_seqlens are the whole micro-batch's (global), as Megatron keeps
+    them on every context-parallel rank."""
+    cu = mb["cu_seqlens"]
+    cup = mb.get("cu_seqlens_padded", cu)
+    m = mb.get("max_seqlen")
+    if m is None:
+        m = int((cup[1:] - cup[:-1]).max()) if len(cup) > 1 else 0
+    return {"qkv_format": "thd", "cu_seqlens_q": cu, "cu_seqlens_kv": cu,
+            "cu_seqlens_q_padded": cup, "cu_seqlens_kv_padded": cup,
+            "max_seqlen_q": int(m), "max_seqlen_kv": int(m)}

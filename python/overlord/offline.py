@@ -14,6 +14,8 @@ and is never predicted.
 
 from __future__ import annotations
 
+import os
+
 import struct
 
 from typing import Iterable, Iterator, Optional
@@ -62,12 +64,20 @@ def next_token_labels(tokens, cu_seqlens=None, eod: Optional[int] = None,
 
 
 class OfflineSeq:
-    __slots__ = ("step", "rank", "mb", "tokens", "positions", "cu_seqlens")
+    """A sequence of an offline output. ``cu_seqlens_padded`` and
+    ``max_seqlen`` are set for an npy output of a plan with ``cp``
+    (overlord.cp: the bounds of the sequence's padded layout, from 0),
+    else None."""
+    __slots__ = ("step", "rank", "mb", "tokens", "positions", "cu_seqlens",
+                 "cu_seqlens_padded", "max_seqlen")
 
     def __init__(self, step: int, rank: int, mb: int, tokens: np.ndarray,
-                 positions: np.ndarray, cu_seqlens: np.ndarray) -> None:
+                 positions: np.ndarray, cu_seqlens: np.ndarray,
+                 cu_seqlens_padded: Optional[np.ndarray] = None,
+                 max_seqlen: Optional[int] = None) -> None:
         self.step, self.rank, self.mb = step, rank, mb
         self.tokens, self.positions, self.cu_seqlens = tokens, positions, cu_seqlens
+        self.cu_seqlens_padded, self.max_seqlen = cu_seqlens_padded, max_seqlen
 
     def labels(self, eod: int, pad: Optional[int] = None) -> tuple:
         """(labels, loss_mask): ``next_token_labels`` of this sequence, its
@@ -84,10 +94,18 @@ def npy(prefix: str) -> Iterator[OfflineSeq]:
     pos = np.load(prefix + ".positions.npy", mmap_mode="r")
     cu = np.load(prefix + ".cu_seqlens.npy", mmap_mode="r")
     seqs = np.load(prefix + ".seqs.npy", mmap_mode="r")
-    for step, rank, mb, first, n, seg0, nseg in seqs:
+    cup = mx = None
+    if os.path.exists(prefix + ".cu_seqlens_padded.npy"):     # a cp plan's
+        cup = np.load(prefix + ".cu_seqlens_padded.npy", mmap_mode="r")
+        mx = np.load(prefix + ".max_seqlen.npy", mmap_mode="r")
+    for i, (step, rank, mb, first, n, seg0, nseg) in enumerate(seqs):
         c = np.asarray(cu[seg0:seg0 + nseg + 1], dtype=np.int64) - first
+        p = m = None
+        if cup is not None:
+            p = np.asarray(cup[seg0:seg0 + nseg + 1], dtype=np.int64)
+            p, m = (p - p[0]).astype(np.uint32), int(mx[i])
         yield OfflineSeq(int(step), int(rank), int(mb), tok[first:first + n],
-                         pos[first:first + n], c.astype(np.uint32))
+                         pos[first:first + n], c.astype(np.uint32), p, m)
 
 
 _DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,

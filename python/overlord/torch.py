@@ -51,6 +51,18 @@ itself when it connects, and a loader run with ``ovl-run --resume-step
 from-readers`` restores at or before it and starts there.
 ``agree_step`` makes every data-parallel rank agree on that step.
 
+A plan with context parallelism (``cp N``: the stream's META has ``cp``
+and ``cp-pad``, see overlord.cp) gives every micro-batch in its padded
+layout (input_ids, position_ids and labels; padding has the run's pad
+id, label ``ignore_index``) with two more entries: ``cu_seqlens_padded``
+(int32) and ``max_seqlen`` (an int, the longest padded document), and
+``cu_seqlens`` keeps the documents' true lengths. That is the whole
+micro-batch, which Megatron-LM slices itself; with ``cp_rank=r`` the
+dataset gives context-parallel rank r's slice of input_ids, position_ids
+and labels (Megatron's per-document zigzag: chunks r and 2N-1-r of every
+document, or of the whole sequence with ``cp-pad sequence`` or ``none``),
+with the global cu_seqlens, cu_seqlens_padded and max_seqlen.
+
 A restarted loader is a pause, not an error. Over a FIFO or an endpoint
 the dataset reopens the FIFO or reconnects when the stream breaks (its
 writing ovl-ckpt died: end of file or a reset without END, or a frame cut
@@ -77,6 +89,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from . import cp as _cp
 from . import frames
 
 IGNORE = -100
@@ -212,9 +225,13 @@ class RankDataset(IterableDataset):
     def __init__(self, src: frames.Source, prefetch: int = 16,
                  ignore_index: int = IGNORE, check_crc: bool = True,
                  dtype: torch.dtype = torch.int64, images: str = "bytes",
-                 reconnect_timeout: Optional[float] = RECONNECT_TIMEOUT
-                 ) -> None:
+                 reconnect_timeout: Optional[float] = RECONNECT_TIMEOUT,
+                 cp_rank: Optional[int] = None) -> None:
         super().__init__()
+        if cp_rank is not None and not int(cp_rank) >= 0:
+            raise ValueError("cp_rank: a context-parallel rank (>= 0) or None, "
+                             "not %r" % (cp_rank,))
+        self.cp_rank = cp_rank
         if reconnect_timeout is not None and not reconnect_timeout >= 0:
             raise ValueError("reconnect_timeout: seconds (>= 0) or None, not %r"
                              % (reconnect_timeout,))
@@ -316,6 +333,13 @@ class RankDataset(IterableDataset):
                         "resume the loader with --resume-step %d"
                         % (step, self.next_step, self.next_step))
                 self.next_step = step + 1
+                cp, policy = _cp.from_meta(r.meta)
+                if cp:
+                    mbs = [_cp_micro_batch(mb, cp, policy, r.meta, self)
+                           for mb in mbs]
+                elif self.cp_rank is not None:
+                    raise frames.FrameError(
+                        "cp_rank=%d, but the stream's plan has no cp" % self.cp_rank)
                 yield {"step": step, "micro_batches": mbs}
         finally:
             # a consumer that stops early: the reader stops at its next step
@@ -402,6 +426,26 @@ def _run(fill, run, rows, i, j, ign, dtype):
              t2.data_ptr(), ign)
         raddr += _ROW
         out.append({"input_ids": t0, "position_ids": t1, "cu_seqlens": t2, "labels": t3})
+    return out
+
+
+def _cp_micro_batch(mb, cp, policy, meta, ds):
+    """A micro-batch of a cp plan: laid out padded (overlord.cp.expand),
+    then, with ds.cp_rank, that rank's slice."""
+    pad = int(meta.get("pad-id", meta.get("eod", ["0"]))[-1])
+    ids, pos, lab, cup, m = _cp.expand(
+        mb["input_ids"].numpy(), mb["position_ids"].numpy(), mb["labels"].numpy(),
+        mb["cu_seqlens"].numpy(), cp, policy, pad, ds.ignore_index)
+    if ds.cp_rank is not None:
+        if ds.cp_rank >= cp:
+            raise ValueError("cp_rank %d: the plan has cp %d" % (ds.cp_rank, cp))
+        idx = _cp.index(cup, len(ids), cp, ds.cp_rank, policy)
+        ids, pos, lab = ids[idx], pos[idx], lab[idx]
+    out = dict(mb)
+    out.update(input_ids=torch.from_numpy(np.ascontiguousarray(ids)),
+               position_ids=torch.from_numpy(np.ascontiguousarray(pos)),
+               labels=torch.from_numpy(np.ascontiguousarray(lab)),
+               cu_seqlens_padded=torch.from_numpy(cup), max_seqlen=m)
     return out
 
 

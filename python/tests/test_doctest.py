@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["overlord._crc", "overlord.frames", "overlord.net",
            "overlord.offline", "overlord.megatron", "overlord.live",
-           "overlord.torch"]
+           "overlord.torch", "overlord.cp"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -237,6 +237,8 @@ struct ckpt_run {
 	struct srcfiles	*srcfiles;	/* per source id, nsrc of them */
 	size_t		 nsrc;
 	int		 tok16;		/* tokens stored as 16 bits */
+	uint32_t	 cp;		/* META cp (0: none) and cp-pad (cp.h) */
+	int		 cp_pad;
 	struct ovl_buf	 mixst, cst;
 	int		 have_mix, have_con;
 	uint64_t	 mix_n, con_n;

@@ -1,9 +1,12 @@
 /*
  * ovl-ckpt --format jsonl: PREFIX.jsonl, a JSON line a sequence (seq,
- * step, rank, mb, tokens, positions, cu_seqlens); the same lines are
- * ovl-ckpt --json's on standard output.
+ * step, rank, mb, tokens, positions, cu_seqlens, and with a cp plan
+ * cu_seqlens_padded and max_seqlen, cp.h); the same lines are ovl-ckpt
+ * --json's on standard output.
  */
 #include "ckpt.h"
+
+#include "cp.h"
 
 static char *
 put_u64(char *p, uint64_t v)
@@ -81,6 +84,21 @@ seq_json(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 	pos = seq_positions(s, &pw);
 	json_array(b, "positions", pos, pw, s->ntokens);
 	json_array(b, "cu_seqlens", s->cu_seqlens, 4, (size_t)s->npieces + 1);
+	if (R->cp > 0) {
+		static struct ovl_u32vec cup;	/* kept, as derived is */
+		uint32_t m;
+		char t[40];
+		int n;
+
+		cup.len = 0;
+		m = ovl_cp_layout(R->cp, R->cp_pad, s->cu_seqlens, s->npieces,
+		    s->ntokens, ovl_u32vec_reserve(&cup, (size_t)s->npieces +
+		    1));
+		json_array(b, "cu_seqlens_padded", cup.p, 4,
+		    (size_t)s->npieces + 1);
+		n = snprintf(t, sizeof(t), ",\"max_seqlen\":%u", m);
+		ovl_buf_append(b, t, (size_t)n);
+	}
 	ovl_buf_append(b, "}\n", 2);
 	out_put(o, b->p, b->len);
 }

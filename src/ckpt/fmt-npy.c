@@ -5,26 +5,43 @@
  * PREFIX.cu_seqlens.npy (int64, the pieces' bounds over all tokens, from 0)
  * and PREFIX.seqs.npy (int64, SEQS_COLS columns a sequence: step, rank,
  * micro-batch, first token, tokens, first cu_seqlens entry, pieces).
+ *
+ * A stream of a plan with cp (its META's cp and cp-pad, cp.h) adds two:
+ * PREFIX.cu_seqlens_padded.npy (int64, entry for entry with cu_seqlens:
+ * the same bounds in the padded layout, every sequence laid out padded
+ * one after the other, from 0; a sequence's last bound is its padded end)
+ * and PREFIX.max_seqlen.npy (int64, one a sequence).
  */
 #include "ckpt.h"
 
-enum { NPY_TOKENS, NPY_POSITIONS, NPY_CU, NPY_SEQS, NPY_NOUTS };
+#include "cp.h"
 
-/* The arrays: output name (and file suffix), dtype, item size, columns. */
+enum { NPY_TOKENS, NPY_POSITIONS, NPY_CU, NPY_SEQS, NPY_CUP, NPY_MAXSEQ,
+	NPY_NOUTS };
+
+/*
+ * The arrays: output name (and file suffix), dtype, item size, columns,
+ * and whether only a stream with cp has it.
+ */
 static const struct {
 	const char	*name;
 	const char	*descr, *descr16;	/* descr16: with 16-bit tokens */
 	uint32_t	 itemsize, itemsize16, cols;
+	int		 cp;
 } arrays[NPY_NOUTS] = {
-	[NPY_TOKENS] = { "tokens", "<u4", "<u2", 4, 2, 1 },
-	[NPY_POSITIONS] = { "positions", "<i4", "<i4", 4, 4, 1 },
-	[NPY_CU] = { "cu_seqlens", "<i8", "<i8", 8, 8, 1 },
-	[NPY_SEQS] = { "seqs", "<i8", "<i8", 8, 8, SEQS_COLS },
+	[NPY_TOKENS] = { "tokens", "<u4", "<u2", 4, 2, 1, 0 },
+	[NPY_POSITIONS] = { "positions", "<i4", "<i4", 4, 4, 1, 0 },
+	[NPY_CU] = { "cu_seqlens", "<i8", "<i8", 8, 8, 1, 0 },
+	[NPY_SEQS] = { "seqs", "<i8", "<i8", 8, 8, SEQS_COLS, 0 },
+	[NPY_CUP] = { "cu_seqlens_padded", "<i8", "<i8", 8, 8, 1, 1 },
+	[NPY_MAXSEQ] = { "max_seqlen", "<i8", "<i8", 8, 8, 1, 1 },
 };
 
 struct npy {
-	struct out	*o[NPY_NOUTS];
+	struct out	*o[NPY_NOUTS];	/* NULL: not written (cp) */
 	uint64_t	 ncu;		/* entries of cu_seqlens */
+	int64_t		 pend;		/* cp: the padded layout's end */
+	struct ovl_u32vec cup;		/* cp: a sequence's padded bounds */
 };
 
 static void
@@ -43,21 +60,76 @@ npy_open(struct ckpt_run *R)
 	int a;
 
 	for (a = 0; a < NPY_NOUTS; a++) {
+		if (arrays[a].cp && R->cp == 0)
+			continue;
 		p = xasprintf("%s.%s.npy", R->o->prefix, arrays[a].name);
 		N->o[a] = out_new(R, arrays[a].name, p, OT_NPY);
 		free(p);
 		npy_shape(N->o[a], a, R->tok16);
 	}
 	for (a = 0; a < NPY_NOUTS; a++) {
+		if (N->o[a] == NULL)
+			continue;
 		out_open(R, N->o[a]);
-		if (a == NPY_CU && N->o[a]->fresh) {
+		if ((a == NPY_CU || a == NPY_CUP) && N->o[a]->fresh) {
 			int64_t zero = 0;	/* cu_seqlens starts at 0 */
 
 			out_put(N->o[a], &zero, sizeof(zero));
 		}
 	}
 	N->ncu = (N->o[NPY_CU]->len - NPY_HDR) / 8;
+	if (N->o[NPY_CUP] != NULL) {
+		struct out *o = N->o[NPY_CUP];
+
+		/* a resumed run goes on from the last bound written */
+		if (o->len > NPY_HDR && !o->fresh && pread(o->fd, &N->pend,
+		    8, (off_t)(o->len - 8)) != 8)
+			ovl_err(OVL_EXIT_DATA, "cannot read '%s'", o->path);
+	}
 	return N;
+}
+
+/*
+ * cp: s's bounds in the padded layout, entry for entry with the
+ * cu_seqlens entries npy_seq wrote (ends, the padding's last), and its
+ * max_seqlen.
+ */
+static void
+put_padded(struct npy *N, const struct ckpt_run *R, const struct ovl_seq *s)
+{
+	uint32_t np = s->npieces, real = s->cu_seqlens[np], i, *b;
+	int64_t m, v, end, g;
+
+	N->cup.len = 0;
+	b = ovl_u32vec_reserve(&N->cup, (size_t)np + 1);
+	m = ovl_cp_layout(R->cp, R->cp_pad, s->cu_seqlens, np, s->ntokens, b);
+	g = 2 * (int64_t)R->cp;
+	end = R->cp_pad == OVL_CP_PAD_DOCUMENT ? (int64_t)b[np] +
+	    (s->ntokens - real) : R->cp_pad == OVL_CP_PAD_SEQUENCE ?
+	    ((int64_t)s->ntokens + g - 1) / g * g : (int64_t)s->ntokens;
+	for (i = 1; i <= np; i++) {
+		v = b[i];
+		if (i == np && real < s->ntokens)
+			v = R->cp_pad == OVL_CP_PAD_DOCUMENT ? b[i] : real;
+		v += N->pend;
+		out_put(N->o[NPY_CUP], &v, 8);
+	}
+	if (real < s->ntokens) {
+		v = N->pend + end;
+		out_put(N->o[NPY_CUP], &v, 8);
+	}
+	N->pend += end;
+	out_put(N->o[NPY_MAXSEQ], &m, 8);
+}
+
+static void
+npy_free(struct ckpt_run *R, void *state)
+{
+	struct npy *N = state;
+
+	if (N != NULL)
+		ovl_u32vec_free(&N->cup);
+	fmt_free_state(R, state);
 }
 
 /* The positions of s as int32. */
@@ -107,6 +179,8 @@ npy_seq(struct ckpt_run *R, void *state, const struct ovl_seq *s,
 	}
 	row[6] = (int64_t)(N->ncu - 1 - first);
 	out_put(N->o[NPY_SEQS], row, sizeof(row));
+	if (N->o[NPY_CUP] != NULL)
+		put_padded(N, R, s);
 }
 
 /* The headers of the arrays cut back to checkpoint n, for their lengths. */
@@ -143,5 +217,5 @@ const struct ckpt_format ckpt_fmt_npy = {
 	.open = npy_open,
 	.seq = npy_seq,
 	.restore = npy_restore,
-	.free = fmt_free_state,
+	.free = npy_free,
 };

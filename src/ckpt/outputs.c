@@ -497,6 +497,16 @@ meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 			    ovl_num_u64(line + 6, &v) == 0) {
 				R->vocab = v;
 				R->have_vocab = 1;
+			} else if (strncmp(line, "cp ", 3) == 0 &&
+			    ovl_num_u64(line + 3, &v) == 0 && v >= 1 &&
+			    v <= OVL_PLAN_MAX_CP) {
+				R->cp = (uint32_t)v;
+			} else if (strncmp(line, "cp-pad ", 7) == 0) {
+				R->cp_pad = ovl_cli_choice(ovl_plan_cp_pads,
+				    line + 7);
+				if (R->cp_pad < 0)
+					ovl_errx(OVL_EXIT_FRAME, "META: unknown "
+					    "cp-pad '%s'", line + 7);
 			} else if (strncmp(line, "ranks ", 6) == 0 &&
 			    ovl_num_u64(line + 6, &v) == 0 && v >= 1 &&
 			    v <= MAX_RANKS)

@@ -60,6 +60,8 @@ struct construct_opts {
 	int		 pack;
 	uint32_t	 window;
 	int		 uniform;
+	uint32_t	 cp;		/* context-parallel ranks, 0: none */
+	int		 cp_pad;	/* enum ovl_cp_pad (with cp) */
 	uint64_t	 image_tokens;
 	double		 enc_a, enc_b;	/* image-encoder-cost A:B (0: none) */
 	char		 enc_text[80];
@@ -147,6 +149,15 @@ struct stepwork {
 	uint32_t	*brank, *bmb;
 	size_t		 bins_cap;
 	double		*rcost2;	/* per rank: a baseline's costs */
+	double		*cpcost;	/* per (rank, CP rank): cp.c */
+	size_t		 cpcap;
+	double		*cpmin;		/* per piece: its least CP rank share */
+	size_t		 cpmin_cap;
+	double		*cpseq;		/* per (rank, CP rank): the step's
+					   sequences as written (cp_seq_costs) */
+	int		 cpseq_bad;	/* a sequence did not split */
+	double		*cost2;		/* cp: the pieces' costs without CP */
+	size_t		 cost2_cap;
 };
 
 /*
@@ -228,6 +239,8 @@ struct construct {
 	double		 drift[MAX_WINDOW];
 	uint32_t	 moved[MAX_WINDOW];
 	uint64_t	 seqs, steps, tokens, padding;
+	uint64_t	 cp_padding;	/* the CP policy's padding so far */
+	struct ovl_u32vec cpcu;		/* a sequence's cu_seqlens_padded */
 	char		*seqlen_text;	/* ovl_stepcfg_text */
 };
 
@@ -269,6 +282,43 @@ double	max_of(const double *v, uint32_t n);
 size_t	uniform_plan(struct construct *c, size_t n, uint32_t S, uint32_t per,
 	    double *none_max, size_t *none_nf, int *plan);
 
+/* ---- cp.c ---- */
+/*
+ * A piece of len tokens padded as cp-pad document says (a multiple of 2 x
+ * cp); len itself without cp or with another cp-pad.
+ */
+uint32_t cp_padded(const struct construct_opts *o, uint32_t len);
+/*
+ * The cost on each CP rank r (out[0..cp)) of one document of len tokens
+ * split by the per-document zigzag after cp-pad document's padding:
+ * a * (the causal attention pairs of its real tokens, counted as sum of
+ * 2p+1 over positions p in r's two chunks: L^2 in all) + b * (the tokens
+ * r holds, padding included).
+ */
+void	cp_rank_costs(const struct construct_opts *o, uint32_t len,
+	    double *out);
+/* A piece's balancing cost under cp: its costliest CP rank's. */
+double	cp_piece_cost(const struct construct *c, const struct piece *p);
+/*
+ * The costliest (DP rank, CP rank) of pieces w->idx[0..n) on DP ranks
+ * rank[0..n); *lb (when not NULL) gets a lower bound on it: the mean over
+ * all ranks x cp ranks, or the data-parallel lower bound
+ * (ovl_balance_lower_bound) over each piece's least CP rank share.
+ */
+double	cp_max_cost(struct construct *c, size_t n, const uint32_t *rank,
+	    double *lb);
+/*
+ * The cost on each CP rank (out[0..cp)) of a sequence of ntok tokens
+ * whose segments are cu[0..nseg], split as Megatron-LM splits it under
+ * the policy: per document (cp_rank_costs of each segment) under
+ * document, else the whole sequence (padded as the policy says) in 2 x
+ * cp chunks, rank r holding chunks r and 2cp-1-r. -1 when the sequence
+ * does not split in 2 x cp chunks (cp-pad none), else 0.
+ */
+int	cp_seq_costs(const struct construct_opts *o, const uint32_t *cu,
+	    uint32_t nseg, uint32_t ntok, double *out);
+/* cp and cp-pad against seq-len and fixed shapes: exit 2 (plan.h). */
+void	cp_check(const struct construct_opts *o);
 /* ---- images.c ---- */
 /* A DOC frame: placed now, or held until its IMAGE frames are in. */
 void	doc_frame(struct construct *c, const struct ovl_frame *f);

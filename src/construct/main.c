@@ -203,6 +203,8 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 		o->window = p->window;
 	if (!set['u'] && p->uniform >= 0)
 		o->uniform = p->uniform;
+	o->cp = p->cp;
+	o->cp_pad = p->cp_pad;
 	if (!set['i'] && p->has_image_tokens)
 		o->image_tokens = p->image_tokens;
 	if (!set['E'] && p->image_encoder_cost != NULL)
@@ -359,6 +361,7 @@ parse_args(int argc, char **argv, struct construct_opts *o)
 		ovl_errx(OVL_EXIT_USAGE, "window must be 1..%d", MAX_WINDOW);
 	if ((uint64_t)o->ranks * o->mb > UINT32_MAX)
 		ovl_errx(OVL_EXIT_USAGE, "ranks x micro-batches is too large");
+	cp_check(o);
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -501,6 +504,7 @@ main(int argc, char **argv)
 	free(c.jpiece);
 	ovl_u32vec_free(&c.jpos);
 	ovl_u32vec_free(&c.jcu);
+	ovl_u32vec_free(&c.cpcu);
 	while (c.nheld > 0)
 		held_pop(&c);
 	free(c.held);
@@ -522,6 +526,8 @@ main(int argc, char **argv)
 		free(w->plen); free(w->pidx); free(w->cfirst); free(w->copen);
 		free(w->cord); free(w->clen); free(w->bcost); free(w->brank);
 		free(w->bmb); free(w->rcost2);
+		free(w->cpcost); free(w->cost2); free(w->cpmin);
+		free(w->cpseq);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;

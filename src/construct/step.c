@@ -4,6 +4,8 @@
  */
 #include "construct.h"
 
+#include "cp.h"
+
 #include <math.h>
 
 /* ---- output --------------------------------------------------------- */
@@ -99,6 +101,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	const struct construct_opts *o = c->o;
 	uint32_t real = 0, ntok, k, *cu, nseg = 0, seg, tw = 4, pw = 4;
 	uint64_t pmax = 0, segend = 0;
+	uint32_t cpmax = 0;
 	int cont = 0;
 	void *tok, *pos;
 	uint8_t *pl = NULL;
@@ -216,6 +219,22 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	c->seqs++;
 	c->tokens += real;
 	c->padding += ntok - real;
+	if (o->cp > 0) {
+		uint32_t *cpu;
+
+		c->cpcu.len = 0;
+		cpu = ovl_u32vec_reserve(&c->cpcu, nseg + 1);
+		double v[OVL_PLAN_MAX_CP];
+		uint32_t r;
+
+		cpmax = ovl_cp_layout(o->cp, o->cp_pad, cu, nseg, ntok,
+		    cpu);
+		c->cp_padding += cpu[nseg] - ntok;
+		if (cp_seq_costs(o, cu, nseg, ntok, v) != 0)
+			c->sw.cpseq_bad = 1;
+		for (r = 0; r < o->cp; r++)
+			c->sw.cpseq[(size_t)rank * o->cp + r] += v[r];
+	}
 	if (pl != NULL) {
 		ovl_writer_finish(c->wr, OVL_SEQ, ovl_seq_flags(&s));
 		images_emit(c, step, rank, mb, idx, np);
@@ -229,6 +248,11 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 	ovl_json_u32s(stdout, (const uint32_t *)pos, ntok);
 	printf(",\"cu_seqlens\":");
 	ovl_json_u32s(stdout, cu, nseg + 1);
+	if (o->cp > 0) {
+		printf(",\"cu_seqlens_padded\":");
+		ovl_json_u32s(stdout, c->cpcu.p, nseg + 1);
+		printf(",\"max_seqlen\":%u", cpmax);
+	}
 	printf(",\"docs\":[");
 	for (seg = 0; seg < nseg; seg++) {
 		const struct jpiece *p = &c->jpiece[seg];
@@ -339,6 +363,12 @@ struct stepfig {
 	size_t		 splits, none_splits;	/* fixed shapes: cuts */
 	double		 drift;
 	uint32_t	 moved;
+	/* cp: the policy's padding; costliest (DP, CP) rank and its bound,
+	   and the same after DP-only balancing and after none (has_cp) */
+	uint64_t	 cp_pad;
+	int		 has_cp;
+	double		 cp_max, cp_lb, cp_dp, cp_none;
+	double		 cp_seq_max, cp_seq_mean;	/* as written */
 };
 
 static void
@@ -390,6 +420,23 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 		if (c->o->window > 1)
 			fprintf(fp, ",\"moved\":%u,\"drift\":%.6f", fg->moved,
 			    drift);
+		if (c->o->cp > 0) {
+			fprintf(fp, ",\"cp\":{\"padding\":%" PRIu64,
+			    fg->cp_pad);
+			if (!c->sw.cpseq_bad)
+				fprintf(fp, ",\"written\":{\"max_cost\":%.17g,"
+				    "\"mean_cost\":%.17g}", fg->cp_seq_max,
+				    fg->cp_seq_mean);
+			if (fg->has_cp)
+				fprintf(fp, ",\"max_cost\":%.17g,"
+				    "\"lower_bound\":%.17g,\"max_over_bound\":"
+				    "%.4f,\"dp_only\":{\"max_cost\":%.17g},"
+				    "\"none\":{\"max_cost\":%.17g}",
+				    fg->cp_max, fg->cp_lb, fg->cp_lb > 0 ?
+				    fg->cp_max / fg->cp_lb : 1, fg->cp_dp,
+				    fg->cp_none);
+			fprintf(fp, "}");
+		}
 		fprintf(fp, "}\n");
 	}
 	ovl_info(1, "step %" PRIu64 ": %" PRIu64 " tokens, %zu pieces, "
@@ -420,16 +467,34 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 	uint64_t tokens = 0, pad = 0;
 	struct stepfig fg;
 	size_t i, nk = 0, per = 0, none_nf;
-	int want_none = c->stats != NULL || ovl_verbose >= 1;
+	int want_none = c->stats != NULL || ovl_verbose >= 1, cpdoc;
+	uint64_t cp_pad0 = c->cp_padding;
+
+	if (o->cp > 0) {
+		if (w->cpseq == NULL)
+			w->cpseq = ovl_xcalloc((size_t)ranks * o->cp,
+			    sizeof(*w->cpseq));
+		memset(w->cpseq, 0, (size_t)ranks * o->cp * sizeof(*w->cpseq));
+		w->cpseq_bad = 0;
+	}
 
 	memset(&fg, 0, sizeof(fg));
 	fg.drift = drift;
 	fg.moved = moved;
+	/* cp-pad document: pieces packed padded, costs of CP ranks */
+	cpdoc = o->cp > 0 && o->cp_pad == OVL_CP_PAD_DOCUMENT;
+	if (cpdoc && n > w->cost2_cap) {
+		w->cost2_cap = n + n / 2 + 16;
+		w->cost2 = ovl_xrealloc(w->cost2, w->cost2_cap *
+		    sizeof(*w->cost2));
+	}
 	for (i = 0; i < n; i++) {
 		const struct piece *p = &c->pieces[w->idx[i]];
-		w->len[i] = p->length;
+		w->len[i] = cp_padded(o, p->length);
 		w->extra[i] = p->images;
-		w->cost[i] = piece_cost(c, p);
+		w->cost[i] = cpdoc ? cp_piece_cost(c, p) : piece_cost(c, p);
+		if (cpdoc)
+			w->cost2[i] = piece_cost(c, p);
 		tokens += p->length;
 	}
 	fg.lb = ovl_balance_lower_bound(w->cost, n, ranks, w->scratch);
@@ -447,17 +512,26 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			fg.none_max = ovl_balance(c->bal, OVL_BAL_NONE, w->cost,
 			    w->len, n, ranks, w->rank, w->rcost);
 			pack_ranks(c, n, s->seq_len, w->nmb_none);
+			if (cpdoc) {
+				fg.has_cp = 1;
+				fg.cp_none = cp_max_cost(c, n, w->rank, NULL);
+				(void)ovl_balance(c->bal, o->balance, w->cost2,
+				    w->len, n, ranks, w->rank, w->rcost);
+				fg.cp_dp = cp_max_cost(c, n, w->rank, NULL);
+			}
 		}
 		fg.maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
 		    ranks, w->rank, w->rcost);
 		pack_ranks(c, n, s->seq_len, nmb);
+		if (fg.has_cp)
+			fg.cp_max = cp_max_cost(c, n, w->rank, &fg.cp_lb);
 		ekeys_grow(n);
 		memset(w->rtok, 0, ranks * sizeof(*w->rtok));
 		for (i = 0; i < n; i++) {
 			ekeys[i].key = (uint64_t)w->rank[i] << 32 | w->bin[i];
 			ekeys[i].sub = (uint64_t)i << 32;
 			ekeys[i].piece = w->idx[i];
-			w->rtok[w->rank[i]] += w->len[i];
+			w->rtok[w->rank[i]] += c->pieces[w->idx[i]].length;
 		}
 		nk = n;
 	} else {
@@ -494,8 +568,6 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		fg.lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
 		fg.tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
 	}
-	if (want_none)
-		write_stats(c, s, n, tokens, pad, nmb, w->nmb_none, &fg);
 	/* emit rank by rank, micro-batch by micro-batch */
 	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
 	sw_grow(w, nk, 0, ranks);
@@ -519,6 +591,14 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			emit_step_end(c, s->step, r, nmb[r]);
 		}
 	}
+	fg.cp_pad = c->cp_padding - cp_pad0;
+	for (i = 0; o->cp > 0 && i < (size_t)ranks * o->cp; i++) {
+		if (w->cpseq[i] > fg.cp_seq_max)
+			fg.cp_seq_max = w->cpseq[i];
+		fg.cp_seq_mean += w->cpseq[i] / ((double)ranks * o->cp);
+	}
+	if (want_none)
+		write_stats(c, s, n, tokens, pad, nmb, w->nmb_none, &fg);
 	c->steps++;
 }
 

@@ -40,6 +40,10 @@ state_text(struct construct *c, uint64_t n, uint64_t pos, uint32_t off,
 	ADD("image-tokens %" PRIu64 "\n", o->image_tokens);
 	if (o->enc_text[0] != '\0')
 		ADD("image-encoder-cost %s\n", o->enc_text);
+	if (o->cp > 0) {
+		ADD("cp %u\n", o->cp);
+		ADD("cp-pad %s\n", ovl_plan_cp_pads[o->cp_pad]);
+	}
 #undef ADD
 }
 
@@ -407,7 +411,7 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	static const char *const mine[] = { "seq-len", "ranks",
 	    "micro-batches", "step-tokens", "balance", "pack", "window",
 	    "uniform", "cost", "image-tokens", "image-encoder-cost", "pad-id",
-	    "resumed", NULL };
+	    "resumed", "cp", "cp-pad", NULL };
 
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
@@ -467,6 +471,10 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	if (o->enc_text[0] != '\0')
 		ADD("image-encoder-cost %s\n", o->enc_text);
 	ADD("pad-id %u\n", c->pad_id);
+	if (o->cp > 0) {
+		ADD("cp %u\n", o->cp);
+		ADD("cp-pad %s\n", ovl_plan_cp_pads[o->cp_pad]);
+	}
 	if (o->resume_path != NULL)	/* right after BARRIER n (relink.h) */
 		ADD("resumed %" PRIu64 "\n", c->resume_n);
 #undef ADD
@@ -533,6 +541,7 @@ load_resume(struct construct *c, const char *path)
 	struct ovl_buf mine = { 0 };
 	uint64_t step = 0, start = 0, used = 0;
 	unsigned have = 0, lineno = 0;
+	int have_cp = 0;
 
 	if (fp == NULL)
 		ovl_err(OVL_EXIT_USAGE, "cannot open '%s'", path);
@@ -607,6 +616,8 @@ load_resume(struct construct *c, const char *path)
 			if (!found)
 				ovl_errx(OVL_EXIT_USAGE, "%s:%u: unknown key '%s'",
 				    path, lineno, line);
+			if (strcmp(line, "cp") == 0)
+				have_cp = 1;
 			if (strcmp(want, val) == 0)
 				continue;
 			/*
@@ -633,6 +644,9 @@ load_resume(struct construct *c, const char *path)
 	if ((have & 0xff) != 0xff)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': not a complete construct state",
 		    path);
+	if (c->o->cp > 0 && !have_cp)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': the state was written without "
+		    "cp, this run has cp %u", path, c->o->cp);
 	if (elastic[0] != '\0') {
 		if (c->o->step_tokens == 0 || c->o->uniform)
 			ovl_errx(OVL_EXIT_USAGE, "%s (another rank count keeps "

@@ -50,6 +50,15 @@ struct ctx {
 };
 
 
+/*
+ * cp and cp-pad against the seq-len stages and uniform (plan.h): 0, or -1
+ * with the error set at the line of cp (or cp-pad). Sets cp_pad's
+ * default.
+ */
+int	ovl_plan__check_cp(struct ctx *c);
+/* The line of single-value directive key (plan-keys.c), 0 when unseen. */
+unsigned ovl_plan__simple_line(const struct ctx *c, const char *key);
+
 /* "FILE:LINE: message" into the context's error buffer; returns -1. */
 int	ovl_plan__perr(struct ctx *c, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));

@@ -47,6 +47,8 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 	[OVL_OUT_WDS] = "wds",
 };
 const char *const ovl_plan_yesno[] = { "no", "yes", NULL };
+const char *const ovl_plan_cp_pads[] = { "document", "sequence", "none",
+	NULL };
 const char *const ovl_plan_mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
 
@@ -180,6 +182,9 @@ static const struct key simple_keys[] = {
 	    0, 0 },
 	{ "shuffle-window", PK_WINDOW, PLAN(shuffle_window), 0, 0, NULL, NULL, 0,
 	    0, 0 },
+	{ "cp", PK_U32, PLAN(cp), 1, OVL_PLAN_MAX_CP, NULL, NULL, 0, 0, 0 },
+	{ "cp-pad", PK_ENUM, PLAN(cp_pad), 0, 0, ovl_plan_cp_pads, NULL, 0, 0,
+	    0 },
 };
 #define SIMPLE_FIRST_AFTER	5	/* "long-docs" on: after the sources */
 _Static_assert(SIMPLE_SLOT + sizeof(simple_keys) / sizeof(simple_keys[0]) <=
@@ -462,6 +467,60 @@ ovl_plan__simple(struct ctx *c, const char *d, int *rc)
 	else
 		*rc = set_key(c, &simple_keys[j], c->p, a, 0);
 	return 1;
+}
+
+unsigned
+ovl_plan__simple_line(const struct ctx *c, const char *key)
+{
+	size_t j;
+
+	for (j = 0; j < NKEYS(simple_keys); j++)
+		if (strcmp(simple_keys[j].key, key) == 0)
+			return c->seen[SIMPLE_SLOT + j];
+	return 0;
+}
+
+/* cp and cp-pad against seq-len and uniform (plan.h). */
+int
+ovl_plan__check_cp(struct ctx *c)
+{
+	struct ovl_plan *p = c->p;
+	unsigned cpl = ovl_plan__simple_line(c, "cp");
+	unsigned padl = ovl_plan__simple_line(c, "cp-pad");
+	uint64_t g;
+	size_t k;
+
+	if (p->cp == 0) {
+		if (p->cp_pad < 0)
+			return 0;
+		c->line = padl;
+		return ovl_plan__perr(c, "cp-pad needs cp N");
+	}
+	if (p->cp_pad < 0)
+		p->cp_pad = OVL_CP_PAD_DOCUMENT;
+	g = 2 * (uint64_t)p->cp;
+	for (k = 0; k < p->nseq; k++) {
+		c->line = cpl;
+		if (p->seq_len[k] < g)
+			return ovl_plan__perr(c, "cp %u: seq-len %u (at=%llu) "
+			    "cannot hold 2 x cp = %llu tokens", p->cp,
+			    p->seq_len[k], (unsigned long long)p->seq_at[k],
+			    (unsigned long long)g);
+		if (p->cp_pad != OVL_CP_PAD_NONE && p->seq_len[k] % g != 0)
+			return ovl_plan__perr(c, "cp %u: seq-len %u (at=%llu) "
+			    "is not a multiple of 2 x cp = %llu, which cp-pad "
+			    "%s pads to", p->cp, p->seq_len[k],
+			    (unsigned long long)p->seq_at[k],
+			    (unsigned long long)g, ovl_plan_cp_pads[p->cp_pad]);
+	}
+	if (p->cp_pad == OVL_CP_PAD_DOCUMENT && p->uniform == 1) {
+		c->line = padl != 0 ? padl : cpl;
+		return ovl_plan__perr(c, "cp %u with uniform yes: cp-pad "
+		    "document cannot fit (every sequence is filled to seq-len, "
+		    "leaving no room to pad its documents); use cp-pad "
+		    "sequence or none", p->cp);
+	}
+	return 0;
 }
 
 int

@@ -957,6 +957,8 @@ finish(struct ctx *c)
 		return ovl_plan__perr(c, "layers=, hidden=, heads=, ffn= and vocab= "
 		    "need cost=model");
 	}
+	if (ovl_plan__check_cp(c) != 0)
+		return -1;
 	if (p->image_encoder_cost != NULL) {
 		double ea, eb;
 		char eerr[128];
@@ -1010,6 +1012,7 @@ ovl_plan_parse(const char *text, size_t len, const char *name, const char *dir,
 	p->path = ovl_xstrdup(name);
 	p->dir = ovl_xstrdup(dir != NULL ? dir : ".");
 	p->uniform = -1;
+	p->cp_pad = -1;
 	p->ckpt_verify_all = -1;
 	p->out_overwrite = -1;
 	c.p = p;

@@ -41,6 +41,7 @@
 #define OVL_PLAN_STR_(x)	#x
 #define OVL_PLAN_MAX_PARTITIONS	4096
 #define OVL_PLAN_MAX_SHADOWS	64
+#define OVL_PLAN_MAX_CP		1024	/* cp N */
 
 /*
  * The names of the plan's choices, NULL-terminated, each list in the order
@@ -78,6 +79,19 @@ enum ovl_long_docs {
 	OVL_LONG_ERROR		/* the run stops, naming it */
 };
 extern const char *const ovl_plan_exhausts[];	/* stop drop repeat */
+
+/*
+ * Context parallelism (cp N): what each sequence's documents are padded
+ * to, so that N context-parallel ranks can split them (cp-pad; names
+ * ovl_plan_cp_pads in this order).
+ */
+enum ovl_cp_pad {
+	OVL_CP_PAD_DOCUMENT,	/* every document to a multiple of 2N (the
+				   default): Megatron's per-document zigzag */
+	OVL_CP_PAD_SEQUENCE,	/* the whole pack to a multiple of 2N */
+	OVL_CP_PAD_NONE		/* nothing: the trainer pads */
+};
+extern const char *const ovl_plan_cp_pads[];
 /*
  * ovl-ckpt's output formats (output format=, ovl-ckpt --format): names
  * indexed by enum ovl_out_format, which indexes ovl-ckpt's table of
@@ -265,6 +279,18 @@ struct ovl_plan {
 	char		*hosts_trainers; /* comma-separated, NULL unset */
 
 	char		*transport;	/* transport fifo|ring (ovl-run), NULL unset */
+
+	/*
+	 * cp N: context-parallel ranks per data-parallel rank, 0 unset (no
+	 * context parallelism: the stages behave as without the key).
+	 * cp-pad: enum ovl_cp_pad, -1 unset (document when cp is set). The
+	 * plan refuses a cp-pad without cp, a seq-len that is not a
+	 * multiple of 2 x cp (cp-pad document or sequence; at least 2 x cp
+	 * with none), and cp-pad document with uniform yes (a step cut
+	 * exactly at its budget leaves no room for the padding).
+	 */
+	uint32_t	 cp;
+	int		 cp_pad;
 };
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */
