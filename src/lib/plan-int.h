@@ -87,6 +87,9 @@ int	ovl_plan__stop(struct ctx *c);
 int	ovl_plan__output(struct ctx *c);
 int	ovl_plan__hosts(struct ctx *c);
 
+/* plan-paths.c: the files of s's patterns into s->paths; 0 or -1 */
+int	ovl_plan__resolve_paths(struct ctx *c, struct ovl_plan_source *s);
+
 /* plan-tok.c */
 char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);
 /*
