@@ -950,6 +950,8 @@ finish(struct ctx *c)
 		if (!(c->flags & OVL_PLAN_NOGLOB) && resolve_paths(c, s) != 0)
 			return -1;
 	}
+	if (ovl_plan__split(c) != 0)
+		return -1;
 	if (c->flags & OVL_PLAN_TOKENIZERS) {
 		const char *prev[3] = { NULL, NULL, NULL };
 
@@ -1123,6 +1125,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->image_encoder_cost);
 	free(p->long_docs);
 	free(p->shuffle_window);
+	free(p->split);
 	free(p->balance);
 	free(p->pack);
 	free(p->ckpt_dir);

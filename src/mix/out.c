@@ -452,7 +452,9 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
  * The statistics as flat "key value" lines, for a shell's `read`: the
  * figures a supervisor needs, already computed (integers, or text only
  * shown). Keys: final, elapsed_ms, pos, tokens, step, checkpoint, by,
- * sources (count), then per source NAME: source.NAME.state, .tokens, .docs,
+ * sources (count), split and split_weights (the run's held-out split
+ * and the plan's weights; in a plan with a split only), then per
+ * source NAME: source.NAME.state, .tokens, .docs,
  * .tok_per_s, .share_pct and .target_pct (one decimal, for people),
  * .blocked_ms, .cursor, .partitions, and per partition P:
  * source.NAME.input.P.reopens, .blocked_ms, .ended. ovl-mix(1) lists them.
@@ -470,6 +472,9 @@ stats_kv(struct mixer *m, FILE *fp, int final, double T)
 	    "\nby %s\nsources %zu\n", final, (uint64_t)(t * 1000), m->pos,
 	    m->tokens, m->cut.step, m->last_n, m->by == OVL_MIXBY_DOCS ?
 	    "docs" : "tokens", m->nsrc);
+	if (m->plan->split != NULL)
+		fprintf(fp, "split %s\nsplit_weights %s\n",
+		    ovl_split_names[m->plan->split_use], m->plan->split);
 	for (i = 0; i < m->nsrc; i++) {
 		const struct source *s = &m->src[i];
 		const char *n = s->ps->name;
