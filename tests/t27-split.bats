@@ -93,6 +93,9 @@ for src in whole:
     assert sum(a[k][1][src][0] for k in a) == whole[src][0], (src, a, whole)
     assert all(a[k][1][src][1] > 0 for k in ("train", "validation")), a
 PY
+	# without split the sources read as before
+	"$OVL_MIX" --source-args web n.plan | tr '\0' ' ' > args
+	! grep -q -- --split args
 	# summaries name the split; a plan without one refuses another split
 	run -0 "$OVL_CKPT" summary ck.validation
 	[[ "$output" == *"split    validation"* ]]
@@ -105,9 +108,9 @@ PY
 	[[ "$output" == *"bad.plan:2: bad split '5': at least two weights"* ]]
 }
 
-@test "a split's run killed and resumed writes the uninterrupted bytes" {
+@test "a split's run (documents shuffled) killed and resumed writes the uninterrupted bytes" {
 	{
-		printf 'seed 3\nsplit 1,1\nseq-len 64\nranks 2\n'
+		printf 'seed 3\nsplit 1,1\nseq-len 64\nranks 2\nshuffle-window 4\n'
 		printf 'source web path=%s on-exhaust=drop throttle=%s\n' "$SAMPLES"/web/web-0.jsonl 40K
 		printf 'source books path=%s doc-per=blank-line on-exhaust=drop\n' "$SAMPLES/books/book-0[0-2].txt"
 		printf 'checkpoint every=2 dir=ck\noutput format=jsonl path=out/s\n'
