@@ -119,10 +119,11 @@ PY
 	mv out/s.validation.jsonl ref.jsonl
 	[ -s ref.jsonl ]
 	[ ! -e out/s.jsonl ]
-	rm -rf ck.validation out
-	"$OVL_RUN" -q -d run --restart 1 --split validation p.plan 3>&- 2> err &
-	kill_stage_once $! ck.validation ovl-mix
+	# -o and -c take the split's name too
+	"$OVL_RUN" -q -d run --restart 1 --split validation -o o2/s -c ck2 \
+	    p.plan 3>&- 2> err &
+	kill_stage_once $! ck2.validation ovl-mix
 	wait
 	[ -n "$victim" ]
-	cmp ref.jsonl out/s.validation.jsonl
+	cmp ref.jsonl o2/s.validation.jsonl
 }
