@@ -108,14 +108,16 @@ PY
 	[[ "$output" == *"bad.plan:2: bad split '5': at least two weights"* ]]
 }
 
-@test "a split's run (documents shuffled) killed and resumed writes the uninterrupted bytes" {
+@test "a split's run (documents shuffled) killed or stopped and resumed writes the uninterrupted bytes" {
 	{
 		printf 'seed 3\nsplit 1,1\nseq-len 64\nranks 2\nshuffle-window 4\n'
 		printf 'source web path=%s on-exhaust=drop throttle=%s\n' "$SAMPLES"/web/web-0.jsonl 40K
 		printf 'source books path=%s doc-per=blank-line on-exhaust=drop\n' "$SAMPLES/books/book-0[0-2].txt"
 		printf 'checkpoint every=2 dir=ck\noutput format=jsonl path=out/s\n'
 	} > p.plan
-	"$OVL_RUN" -q -d run --split validation p.plan 3>&-
+	# the uninterrupted run, unthrottled: the same bytes
+	sed 's/ throttle=[^ ]*//' p.plan > u.plan
+	"$OVL_RUN" -q -d run --split validation u.plan 3>&-
 	mv out/s.validation.jsonl ref.jsonl
 	[ -s ref.jsonl ]
 	[ ! -e out/s.jsonl ]
@@ -125,5 +127,20 @@ PY
 	kill_stage_once $! ck2.validation ovl-mix
 	wait
 	[ -n "$victim" ]
+	cmp ref.jsonl o2/s.validation.jsonl
+	# the run stopped (SIGTERM) resumes to the same bytes, never with
+	# another split
+	rm -rf o2 ck2.validation
+	"$OVL_RUN" -q -d run --split validation -o o2/s -c ck2 p.plan 3>&- 2> err &
+	pid=$!
+	wait_ckpt ck2.validation 1 "$pid"
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 143 ]
+	sed 's/^split 1,1$/split 2,1/' p.plan > q.plan
+	run -1 "$OVL_RUN" -q -d run --resume --split validation -o o2/s -c ck2 q.plan 3>&-
+	[[ "$output" == *"the held-out split changed since the run began (source.web.split validation 1,1 3, now source.web.split validation 2,1 3;"* ]]
+	"$OVL_RUN" -q -d run --resume --split validation -o o2/s -c ck2 u.plan 3>&-
 	cmp ref.jsonl o2/s.validation.jsonl
 }
