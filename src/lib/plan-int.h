@@ -45,7 +45,7 @@ struct ctx {
 	struct wline	*wl;
 	size_t		 nwl;
 	/* lines where single directives were seen, for duplicates */
-	unsigned	 seen[32];
+	unsigned	 seen[48];	/* SIMPLE_SLOT + every simple key */
 };
 
 

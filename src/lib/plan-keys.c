@@ -177,6 +177,9 @@ static const struct key simple_keys[] = {
 	{ "split", PK_SPLIT, PLAN(split), 0, 0, NULL, NULL, 0, 0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	4	/* "ranks": printed after the sources */
+_Static_assert(SIMPLE_SLOT + sizeof(simple_keys) / sizeof(simple_keys[0]) <=
+    sizeof(((struct ctx *)0)->seen) / sizeof(unsigned),
+    "ctx.seen has a slot for every simple key");
 
 static const struct key checkpoint_keys[] = {
 	{ "every", PK_U64, PLAN(ckpt_every), 1, 0, NULL, NULL, 0, 0, 0 },
