@@ -49,6 +49,24 @@ docs() {
 	run -2 "$OVL_SOURCE" --split 1,1 --split-keep dev web "${web[0]}"
 }
 
+@test "plan split: a file's name is relative to the plan, so the split is the same from any directory and after a move" {
+	mkdir -p a/data
+	cp "$SAMPLES/web/web-0.jsonl" a/data/
+	printf 'split 1,1\nsource web path=data/web-0.jsonl\n' > a/p.plan
+	one() {	# one DIR PLAN: the validation documents of PLAN run from DIR
+		(cd "$1" && OVL_SPLIT=validation "$OVL_MIX" --source-args web "$2" |
+		    xargs -0 "$OVL_SOURCE" --json) | docs /dev/stdin
+	}
+	one a p.plan > 1.d
+	[ -s 1.d ]
+	one . a/p.plan | cmp - 1.d
+	one / "$BATS_TEST_TMPDIR/a/p.plan" | cmp - 1.d
+	mv a b
+	one b p.plan | cmp - 1.d
+	# not every document: a split
+	[ "$(wc -l < 1.d)" -lt "$(wc -l < "$SAMPLES/web/web-0.jsonl")" ]
+}
+
 @test "plan split: each split its own run, the same documents after a change of weights" {
 	for w in "web=0.7 books=0.3" "web=0.2 books=0.8"; do
 		{
@@ -141,8 +159,8 @@ PY
 	wait "$pid" || st=$?
 	[ "$st" -eq 143 ]
 	sed 's/^split 1,1$/split 2,1/' p.plan > q.plan
-	run -1 "$OVL_RUN" -q -d run --resume --split validation -o o2/s -c ck2 q.plan 3>&-
-	[[ "$output" == *"the held-out split changed since the run began (source.web.split validation 1,1 3, now source.web.split validation 2,1 3;"* ]]
+	run -2 "$OVL_RUN" -q -d run --resume --split validation -o o2/s -c ck2 q.plan 3>&-
+	[[ "$output" == *"mix.state:"*": the held-out split changed since the run began (split validation 1,1 3, the plan validation 2,1 3)"* ]]
 	"$OVL_RUN" -q -d run --resume --split validation -o o2/s -c ck2 u.plan 3>&-
 	cmp ref.jsonl o2/s.validation.jsonl
 }

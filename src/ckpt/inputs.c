@@ -8,7 +8,8 @@
  * offset. The sources' held-out split lines (source.NAME.split KEEP
  * WEIGHTS SEED) are kept too, and a resume whose split lines differ in
  * any way (another split, weights or seed, a split added or removed)
- * stops as well: it would read other documents. A directory without the
+ * stops with exit 2, as ovl-mix does for its state: the plan changed, and
+ * a resume would read other documents. A directory without the
  * file (written by an older ovl-ckpt) gets it from the run that resumes.
  */
 #include "ckpt.h"
@@ -106,7 +107,7 @@ compare_splits(const char *path, const char *was, size_t wlen,
 		}
 	}
 	if (!same)
-		ovl_errx(OVL_EXIT_DATA, "the held-out split changed since the "
+		ovl_errx(OVL_EXIT_USAGE, "the held-out split changed since the "
 		    "run began (%.*s, now %.*s; '%s'): a resume would read "
 		    "other documents", (int)an, a, (int)bn, b, path);
 }
