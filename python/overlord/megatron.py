@@ -42,7 +42,9 @@ import numpy as np
 
 from typing import Optional
 
-from .offline import megatron as _sequences, next_token_labels
+import os
+
+from .offline import megatron as _sequences, next_token_labels, split_path
 
 
 class LoaderOrderDataset:
@@ -112,15 +114,31 @@ class LoaderOrderDataset:
 
 
 def datasets_provider(prefix: str, seq_length: int, eod: int, ranks: int = 1,
-                      micro_batches: int = 1, pad: Optional[int] = None) -> Callable:
+                      micro_batches: int = 1, pad: Optional[int] = None,
+                      valid: Optional[str] = "auto",
+                      test: Optional[str] = "auto") -> Callable:
     """A ``train_valid_test_datasets_provider`` for Megatron's
-    ``pretrain()``: the training set in the loader's order, no validation
-    or test set (overlord's plan decides what is trained on)."""
+    ``pretrain()``: the training set ``prefix`` in the loader's order, and
+    the validation and test sets in theirs. With a plan's ``split`` key,
+    ``ovl-run --split validation`` and ``--split test`` write them at
+    ``PREFIX.validation`` and ``PREFIX.test`` (``offline.split_path``):
+    ``valid`` and ``test`` are those prefixes by default ("auto") when
+    their ``.idx`` exists, else None; give a prefix, or None for no set.
+    Each is a run of its own with the same shapes (``uniform yes``)."""
+
+    def held_out(p, split):
+        if p == "auto":
+            p = split_path(prefix, split)
+            return p if os.path.exists(p + ".idx") else None
+        return p
+
+    valid, test = held_out(valid, "validation"), held_out(test, "test")
 
     def provider(train_val_test_num_samples):
         del train_val_test_num_samples    # the loader decided the samples
-        return (LoaderOrderDataset(prefix, seq_length, eod, ranks, micro_batches, pad),
-                None, None)
+        return tuple(None if p is None else
+                     LoaderOrderDataset(p, seq_length, eod, ranks, micro_batches, pad)
+                     for p in (prefix, valid, test))
 
     provider.is_distributed = True
     return provider

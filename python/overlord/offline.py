@@ -9,7 +9,8 @@ sequence per entry); both yield ``OfflineSeq`` objects with step, rank, mb
 cu_seqlens as numpy arrays, and ``by_step`` groups them per step.
 ``OfflineSeq.labels`` (and ``next_token_labels``) gives a sequence's
 labels and loss mask as every reader makes them: padding never predicts
-and is never predicted.
+and is never predicted. ``split_path(prefix, "validation")`` names a
+held-out split's outputs (plan key ``split``, ``ovl-run --split``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,19 @@ import struct
 from typing import Iterable, Iterator, Optional
 
 import numpy as np
+
+
+SPLITS = ("train", "validation", "test")
+
+
+def split_path(path: str, split: str) -> str:
+    """Where ``ovl-run --split SPLIT`` writes a held-out split of a plan
+    with a ``split`` key (ovl-plan(5)): ``path`` (an output prefix, a
+    per-rank pattern or path, a checkpoint directory) as the plan says it
+    for ``train``, ``PATH.SPLIT`` for ``validation`` and ``test``."""
+    if split not in SPLITS:
+        raise ValueError("split %r: expected one of %s" % (split, ", ".join(SPLITS)))
+    return path if split == "train" else "%s.%s" % (path, split)
 
 
 def next_token_labels(tokens, cu_seqlens=None, eod: Optional[int] = None,

@@ -458,3 +458,12 @@ def agree_step(step: int, group: Any = None) -> int:
     t = torch.tensor([int(step)], dtype=torch.int64)
     dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
     return int(t.item())
+
+
+def split_dataset(src: str, split: str, **kw) -> RankDataset:
+    """A ``RankDataset`` over a held-out split's stream of a plan with a
+    ``split`` key: ``src`` is the rank's stream as the plan names it
+    (``train``'s), the split's is ``SRC.SPLIT`` (``ovl-run --split``,
+    ``offline.split_path``); ``kw`` go to ``RankDataset``."""
+    from .offline import split_path
+    return RankDataset(split_path(src, split), **kw)

@@ -106,3 +106,32 @@ def test_megatron_indexed_dataset_reads_the_same(run):
     assert len(ds) == len(ours)
     for i, s in enumerate(ours):
         assert np.array_equal(ds[i], s.tokens)
+
+
+def test_provider_gives_the_held_out_splits(tmp_path, tools, samples):
+    """A plan with ``split``: each split a run of its own (ovl-run --split),
+    Megatron's provider returns the three, disjoint, in whole steps."""
+    web = os.path.join(samples, "web", "web-0.jsonl")
+    plan = tmp_path / "s.plan"
+    plan.write_text(
+        "seed 2\nsplit 2,1,1\nsource web path=%s\nranks 2\nuniform yes\nseq-len 128\n"
+        "checkpoint every=2 dir=%s\noutput format=megatron path=%s\n"
+        % (web, tmp_path / "ck", tmp_path / "out" / "packed"))
+    for s in offline.SPLITS:
+        subprocess.run([tools("ovl-run"), "-q", "--split", s, str(plan)], check=True)
+    prefix = str(tmp_path / "out" / "packed")
+    assert offline.split_path(prefix, "test") == prefix + ".test"
+    train, valid, test = megatron.datasets_provider(prefix, 128, 256, ranks=2)([0, 0, 0])
+    assert len(train) > len(valid) > 0 and len(test) > 0
+    assert len(train) % 2 == len(valid) % 2 == len(test) % 2 == 0
+
+    def docs(ds):
+        toks = np.concatenate([ds[i]["tokens"] for i in range(len(ds))])
+        return {bytes(d) for d in np.split(toks, np.nonzero(toks == 256)[0] + 1) if len(d) > 1}
+    a, b, c = docs(train), docs(valid), docs(test)
+    assert not (a & b) and not (a & c) and not (b & c)
+    # None leaves a set out
+    assert megatron.datasets_provider(prefix, 128, 256, ranks=2, valid=None,
+                                      test=None)([0, 0, 0])[1:] == (None, None)
+    with pytest.raises(ValueError):
+        offline.split_path(prefix, "dev")

@@ -5,10 +5,25 @@
  * Last-Modified); the first run keeps those lines in DIR/inputs, and a
  * resumed run whose META says otherwise for a file stops, naming it
  * (exit 1): a resume never continues a file from another version's byte
- * offset. A directory without the file (written by an older ovl-ckpt)
- * gets it from the run that resumes.
+ * offset. The sources' held-out split lines (source.NAME.split KEEP
+ * WEIGHTS SEED) are kept too, and a resume whose split lines differ in
+ * any way (another split, weights or seed, a split added or removed)
+ * stops with exit 2, as ovl-mix does for its state: the plan changed, and
+ * a resume would read other documents. A directory without the
+ * file (written by an older ovl-ckpt) gets it from the run that resumes.
  */
 #include "ckpt.h"
+
+/* Is [p, p + n) a split line (source.NAME.split)? */
+static int
+is_split(const char *p, size_t n)
+{
+	const char *sp = memchr(p, ' ', n);
+
+	return sp != NULL && sp - p > 13 && memcmp(p, "source.", 7) == 0 &&
+	    memcmp(sp - 6, ".split", 6) == 0 && memchr(p + 7, '.',
+	    (size_t)(sp - 6 - p - 7)) == NULL;
+}
 
 /* Is [p, p + n) an identity line? Then the length of its key. */
 static size_t
@@ -18,6 +33,8 @@ ident_key(const char *p, size_t n)
 
 	if (sp == NULL || n < 7 || memcmp(p, "source.", 7) != 0)
 		return 0;
+	if (is_split(p, n))
+		return (size_t)(sp - p);
 	f = memmem(p, (size_t)(sp - p), ".file.", 6);
 	return f != NULL ? (size_t)(sp - p) : 0;
 }
@@ -41,6 +58,60 @@ find_key(const char *text, size_t len, const char *k, size_t klen,
 	return NULL;
 }
 
+/* The split lines of text: their count; the first's line in *first. */
+static size_t
+split_lines(const char *text, size_t len, const char **first, size_t *n)
+{
+	const char *p = text, *end = text + len, *nl;
+	size_t c = 0;
+
+	*first = "none";
+	*n = 4;
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (is_split(p, (size_t)(nl - p)) && c++ == 0) {
+			*first = p;
+			*n = (size_t)(nl - p);
+		}
+	}
+	return c;
+}
+
+/*
+ * Refuse a resume whose sources read other splits than the run began
+ * with: every split line kept, the same now, and as many of them.
+ */
+static void
+compare_splits(const char *path, const char *was, size_t wlen,
+    const char *text, size_t len)
+{
+	const char *p = was, *end = was + wlen, *nl, *now, *a, *b;
+	size_t k, n, an, bn;
+	int same = split_lines(was, wlen, &a, &an) ==
+	    split_lines(text, len, &b, &bn);
+
+	for (; same && p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (!is_split(p, (size_t)(nl - p)))
+			continue;
+		k = ident_key(p, (size_t)(nl - p));
+		now = find_key(text, len, p, k, &n);
+		if (now == NULL || n != (size_t)(nl - p) || memcmp(p, now, n)) {
+			a = p;
+			an = (size_t)(nl - p);
+			b = now != NULL ? now : "none";
+			bn = now != NULL ? n : 4;
+			same = 0;
+		}
+	}
+	if (!same)
+		ovl_errx(OVL_EXIT_USAGE, "the held-out split changed since the "
+		    "run began (%.*s, now %.*s; '%s'): a resume would read "
+		    "other documents", (int)an, a, (int)bn, b, path);
+}
+
 /* Refuse a resume over an input that changed since the run began. */
 static void
 compare(const char *path, const char *was, size_t wlen, const char *text,
@@ -55,6 +126,7 @@ compare(const char *path, const char *was, size_t wlen, const char *text,
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
 		if ((k = ident_key(p, (size_t)(nl - p))) == 0 ||
+		    is_split(p, (size_t)(nl - p)) ||
 		    (now = find_key(text, len, p, k, &n)) == NULL)
 			continue;	/* another file list: not ours to judge */
 		if ((size_t)(nl - p) == n && memcmp(p, now, n) == 0)
@@ -105,6 +177,9 @@ inputs_bind(struct ckpt_run *R, const char *text, uint32_t len)
 			close(fd);
 			compare(path, was.len > 0 ? (const char *)was.p : "",
 			    was.len, b.len > 0 ? (const char *)b.p : "", b.len);
+			compare_splits(path, was.len > 0 ? (const char *)was.p :
+			    "", was.len, b.len > 0 ? (const char *)b.p : "",
+			    b.len);
 			ovl_buf_free(&was);
 			goto out;
 		}

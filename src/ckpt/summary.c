@@ -41,6 +41,7 @@ struct sum {
 	unsigned	 heals;		/* stages restarted alone (run.log heal) */
 	/* mix.kv */
 	uint64_t	 tokens, docs;
+	char		 split[64];	/* the split run ("" none) */
 	struct src_sum	 src[MAX_SRC];
 	size_t		 nsrc;
 	int		 have_mix;
@@ -135,6 +136,8 @@ read_mix(const char *dir, struct sum *s)
 	while (fscanf(fp, "%511s %511s", key, val) == 2) {
 		if (strcmp(key, "tokens") == 0)
 			s->tokens = strtoull(val, NULL, 10);
+		if (strcmp(key, "split") == 0)
+			snprintf(s->split, sizeof(s->split), "%.63s", val);
 		if (strncmp(key, "source.", 7) != 0)
 			continue;
 		k = key + 7;
@@ -381,6 +384,9 @@ print_text(const char *dir, const struct sum *s)
 	    "\n", s->checkpoints, s->last_step);
 	print_proof(s);
 	if (s->have_mix) {
+		if (s->split[0] != '\0')
+			printf("  split    %s: the tokens below are its own\n",
+			    s->split);
 		printf("  tokens   %" PRIu64 " in %" PRIu64 " documents", s->tokens,
 		    s->docs);
 		if (wall > 0)
@@ -435,6 +441,10 @@ print_json(const char *dir, const struct sum *s)
 
 	printf("{\"dir\":");
 	ovl_json_string(stdout, dir, strlen(dir));
+	if (s->split[0] != '\0') {
+		printf(",\"split\":");
+		ovl_json_string(stdout, s->split, strlen(s->split));
+	}
 	printf(",\"complete\":%s,\"checkpoints\":%" PRIu64 ",\"last_step\":%"
 	    PRIu64 ",\"wall_s\":%.3f,\"starts\":%u,\"resumes\":%u,\"heals\":%u,"
 	    "\"proof\":{\"whole\":%s,\"restores\":%u,\"verify_all\":%u},"

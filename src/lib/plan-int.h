@@ -86,6 +86,8 @@ int	ovl_plan__checkpoint(struct ctx *c);
 int	ovl_plan__stop(struct ctx *c);
 int	ovl_plan__output(struct ctx *c);
 int	ovl_plan__hosts(struct ctx *c);
+/* The split OVL_SPLIT names: split_use and the split's paths. 0 or -1. */
+int	ovl_plan__split(struct ctx *c);
 
 /* plan-paths.c: the files of s's patterns into s->paths; 0 or -1 */
 int	ovl_plan__resolve_paths(struct ctx *c, struct ovl_plan_source *s);

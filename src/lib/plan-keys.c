@@ -64,7 +64,8 @@ enum {
 	PK_LIST,	/* char *: "a,b"; one option per item in ovl-source's
 			   arguments (member-ext) */
 	PK_HOSTS,	/* char *: "a,b", host names or addresses (ovl-run) */
-	PK_WINDOW	/* char *: a shuffle window, N|chunk|none (docshuf.h) */
+	PK_WINDOW,	/* char *: a shuffle window, N|chunk|none (docshuf.h) */
+	PK_SPLIT	/* char *: split weights W,W[,W] (split.h) */
 };
 
 #define PKF_ALWAYS	0x1	/* printed even when unset or default */
@@ -185,6 +186,7 @@ static const struct key simple_keys[] = {
 	{ "cp", PK_U32, PLAN(cp), 1, OVL_PLAN_MAX_CP, NULL, NULL, 0, 0, 0 },
 	{ "cp-pad", PK_ENUM, PLAN(cp_pad), 0, 0, ovl_plan_cp_pads, NULL, 0, 0,
 	    0 },
+	{ "split", PK_SPLIT, PLAN(split), 0, 0, NULL, NULL, 0, 0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	5	/* "long-docs" on: after the sources */
 _Static_assert(SIMPLE_SLOT + sizeof(simple_keys) / sizeof(simple_keys[0]) <=
@@ -328,6 +330,15 @@ set_key(struct ctx *c, const struct key *k, void *base, const char *v, int eq)
 		if (ovl_docshuf_parse(v, &win) != 0)
 			return ovl_plan__perr(c, "bad %s '%s': expected a count "
 			    "of records (at most 2^32), chunk or none", k->key, v);
+		*FIELD(base, k, char *) = ovl_xstrdup(v);
+		return 0;
+	}
+	case PK_SPLIT: {
+		const char *why;
+
+		if (ovl_split_parse(v, &c->p->split_w, &why) != 0)
+			return ovl_plan__perr(c, "bad %s '%s': %s", k->key, v,
+			    why);
 		*FIELD(base, k, char *) = ovl_xstrdup(v);
 		return 0;
 	}
@@ -616,6 +627,7 @@ put_key(FILE *fp, const struct key *k, const void *base, int bare)
 	case PK_HOSTS:
 	case PK_CHOICE:
 	case PK_WINDOW:
+	case PK_SPLIT:
 		if ((s = *CFIELD(base, k, char *)) == NULL)
 			return;
 		fprintf(fp, bare ? " " : " %s=", k->key);
@@ -654,6 +666,7 @@ put_simple(FILE *fp, const struct ovl_plan *p, const struct key *k)
 	case PK_STR:
 	case PK_CHOICE:
 	case PK_WINDOW:
+	case PK_SPLIT:
 		if (*CFIELD(p, k, char *) == NULL)
 			return;
 		break;
@@ -924,6 +937,14 @@ ovl_plan_source_argv(const struct ovl_plan *p, size_t i, size_t *argc)
 			break;
 		}
 	}
+	if (p->split != NULL) {
+		arg_opt(&a, "--split", p->split);
+		arg_opt(&a, "--split-keep", ovl_split_names[p->split_use]);
+		snprintf(buf, sizeof(buf), "%llu", p->has_seed ?
+		    (unsigned long long)p->seed : 0ull);
+		arg_opt(&a, "--split-seed", buf);
+		arg_opt(&a, "--split-root", p->dir);
+	}
 	arg_push(&a, s->name);
 	for (j = 0; j < s->npaths; j++)
 		arg_push(&a, s->paths[j]);
@@ -941,4 +962,44 @@ ovl_plan_argv_free(char **argv)
 	for (i = 0; argv[i] != NULL; i++)
 		free(argv[i]);
 	free(argv);
+}
+
+/* ---- held-out splits ----------------------------------------------------- */
+
+static void
+split_rename(char **path, unsigned split)
+{
+	char *s = ovl_split_path(*path, split);
+
+	free(*path);
+	*path = s;
+}
+
+int
+ovl_plan__split(struct ctx *c)
+{
+	struct ovl_plan *p = c->p;
+	const char *e = getenv("OVL_SPLIT");
+	int i;
+
+	c->line = 0;
+	if (e == NULL || e[0] == '\0')
+		return 0;
+	if ((i = ovl_cli_choice(ovl_split_names, e)) < 0)
+		return ovl_plan__perr(c, "OVL_SPLIT '%s': expected train, "
+		    "validation or test", e);
+	if (i == 0)
+		return 0;
+	if (p->split == NULL)
+		return ovl_plan__perr(c, "OVL_SPLIT '%s' (ovl-run --split): "
+		    "the plan has no split", e);
+	if ((unsigned)i >= p->split_w.n)
+		return ovl_plan__perr(c, "OVL_SPLIT '%s': split %s has no "
+		    "weight for it", e, p->split);
+	p->split_use = (unsigned)i;
+	split_rename(&p->ckpt_dir, p->split_use);
+	split_rename(&p->out_path, p->split_use);
+	split_rename(&p->out_manifest, p->split_use);
+	split_rename(&p->out_per_rank, p->split_use);
+	return 0;
 }

@@ -862,6 +862,8 @@ finish(struct ctx *c)
 		if (!(c->flags & OVL_PLAN_NOGLOB))
 			(void)ovl_plan__resolve_paths(c, s);
 	}
+	if (ovl_plan__split(c) != 0)
+		return -1;
 	if (c->flags & OVL_PLAN_TOKENIZERS) {
 		struct ovl_plan__tokref ref = { 0 };
 
@@ -1036,6 +1038,7 @@ ovl_plan_free(struct ovl_plan *p)
 	free(p->image_encoder_cost);
 	free(p->long_docs);
 	free(p->shuffle_window);
+	free(p->split);
 	free(p->balance);
 	free(p->pack);
 	free(p->ckpt_dir);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "docshuf.h"
+#include "split.h"
 #include "step.h"
 
 /* Bounds on what a plan may declare. */
@@ -291,6 +292,20 @@ struct ovl_plan {
 	 */
 	uint32_t	 cp;
 	int		 cp_pad;
+	/*
+	 * split W,W[,W]: held-out splits by document (split.h), NULL unset.
+	 * The run is the split OVL_SPLIT names (train when unset or empty):
+	 * split_use indexes ovl_split_names. For any split but train,
+	 * ckpt_dir, out_path, out_manifest and out_per_rank are the plan's
+	 * with ".NAME" after them (ovl_split_path), so each split has its own
+	 * outputs, checkpoints and steps. The sources keep their split's
+	 * documents (ovl-source --split, --split-seed: the plan's seed or
+	 * 0, --split-root: the plan's directory). OVL_SPLIT naming another
+	 * split than train in a plan without one is an error.
+	 */
+	char		*split;
+	struct ovl_split split_w;
+	unsigned	 split_use;
 };
 
 /* Flags of ovl_plan_loadf and ovl_plan_parse. */

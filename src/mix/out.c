@@ -76,6 +76,10 @@ state_text(struct mixer *m, uint64_t n, struct ovl_buf *b)
 	PUT("checkpoint %" PRIu64 "\n", n);
 	PUT("sources %zu\n", m->nsrc);
 	PUT("mix-by %s\n", m->by == OVL_MIXBY_DOCS ? "docs" : "tokens");
+	if (m->plan->split != NULL)
+		PUT("split %s %s %" PRIu64 "\n",
+		    ovl_split_names[m->plan->split_use], m->plan->split,
+		    m->plan->has_seed ? m->plan->seed : 0);
 	PUT("pos %" PRIu64 "\n", m->pos);
 	PUT("tokens %" PRIu64 "\n", m->tokens);
 	PUT("step %" PRIu64 "\n", m->cut.step);
@@ -452,7 +456,9 @@ emit_doc(struct mixer *m, size_t k, struct input *in, const struct ovl_doc *d,
  * The statistics as flat "key value" lines, for a shell's `read`: the
  * figures a supervisor needs, already computed (integers, or text only
  * shown). Keys: final, elapsed_ms, pos, tokens, step, checkpoint, by,
- * sources (count), then per source NAME: source.NAME.state, .tokens, .docs,
+ * sources (count), split and split_weights (the run's held-out split
+ * and the plan's weights; in a plan with a split only), then per
+ * source NAME: source.NAME.state, .tokens, .docs,
  * .tok_per_s, .share_pct and .target_pct (one decimal, for people),
  * .blocked_ms, .cursor, .partitions, and per partition P:
  * source.NAME.input.P.reopens, .blocked_ms, .ended. ovl-mix(1) lists them.
@@ -470,6 +476,9 @@ stats_kv(struct mixer *m, FILE *fp, int final, double T)
 	    "\nby %s\nsources %zu\n", final, (uint64_t)(t * 1000), m->pos,
 	    m->tokens, m->cut.step, m->last_n, m->by == OVL_MIXBY_DOCS ?
 	    "docs" : "tokens", m->nsrc);
+	if (m->plan->split != NULL)
+		fprintf(fp, "split %s\nsplit_weights %s\n",
+		    ovl_split_names[m->plan->split_use], m->plan->split);
 	for (i = 0; i < m->nsrc; i++) {
 		const struct source *s = &m->src[i];
 		const char *n = s->ps->name;
@@ -608,6 +617,30 @@ report(struct mixer *m)
 
 /* ---- resume ---------------------------------------------------------- */
 
+/*
+ * The state's held-out split (val: "NAME WEIGHTS SEED", or NULL when it
+ * has none) must be the plan's: another split, weights or seed would read
+ * other documents from the cursors. Exit 2 otherwise.
+ */
+static void
+split_same(const struct mixer *m, const char *path, size_t lineno,
+    const char *val)
+{
+	const struct ovl_plan *p = m->plan;
+	char want[128];
+
+	if (p->split != NULL)
+		snprintf(want, sizeof(want), "%s %s %" PRIu64,
+		    ovl_split_names[p->split_use], p->split, p->has_seed ?
+		    p->seed : 0);
+	if ((val == NULL) != (p->split == NULL) || (val != NULL &&
+	    strcmp(val, want) != 0))
+		ovl_errx(OVL_EXIT_USAGE, "%s:%zu: the held-out split changed "
+		    "since the run began (split %s, the plan %s): a resume "
+		    "would read other documents", path, lineno, val != NULL ?
+		    val : "none", p->split != NULL ? want : "none");
+}
+
 void
 resume_from(struct mixer *m, const char *path)
 {
@@ -618,7 +651,7 @@ resume_from(struct mixer *m, const char *path)
 	uint64_t x, step = 0, start = 0, used = 0, nsrc = 0;
 	int seen_cursor[OVL_PLAN_MAX_SOURCES];
 	size_t i;
-	int k;
+	int k, seen_split = 0;
 
 	if (fp == NULL)
 		ovl_err(OVL_EXIT_USAGE, "cannot open '%s'", path);
@@ -657,6 +690,9 @@ resume_from(struct mixer *m, const char *path)
 				    "mixes by %s, the plan by %s", path, lineno,
 				    val, m->by == OVL_MIXBY_DOCS ? "docs" :
 				    "tokens");
+		} else if (strcmp(key, "split") == 0) {
+			split_same(m, path, lineno, val);
+			seen_split = 1;
 		} else if (strcmp(key, "pos") == 0)
 			NUM(m->pos);
 		else if (strcmp(key, "tokens") == 0)
@@ -738,6 +774,8 @@ resume_from(struct mixer *m, const char *path)
 	if (nsrc != m->nsrc)
 		ovl_errx(OVL_EXIT_USAGE, "%s: the state has %" PRIu64 " sources, "
 		    "the plan %zu", path, nsrc, m->nsrc);
+	if (!seen_split)
+		split_same(m, path, lineno, NULL);
 	for (i = 0; i < m->nsrc; i++) {
 		if (!seen_cursor[i])
 			ovl_errx(OVL_EXIT_USAGE, "%s: no cursor for source '%s'",

@@ -446,6 +446,25 @@ write_pieces(struct src *s, const struct rec *r, const uint32_t *toks,
 }
 
 /*
+ * Whether the record is in the split this source keeps: its identity is
+ * its file's name, the chunk's row group and its position in the file
+ * (split.h), never the chunk's number or the record's in a chunk.
+ */
+static int
+split_keeps(const struct src *s, const struct rec *r)
+{
+	const struct src_opts *o = s->o;
+	const struct ovl_chunk *c = s->cx.c;
+	uint64_t pos = r->start_off;
+
+	if (r->row == 0 && r->member == NULL && c->comp == OVL_COMP_NONE)
+		pos += c->off;
+	return ovl_split_of(&o->split, o->split_seed,
+	    ovl_split_relname(s->cx.path, o->split_root),
+	    r->row == 1 ? c->part : 0, pos) == o->split_keep;
+}
+
+/*
  * One record's text: check, filter, tokenize and write it. The text stays
  * where it is (no copy) on the bytes tokenizer's path.
  */
@@ -458,6 +477,11 @@ record_doc(struct src *s, const struct rec *r, const char *text, size_t len)
 
 	s->recs++;
 	s->cx.recs++;
+	if (o->split.n != 0 && !split_keeps(s, r)) {
+		s->pre = 0;
+		s->filtered_split++;
+		return;
+	}
 	if (s->pre) {
 		/* pre-tokenized: json_record checked the ids; no text */
 		s->pre = 0;

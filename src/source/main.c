@@ -54,6 +54,13 @@ static const char help[] =
 	"  --shuffle-window W    permute the documents of every W records of a\n"
 	"                        chunk, of every G chunks (Gchunks), of every\n"
 	"                        chunk (chunk) or none (none), from the seed\n"
+	"  --split W,W[,W]       held-out splits by document: the weights of\n"
+	"                        train, validation[, test]\n"
+	"  --split-keep NAME     the split this source reads: %s\n"
+	"                        (default %s)\n"
+	"  --split-seed S        the seed of the split assignment (default 0)\n"
+	"  --split-root DIR      a file's name for the assignment is its path\n"
+	"                        relative to DIR\n"
 	"  --epochs N            passes over the source (default 1)\n"
 	"  --repeat              repeat forever\n"
 	"  --resume CURSOR       start just after cursor E:C:OFF:REC\n"
@@ -88,7 +95,7 @@ enum {
 	O_EPOCHS, O_REPEAT, O_RESUME, O_ONERR, O_MAXDOC, O_ID, O_TEXT, O_JSON,
 	O_THROTTLE, O_OUTPUT, O_STANDBY, O_SPECIAL, O_RETRIES, O_RETRY_WAIT,
 	O_S3_ENDPOINT, O_IMAGE_COST, O_IMAGE_TOKEN, O_TOKEN_BITS, O_IMAGES,
-	O_WINDOW, O_ADD_SPECIAL
+	O_WINDOW, O_ADD_SPECIAL, O_SPLIT, O_SPLIT_KEEP, O_SPLIT_SEED, O_SPLIT_ROOT
 };
 
 static const struct option longopts[] = {
@@ -130,6 +137,10 @@ static const struct option longopts[] = {
 	{ "image-cost", required_argument, NULL, O_IMAGE_COST },
 	{ "image-token", required_argument, NULL, O_IMAGE_TOKEN },
 	{ "images", required_argument, NULL, O_IMAGES },
+	{ "split", required_argument, NULL, O_SPLIT },
+	{ "split-keep", required_argument, NULL, O_SPLIT_KEEP },
+	{ "split-seed", required_argument, NULL, O_SPLIT_SEED },
+	{ "split-root", required_argument, NULL, O_SPLIT_ROOT },
 	OVL_NET_LONGOPTS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -181,6 +192,7 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 {
 	int c, images_set = 0;
 	double d;
+	const char *why;
 	char err[256];
 
 	memset(o, 0, sizeof(*o));
@@ -311,6 +323,21 @@ parse_opts(struct src_opts *o, int argc, char **argv)
 		case O_JSON:
 			o->json = 1;
 			break;
+		case O_SPLIT:
+			if (ovl_split_parse(optarg, &o->split, &why) != 0)
+				ovl_cli_usagex(&cli, "bad --split '%s': %s",
+				    optarg, why);
+			break;
+		case O_SPLIT_KEEP:
+			o->split_keep = (unsigned)ovl_cli_choice_opt(&cli,
+			    "--split-keep", ovl_split_names, optarg);
+			break;
+		case O_SPLIT_SEED:
+			o->split_seed = opt_u64("split-seed", optarg, UINT64_MAX);
+			break;
+		case O_SPLIT_ROOT:
+			o->split_root = optarg;
+			break;
 		case O_THROTTLE:
 			opt_throttle(o, optarg);
 			break;
@@ -431,6 +458,9 @@ report(struct src *s)
 	    " filtered by length, %" PRIu64 " by pattern", o->name, s->docs,
 	    s->tokens, s->bytes, t, t > 0 ? (double)s->bytes / t / 1e6 : 0.0,
 	    s->recs, s->filtered_len, s->filtered_re);
+	if (o->split.n != 0)
+		ovl_info(1, "%s: split %s: %" PRIu64 " records in other splits",
+		    o->name, ovl_split_names[o->split_keep], s->filtered_split);
 	if (s->images > 0)
 		ovl_info(1, "%s: %" PRIu64 " images placed as %" PRIu64
 		    " tokens", o->name, s->images, s->image_tokens);
@@ -675,7 +705,7 @@ teardown(struct src *s)
 static void
 help_text(void)
 {
-	char *l[5];
+	char *l[6];
 	size_t i;
 
 	l[0] = ovl_cli_choices(ovl_plan_formats, ", ", " or ");
@@ -683,11 +713,12 @@ help_text(void)
 	l[2] = ovl_cli_choices(ovl_plan_imagemodes, ", ", " or ");
 	l[3] = ovl_cli_choices(ovl_bpe_special_names, ", ", " or ");
 	l[4] = ovl_cli_choices(ovl_plan_onerrors, ", ", " or ");
+	l[5] = ovl_cli_choices(ovl_split_names, ", ", " or ");
 	cli.help = ovl_cli_help_fill(help, (const char *[]){ l[0], l[1],
 	    ovl_plan_fieldtypes[0], l[2], ovl_plan_imagemodes[IMG_INLINE],
-	    l[3], ovl_bpe_special_names[OVL_BPE_PLAIN], l[4],
-	    ovl_plan_onerrors[0], NULL });
-	for (i = 0; i < 5; i++)
+	    l[3], ovl_bpe_special_names[OVL_BPE_PLAIN], l[5],
+	    ovl_split_names[0], l[4], ovl_plan_onerrors[0], NULL });
+	for (i = 0; i < 6; i++)
 		free(l[i]);
 }
 

@@ -161,6 +161,13 @@ write_meta(struct src *s)
 	 */
 	if (o->shuffle)
 		fprintf(fp, "source.%s.shuffle %" PRIu64 "\n", o->name, o->seed);
+	if (o->split.n != 0) {
+		char w[64];
+
+		ovl_split_format(&o->split, w, sizeof(w));
+		fprintf(fp, "source.%s.split %s %s %" PRIu64 "\n", o->name,
+		    ovl_split_names[o->split_keep], w, o->split_seed);
+	}
 	/* who reads which chunk: partition P the groups g with g % N == P */
 	if (ovl_docshuf_group(&o->window) > 1)
 		fprintf(fp, "source.%s.chunk-group %" PRIu32 "\n", o->name,

@@ -59,6 +59,7 @@
 #include "parquet.h"
 #include "plan.h"
 #include "remote.h"
+#include "split.h"
 #include "tok.h"
 #include "wds.h"
 
@@ -119,6 +120,11 @@ struct src_opts {
 	unsigned	 token_bits;	/* --token-bits: 16, 32 or 0 (by vocab) */
 	struct ovl_image_cost image_cost;	/* kind 0: images not placed */
 	int		 images;	/* IMG_*: how placed images travel */
+	/* --split: keep the documents of split split_keep only (split.h) */
+	struct ovl_split split;		/* n 0: no split */
+	unsigned	 split_keep;
+	uint64_t	 split_seed;
+	const char	*split_root;	/* names relative to it */
 };
 
 /* --images: placed images travel inline, as references, or not at all */
@@ -212,7 +218,7 @@ struct src {
 	unsigned	 calm;		/* small documents in a row (docs.c) */
 	struct cx	 cx;
 	uint64_t	 docs, tokens, bytes, recs;
-	uint64_t	 filtered_len, filtered_re;
+	uint64_t	 filtered_len, filtered_re, filtered_split;
 	uint64_t	 skipped[R_NREASONS];
 	uint64_t	 no_text_groups;
 	struct timespec	 t0;
