@@ -70,9 +70,6 @@ def test_provider_and_flags(run):
         megatron.LoaderOrderDataset(run["megatron"], 128, 256, ranks=4, micro_batches=5)
 
 
-@pytest.mark.skipif(not os.environ.get("OVL_MEGATRON_LM"),
-                    reason="OVL_MEGATRON_LM (a Megatron-LM checkout) is not set: "
-                           "the check against Megatron's own IndexedDataset is not run")
 def _indexed_dataset(root):
     """Megatron-LM's own IndexedDataset from the checkout at root. The
     package megatron.core imports distributed checkpointing, which
@@ -99,6 +96,9 @@ def _indexed_dataset(root):
     return IndexedDataset
 
 
+@pytest.mark.skipif(not os.environ.get("OVL_MEGATRON_LM"),
+                    reason="OVL_MEGATRON_LM (a Megatron-LM checkout) is not set: "
+                           "the check against Megatron's own IndexedDataset is not run")
 def test_megatron_indexed_dataset_reads_the_same(run):
     IndexedDataset = _indexed_dataset(os.environ["OVL_MEGATRON_LM"])
     ds = IndexedDataset(run["megatron"])
