@@ -26,6 +26,14 @@ struct ovl_tok *ovl_tok_open(const char *spec, char *err, size_t errlen);
 void	ovl_tok_free(struct ovl_tok *t);
 /* "bytes", "tiktoken:cl100k", ...: what the stream META records. */
 const char *ovl_tok_name(const struct ovl_tok *t);
+/*
+ * The file the tokenizer was loaded from (NULL for "bytes"), with its size
+ * and XXH64 content hash (seed 0) in *size and *hash. The file is hashed
+ * before it is loaded and must be the same file (inode, size, mtime) after
+ * the load, or ovl_tok_open fails: what was hashed is what was loaded.
+ */
+const char *ovl_tok_file(const struct ovl_tok *t, uint64_t *size,
+	    uint64_t *hash);
 /* Ids are below this (special tokens included). */
 uint32_t ovl_tok_vocab(const struct ovl_tok *t);
 #define OVL_TOK_NONE	UINT32_MAX
@@ -122,6 +130,9 @@ struct ovl_tok {
 	const struct ovl_tok_ops *ops;
 	void		*impl;
 	char		*name;
+	char		*file;		/* see ovl_tok_file, or NULL */
+	uint64_t	 file_size;
+	uint64_t	 file_hash;
 	uint32_t	 vocab;
 	uint32_t	 eod;
 	uint32_t	 bos;
