@@ -349,7 +349,11 @@ struct tok_file {
 	uint64_t	 hash;
 };
 
-/* Hash the file at path whole, into *f: 0, or -1 with a message. */
+/*
+ * Hash the file at path whole, into *f: 0, or -1 with a message. A file
+ * that cannot be opened is left to the loader to name (f is zeroed, so
+ * file_bind refuses a load that finds one).
+ */
 static int
 file_hash(const char *path, struct tok_file *f, char *err, size_t errlen)
 {
@@ -358,12 +362,13 @@ file_hash(const char *path, struct tok_file *f, char *err, size_t errlen)
 	ssize_t r;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-	    fstat(fd, &f->st) != 0) {
-		snprintf(err, errlen, "cannot open '%s': %s", path,
+	memset(f, 0, sizeof(*f));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(fd, &f->st) != 0) {
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
 		    strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -1;
 	}
 	blk = ovl_xmalloc(1 << 16);
