@@ -94,6 +94,8 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 		rc = ovl_plan__perr(c, "source %s: tokenizer %s has no usual "
 		    "end-of-document token: name one with eod-token=", s->name,
 		    spec);
+	else if (ovl_tok_probe(t, err, sizeof(err)) != 0)
+		rc = ovl_plan__perr(c, "source %s: %s", s->name, err);
 	ovl_tok_free(t);
 	prev[0] = spec;
 	prev[1] = eod;

@@ -14,6 +14,7 @@
 #include "hash64.h"
 #include "hf.h"
 #include "io.h"
+#include "pretok.h"
 #include "spm.h"
 #include "num.h"
 
@@ -560,6 +561,59 @@ ovl_tok_error(const struct ovl_tok *t)
 	if (t->ops->error != NULL)
 		e = t->ops->error(t->impl);
 	return e != NULL && *e != '\0' ? e : "invalid UTF-8";
+}
+
+int
+ovl_tok_fatal(const struct ovl_tok *t)
+{
+	return strncmp(ovl_tok_error(t), OVL_PRETOK_FAILED,
+	    strlen(OVL_PRETOK_FAILED)) == 0;
+}
+
+/* The probe's kinds of text: a paragraph of many scripts, then long runs. */
+static const char probe_text[] =
+    "The quick brown fox jumps over the lazy dog. It's 2024-11-29, "
+    "12:30 \xe2\x80\x94 3.14159 \xc3\x97 42 = 131.9!\n  \xc3\x9cn\xc3\xaf" "c"
+    "\xc3\xb6" "d\xc3\xa9 na\xc3\xaf" "ve caf\xc3\xa9; \xe4\xb8\xad\xe6\x96\x87"
+    "\xe5\xad\x97\xe7\xac\xa6\xef\xbc\x8c \xd0\x9f\xd1\x80\xd0\xb8"
+    "\xd0\xb2\xd0\xb5\xd1\x82 \xd0\xbc\xd0\xb8\xd1\x80. \xf0\x9f\x99\x82"
+    "\tTabs\tand  double  spaces.\r\nx=f(y[0]){return a&&b||c;}  \n\n";
+static const struct {
+	const char	*unit;
+	size_t		 times;
+} probe_runs[] = {
+	{ "a", 16384 }, { " ", 8192 }, { "7", 8192 }, { "\n", 4096 },
+	{ "!", 4096 }, { "\xc3\xa9", 4096 }, { "\xe4\xb8\xad", 2048 },
+};
+
+int
+ovl_tok_probe(struct ovl_tok *t, char *err, size_t errlen)
+{
+	struct ovl_buf text = { 0 };
+	struct ovl_u32vec ids = { 0 };
+	size_t i, k, bad_off;
+	int rc = 0;
+
+	if (t->file == NULL)
+		return 0;	/* "bytes": no pattern */
+	for (i = 0; i < 64; i++)
+		ovl_buf_append(&text, probe_text, sizeof(probe_text) - 1);
+	for (i = 0; i < sizeof(probe_runs) / sizeof(probe_runs[0]); i++) {
+		for (k = 0; k < probe_runs[i].times; k++)
+			ovl_buf_append(&text, probe_runs[i].unit,
+			    strlen(probe_runs[i].unit));
+		ovl_buf_append(&text, " ", 1);
+	}
+	if (ovl_tok_encode(t, (const char *)text.p, text.len, &ids,
+	    &bad_off) != 0 && ovl_tok_fatal(t)) {
+		snprintf(err, errlen, "tokenizer %s cannot encode a probe text: "
+		    "%s at byte %zu of its %zu", t->name, ovl_tok_error(t),
+		    bad_off, text.len);
+		rc = -1;
+	}
+	ovl_buf_free(&text);
+	ovl_u32vec_free(&ids);
+	return rc;
 }
 
 void

@@ -98,6 +98,20 @@ int	ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
 const char *ovl_tok_error(const struct ovl_tok *t);
 
 /*
+ * 1 when the last failed ovl_tok_encode failed for the tokenizer, not for
+ * the text: its pre-tokenizer pattern could not run (pretok.h's
+ * OVL_PRETOK_FAILED), as it may on any text. Not a bad record.
+ */
+int	ovl_tok_fatal(const struct ovl_tok *t);
+/*
+ * Encode a probe text (about 70 KB: a paragraph of many scripts, then
+ * long runs of letters, blanks, digits, newlines, punctuation, Latin and
+ * CJK letters), so that a pre-tokenizer pattern that cannot run fails
+ * now: 0, or -1 with a message in err. "bytes" has nothing to try.
+ */
+int	ovl_tok_probe(struct ovl_tok *t, char *err, size_t errlen);
+
+/*
  * 1 (the default): the fast way of a tiktoken or hf: tokenizer; 0: the
  * general way, with the same ids (for tests and benchmarks: bpe.h's
  * ovl_bpe_set_scanner, hf.h's ovl_hf_set_fast). Other tokenizers have one.

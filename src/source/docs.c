@@ -16,13 +16,23 @@ const char *const reason_names[R_NREASONS] = {
 void
 bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 {
-	char msg[512], where[128];
+	char msg[640], where[128];
 	const struct ovl_chunk *c = s->cx.c;
 	va_list ap;
+	int skip = s->o->skip;
+	size_t k;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* a tokenizer that cannot run fails every record alike: no skip */
+	if (reason == R_TOK && ovl_tok_fatal(s->tok)) {
+		skip = 0;
+		k = strlen(msg);
+		snprintf(msg + k, sizeof(msg) - k, " (the tokenizer's "
+		    "pre-tokenizer pattern cannot run on it: a tokenizer error, "
+		    "not a bad record; ovl-mix --check tries the patterns)");
+	}
 	if (r == NULL)
 		where[0] = '\0';
 	else if (r->member != NULL)
@@ -42,13 +52,13 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 		snprintf(where, sizeof(where), " byte offset %" PRIu64,
 		    c->off + r->start_off);
 	if (r != NULL && r->member != NULL) {
-		if (!s->o->skip)
+		if (!skip)
 			ovl_errx(OVL_EXIT_DATA, "'%s': member '%s' (%s): %s",
 			    s->cx.name, r->member, where + 1, msg);
 		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.name,
 		    r->member, where + 1, msg);
 	} else {
-		if (!s->o->skip)
+		if (!skip)
 			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.name, where,
 			    where[0] != '\0' ? ":" : "", msg);
 		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.name, where,
