@@ -301,6 +301,19 @@ ovl_net_new(const char *spec, int dir)
 	return n;
 }
 
+int
+ovl_net_spec_valid(const char *spec)
+{
+	struct ovl_net *n = ovl_xcalloc(1, sizeof(*n));
+	int rc;
+
+	n->lfd = -1;
+	rc = ovl_net_is_endpoint(spec) && (strncmp(spec, "unix", 4) == 0 ?
+	    parse_unix(n, spec) : parse_spec(n, spec)) == 0 ? 0 : -1;
+	ovl_net_free(n);
+	return rc;
+}
+
 void
 ovl_net_check(const char *spec, int dir)
 {

@@ -143,6 +143,8 @@ int	ovl_net_wait_all(struct ovl_net **nets, size_t n, int *fds);
  * ovl_net_wait "peer ADDR:PORT on tcp-listen:HOST:PORT". Owned by n.
  */
 const char *ovl_net_name(const struct ovl_net *n);
+/* 0 when spec is a well-formed endpoint (its syntax only), else -1. */
+int	ovl_net_spec_valid(const char *spec);
 /*
  * Check an endpoint early (its syntax, the secret) without opening it:
  * exits as ovl_net_new does; nothing for a spec that is not an endpoint.

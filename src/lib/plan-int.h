@@ -76,6 +76,12 @@ int	ovl_plan__checkpoint(struct ctx *c);
 int	ovl_plan__stop(struct ctx *c);
 int	ovl_plan__output(struct ctx *c);
 int	ovl_plan__hosts(struct ctx *c);
+/*
+ * An output per-rank= endpoint (net.h) must be one for every rank (rank
+ * 0's and the last rank's: the port grows with the rank): 0, or -1 with
+ * the error at line.
+ */
+int	ovl_plan__check_per_rank(struct ctx *c, unsigned line);
 
 /* plan-tok.c */
 char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);

@@ -950,6 +950,8 @@ finish(struct ctx *c)
 		if (!(c->flags & OVL_PLAN_NOGLOB) && resolve_paths(c, s) != 0)
 			return -1;
 	}
+	if (ovl_plan__check_per_rank(c, c->seen[S_OUTPUT]) != 0)
+		return -1;
 	if (c->flags & OVL_PLAN_TOKENIZERS) {
 		const char *prev[3] = { NULL, NULL, NULL };
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# Listeners that no silent peer can hold (src/lib/net.c accept_all): a
+# Peers that lie or say nothing (src/lib/net.c accept_all, net-auth.c): a
 # tcp-listen: or unix-listen: stream greets every peer at once and takes
 # the first that proves itself, so connections that never say a word do
-# not keep the real peer waiting; every rank's listener opens at once.
+# not keep the real peer waiting; every rank's listener opens at once. A
+# greeting's faults are named as they are; a plan's per-rank ports are
+# checked for every rank.
 
 load test_helper
 
@@ -46,7 +48,7 @@ wait_file() {
 	r1=$!
 	run -0 "$OVL_TEST_TOOL" net-cat "tcp:127.0.0.1:$(cat port.0)" got0
 	wait "$r1"
-	run -0 wait "$ckpt"
+	wait "$ckpt"
 	cmp got0 ref/rank0
 	cmp got1 ref/rank1
 	grep -q "peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:$(cat port.0): authenticated" ckpt.err
@@ -62,7 +64,34 @@ wait_file() {
 	HOLD=$!
 	wait_file held
 	run -0 "$OVL_CONSTRUCT" --output "unix:$PWD/in.sock" one.plan < m.fr
-	run -0 wait "$ckpt"
+	wait "$ckpt"
 	cmp out/rank0 ref/rank0
 	cmp out/rank1 ref/rank1
+}
+
+@test "hostile peers: a greeting with a run id over 200 bytes is refused as such, not as another version" {
+	"$OVL_CKPT" --dir ck --input "tcp-listen:127.0.0.1:0,port-file=port.in" \
+	    -p out/rank%d one.plan 2> ckpt.err 3>&- &
+	ckpt=$!
+	wait_file port.in
+	python3 - "$(cat port.in)" <<-'PY'
+	import socket, sys
+	s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+	s.sendall(b"OVLAUTH\n" + bytes([1, ord("W"), 250, 0]) + bytes(32) + b"x" * 250)
+	s.recv(1024)
+	PY
+	wait_until 30 grep -q "refused peer" ckpt.err
+	kill -KILL "$ckpt"
+	wait "$ckpt" || true
+	grep -q "tcp-listen:127.0.0.1:$(cat port.in): refused peer 127.0.0.1:[0-9]*: a run id too long (250 bytes; at most 200)" ckpt.err
+	! grep -q "another version" ckpt.err
+}
+
+@test "hostile peers: ovl-mix --check refuses per-rank ports past 65535 at the output's line (exit 2)" {
+	printf '%s\n' "source web path=$SAMPLES/web/web-0.jsonl" 'ranks 4' \
+	    'output format=frames per-rank=tcp-listen::65532+%d' > ok.plan
+	run -0 "$OVL_MIX" --check ok.plan
+	sed 's/65532/65533/' ok.plan > bad.plan
+	run -2 "$OVL_MIX" --check bad.plan
+	[[ "$output" == *"bad.plan:3: output per-rank=tcp-listen::65533+%d: rank 3's endpoint 'tcp-listen::65533+3' is not one (a port is at most 65535)"* ]]
 }
