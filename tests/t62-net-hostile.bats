@@ -10,11 +10,7 @@ load test_helper
 
 setup() {
 	cd "$BATS_TEST_TMPDIR"
-	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > secret
-	chmod 600 secret
-	export OVL_SECRET_FILE=$PWD/secret OVL_RUN_ID=t62-$BATS_TEST_NUMBER
-	export OVL_CONNECT_TIMEOUT=30
-	unset OVL_SECRET OVL_KEEPALIVE OVL_SEND_TIMEOUT OVL_SOCKBUF
+	net_env t62-$BATS_TEST_NUMBER
 	printf 'source web path=%s\nranks 2\nseq-len 256\ncheckpoint every=4\n' \
 	    "$SAMPLES/web/web-0.jsonl" > one.plan
 	"$OVL_SOURCE" web "$SAMPLES/web/web-0.jsonl" > s.fr
