@@ -84,10 +84,10 @@ log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]
 	cd "$T"
 	cp "$SAMPLES/tokenizers/sample.tiktoken" tok.tiktoken
 	cp tok.tiktoken tok.orig
-	local src="source web path=$SAMPLES/web/web-0.jsonl format=jsonl tokenizer=tiktoken:$T/tok.tiktoken:cl100k"
-	printf '%s\n' 'seq-len 256' 'ranks 2' 'checkpoint every=4' > common
+	local src="source web path=$SAMPLES/web/web-0.jsonl format=jsonl tokenizer=tiktoken:$T/tok.tiktoken:cl100k on-exhaust=repeat"
+	printf '%s\n' 'seq-len 256' 'ranks 2' 'checkpoint every=4' 'stop tokens=200K' > common
 	{ echo "$src"; cat common; } > fast.plan
-	# the same plan, throttled: it cannot end before the first checkpoint
+	# the same plan, throttled: it cannot end (some 6 s) before the signal
 	{ echo "$src throttle=100K"; cat common; } > slow.plan
 	mkdir ref
 	(cd ref && pl_start ../fast.plan ck "" --per-rank out/rank%d && pl_wait && pl_all_ok)

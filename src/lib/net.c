@@ -950,6 +950,17 @@ step_ready(struct accepting *A, const struct pollfd *pfd)
 	}
 }
 
+/* Close the peers still in their handshake; free what accept_all made. */
+static void
+accepting_end(struct accepting *A, struct pollfd *pfd)
+{
+	while (A->np > 0)
+		drop(A, A->np - 1, NULL);
+	free(A->refused);
+	free(A->pd);
+	free(pfd);
+}
+
 /*
  * The peers of the listeners nets[0..n) into fds: every handshake at once,
  * bounded by --connect-timeout from now. 0, or -1 (EINTR: the stop
@@ -983,14 +994,16 @@ accept_all(struct ovl_net **nets, size_t n, int *fds)
 				    why, sizeof(why));
 				drop(&A, k, why);
 			}
-		if (now >= deadline)
-			for (i = 0; i < n; i++)
-				if (fds[i] < 0)
-					ovl_errx(OVL_EXIT_DATA, "no peer on %s "
-					    "within %g s (--connect-timeout)%s",
-					    nets[i]->shown, cfg.connect_timeout,
-					    A.refused[i] > 0 ? ", only peers "
-					    "that were refused" : "");
+		if (now >= deadline) {
+			for (i = 0; fds[i] >= 0; i++)
+				;
+			k = A.refused[i];
+			accepting_end(&A, pfd);
+			ovl_errx(OVL_EXIT_DATA, "no peer on %s within %g s "
+			    "(--connect-timeout)%s", nets[i]->shown,
+			    cfg.connect_timeout, k > 0 ? ", only peers that "
+			    "were refused" : "");
+		}
 		/* the pendings first, at the indices they have in A.pd */
 		for (k = 0; k < A.np; k++) {
 			pfd[k].fd = A.pd[k].hs.fd;
@@ -1024,23 +1037,15 @@ accept_all(struct ovl_net **nets, size_t n, int *fds)
 		for (left = 0, i = 0; i < n; i++)
 			left += fds[i] < 0;
 	}
-	while (A.np > 0)	/* the listeners have their peers */
-		drop(&A, A.np - 1, NULL);
-	free(A.refused);
-	free(A.pd);
-	free(pfd);
+	accepting_end(&A, pfd);	/* the listeners have their peers */
 	return 0;
 stop:
-	while (A.np > 0)
-		drop(&A, A.np - 1, NULL);
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0) {
 			close(fds[i]);
 			fds[i] = -1;
 		}
-	free(A.refused);
-	free(A.pd);
-	free(pfd);
+	accepting_end(&A, pfd);
 	errno = EINTR;
 	return -1;
 }
