@@ -31,15 +31,17 @@ ask_readers(struct ckpt_run *R)
 		free(path);
 		R->pre_fd[r] = -1;
 	}
-	if (ovl_net_wait_all(nets, n, R->pre_fd) != 0) {
-		ovl_info(0, "stopped while the ranks waited for their readers "
-		    "on '%s'...", ovl_net_name(nets[0]));
-		for (r = 0; r < n; r++)	/* UNIX sockets: their names go */
-			ovl_net_free(nets[r]);
-		exit(EXIT_STOPPED);
-	}
+	/* rank by rank: a reader that says no step is named at once */
 	for (r = 0; r < n; r++) {
-		fd = R->pre_fd[r];
+		fd = ovl_net_wait(nets[r]);
+		if (fd < 0) {
+			ovl_info(0, "stopped while rank%" PRIu32 " waited for its "
+			    "reader on '%s'", r, ovl_net_name(nets[r]));
+			for (r = 0; r < n; r++)	/* UNIX sockets: their names go */
+				ovl_net_free(nets[r]);
+			exit(EXIT_STOPPED);
+		}
+		R->pre_fd[r] = fd;
 		R->pre_peer[r] = ovl_xstrdup(ovl_net_name(nets[r]));
 		if (ovl_net_recv_next(fd, ANNOUNCE_WAIT, &step) != 0)
 			ovl_errx(OVL_EXIT_DATA, "rank%" PRIu32 ": the reader on "
