@@ -105,6 +105,7 @@ EOF2
 	open(d + "/all.want", "w").write("".join("%d\n" % w for w in want))
 	neg = np.array([1, 2, 256, 3, -5, 4, 256], dtype="<i2")
 	np.save(d + "/neg.npy", neg)
+	np.save(d + "/huge.npy", np.array([1, 2**63 + 5, 256], dtype="<u8"))
 	PY
 	for dt in i2 u2 i4 u4 i8 u8; do
 		"$OVL_SOURCE" --json t "$D/all-$dt.npy" |
@@ -112,6 +113,9 @@ EOF2
 	done
 	run -1 "$OVL_SOURCE" t "$D/neg.npy"
 	[[ "$output" == *"neg.npy': document 1: token 1 is -5: not an id of bytes (vocabulary 257)"* ]]
+	# an unsigned id of 2^63 and above is said as it is, not as -1
+	run -1 "$OVL_SOURCE" t "$D/huge.npy"
+	[[ "$output" == *"huge.npy': document 0: token 1 is 9223372036854775813: not an id of bytes (vocabulary 257)"* ]]
 }
 
 @test "npy: a token file that shrinks under the run is an error naming it (exit 1), not a SIGBUS" {

@@ -182,3 +182,27 @@ check() {
 	done
 	run -0 "$OVL_CKPT" verify ck out/p.tokens.npy
 }
+
+@test "images: a header bomb (8 PNG headers of 57344x57344 under patch:14) is a bad record naming shard and member, skipped with --on-error skip" {
+	# each image 4096^2 tokens, within a sequence's bound; together 8x that,
+	# more than a document holds: refused before any run is allocated
+	/usr/bin/python3 - <<-'PY'
+	import struct, zlib
+	def png(w, h):
+	    ihdr = b"IHDR" + struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+	    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+	for k in range(8):
+	    open("b.%d.png" % k, "wb").write(png(57344, 57344))
+	open("b.txt", "w").write("bomb")
+	open("c.0.png", "wb").write(png(28, 28))
+	open("c.txt", "w").write("fine")
+	PY
+	tar --format=ustar -cf bomb.tar b.*.png b.txt c.0.png c.txt
+	run -1 "$OVL_SOURCE" --format wds --image-cost patch:14 --image-token 0 x bomb.tar
+	[[ "$output" == *"'bomb.tar': member 'b.txt' (group 0): its images cost 50331648 tokens by image 'b.2.png' (57344x57344, image 3 of 8), more than a document holds (--max-doc-bytes 33554432)"* ]]
+	run -0 --separate-stderr "$OVL_SOURCE" --on-error skip --json --format wds \
+	    --image-cost patch:14 --image-token 0 x bomb.tar
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == *'"off":1,"nimages":1,"ntokens":9,'* ]]
+	[[ "$stderr" == *"skipped 1 bad record (1 bad image)"* ]]
+}

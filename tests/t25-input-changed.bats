@@ -79,3 +79,37 @@ log_past_header() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt 16 ]
 	[ "${PL_RC[ckpt]}" -eq 1 ]
 	grep -q "ovl-ckpt: input '$T/web.jsonl' changed since the run began (size and version $(stat -c %s web.jsonl) m\..*, now $(stat -c %s web.jsonl) m\..*): a resume would join two versions of it" ckpt.err
 }
+
+@test "input-changed: a resume with a tokenizer file whose merges swapped ranks stops in ovl-ckpt (exit 1); the same bytes again resume byte-identical" {
+	cd "$T"
+	cp "$SAMPLES/tokenizers/sample.tiktoken" tok.tiktoken
+	cp tok.tiktoken tok.orig
+	local src="source web path=$SAMPLES/web/web-0.jsonl format=jsonl tokenizer=tiktoken:$T/tok.tiktoken:cl100k on-exhaust=repeat"
+	printf '%s\n' 'seq-len 256' 'ranks 2' 'checkpoint every=4' 'stop tokens=200K' > common
+	{ echo "$src"; cat common; } > fast.plan
+	# the same plan, throttled: it cannot end (some 6 s) before the signal
+	{ echo "$src throttle=100K"; cat common; } > slow.plan
+	mkdir ref
+	(cd ref && pl_start ../fast.plan ck "" --per-rank out/rank%d && pl_wait && pl_all_ok)
+	pl_start slow.plan ck "" --per-rank out/rank%d
+	wait_until 120 log_past_header
+	pl_kill ckpt TERM
+	pl_wait
+	[ "${PL_RC[ckpt]}" -eq 143 ]
+	grep -q "^source.web.tokenizer-file 24918 xxh64\.[0-9a-f]\{16\} $T/tok.tiktoken\$" ck/inputs
+	# the merges of ranks 256 and 257 trade places: the same size
+	sed -i -e 's/^c3Q= 256$/c3Q= 257/' -e 's/^ZWE= 257$/ZWE= 256/' tok.tiktoken
+	! cmp -s tok.tiktoken tok.orig
+	run -0 pl_restore ck resume.lines
+	pl_start fast.plan ck resume.lines --per-rank out/rank%d
+	pl_wait
+	[ "${PL_RC[ckpt]}" -eq 1 ]
+	grep -q "ovl-ckpt: tokenizer file '$T/tok.tiktoken' changed since the run began (size and content hash 24918 xxh64\.[0-9a-f]*, now 24918 xxh64\.[0-9a-f]*; '$T/ck/inputs'): a resume would mix two tokenizations" ckpt.err
+	# the same content again (a new mtime): the resume goes on, exact
+	cp tok.orig tok.tiktoken
+	run -0 pl_restore ck resume.lines
+	pl_start fast.plan ck resume.lines --per-rank out/rank%d
+	pl_wait
+	pl_all_ok
+	same_as_reference
+}

@@ -11,11 +11,7 @@ load ckpt/pipeline
 
 setup() {
 	cd "$BATS_TEST_TMPDIR"
-	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > secret
-	chmod 600 secret
-	export OVL_SECRET_FILE=$PWD/secret OVL_RUN_ID=t60-$BATS_TEST_NUMBER
-	export OVL_CONNECT_TIMEOUT=30
-	unset OVL_SECRET OVL_KEEPALIVE OVL_SEND_TIMEOUT OVL_SOCKBUF
+	net_env t60-$BATS_TEST_NUMBER
 	cat > p.plan <<-EOF
 	source web path=$SAMPLES/web/web-0.jsonl format=jsonl partitions=2
 	source book path=$SAMPLES/books/book-0[0-4].txt doc-per=file

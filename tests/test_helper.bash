@@ -421,3 +421,14 @@ with_lock() {
 		"${@:2}"
 	) 9>"$dir/$1.lock"
 }
+
+# net_env ID: a fresh secret (./secret, mode 0600) and the network settings
+# of a test whose streams cross sockets: run id ID, a 30 s connect timeout,
+# nothing else from the caller's environment
+net_env() {
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > secret
+	chmod 600 secret
+	export OVL_SECRET_FILE=$PWD/secret OVL_RUN_ID=$1
+	export OVL_CONNECT_TIMEOUT=30
+	unset OVL_SECRET OVL_KEEPALIVE OVL_SEND_TIMEOUT OVL_SOCKBUF
+}

@@ -405,6 +405,12 @@ void	 fifo_drain(struct ckpt_run *R, struct out *o);
  * different steps exit 2; a reader that says nothing within 10 s exits 1.
  */
 void	 ask_readers(struct ckpt_run *R);
+/*
+ * Ranks 0..n-1 served on sockets (--per-rank an endpoint) and not taken by
+ * ask_readers: every rank's listener opens and takes its reader at once
+ * (ovl_net_wait_all), into R->pre_fd. Exits EXIT_STOPPED on a SIGTERM.
+ */
+void	 rank_streams(struct ckpt_run *R, uint32_t n);
 
 /* ---- npy.c: the npy (version 1.0) header, NPY_HDR bytes ---- */
 /* The header of rows x cols items of dtype descr (cols 1: a vector). */

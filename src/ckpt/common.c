@@ -198,23 +198,7 @@ rank_endpoint(const char *path, const char *hosts, size_t r, size_t nranks)
 char *
 pattern_path(const char *pat, size_t r)
 {
-	struct ovl_buf b = { 0 };
-	char num[32];
-	const char *p;
-
-	for (p = pat; *p != '\0'; p++) {
-		if (*p == '%' && p[1] == '%') {
-			ovl_buf_append(&b, "%", 1);
-			p++;
-		} else if (*p == '%' && p[1] == 'd') {
-			snprintf(num, sizeof(num), "%zu", r);
-			ovl_buf_append(&b, num, strlen(num));
-			p++;
-		} else
-			ovl_buf_append(&b, p, 1);
-	}
-	ovl_buf_append(&b, "", 1);
-	return (char *)b.p;
+	return ovl_plan_rank_path(pat, r);
 }
 
 /*

@@ -5,14 +5,28 @@
  * Last-Modified); the first run keeps those lines in DIR/inputs, and a
  * resumed run whose META says otherwise for a file stops, naming it
  * (exit 1): a resume never continues a file from another version's byte
- * offset. The sources' held-out split lines (source.NAME.split KEEP
- * WEIGHTS SEED) are kept too, and a resume whose split lines differ in
- * any way (another split, weights or seed, a split added or removed)
- * stops with exit 2, as ovl-mix does for its state: the plan changed, and
- * a resume would read other documents. A directory without the
- * file (written by an older ovl-ckpt) gets it from the run that resumes.
+ * offset. A tokenizer file is kept the same way, by its content hash
+ * (source.NAME.tokenizer-file SIZE xxh64.HASH PATH, lib/tok.h): a resume
+ * never tokenizes with another version of it. The sources' held-out
+ * split lines (source.NAME.split KEEP WEIGHTS SEED) are kept too, and a
+ * resume whose split lines differ in any way (another split, weights or
+ * seed, a split added or removed) stops with exit 2, as ovl-mix does for
+ * its state: the plan changed, and a resume would read other documents.
+ * A directory without the file (written by an older ovl-ckpt) gets it
+ * from the run that resumes.
  */
 #include "ckpt.h"
+
+#define TOKFILE_KEY	".tokenizer-file"
+#define TOKFILE_LEN	(sizeof(TOKFILE_KEY) - 1)
+
+/* Is a key of klen bytes a tokenizer file's (source.NAME.tokenizer-file)? */
+static int
+tokfile_key(const char *p, size_t klen)
+{
+	return klen > TOKFILE_LEN && memcmp(p + klen - TOKFILE_LEN,
+	    TOKFILE_KEY, TOKFILE_LEN) == 0;
+}
 
 /* Is [p, p + n) a split line (source.NAME.split)? */
 static int
@@ -25,7 +39,10 @@ is_split(const char *p, size_t n)
 	    (size_t)(sp - 6 - p - 7)) == NULL;
 }
 
-/* Is [p, p + n) an identity line? Then the length of its key. */
+/*
+ * Is [p, p + n) an identity line (an input file's, a tokenizer file's
+ * "SIZE xxh64.HASH PATH", or a split line)? Then the length of its key.
+ */
 static size_t
 ident_key(const char *p, size_t n)
 {
@@ -33,7 +50,7 @@ ident_key(const char *p, size_t n)
 
 	if (sp == NULL || n < 7 || memcmp(p, "source.", 7) != 0)
 		return 0;
-	if (is_split(p, n))
+	if (is_split(p, n) || tokfile_key(p, (size_t)(sp - p)))
 		return (size_t)(sp - p);
 	f = memmem(p, (size_t)(sp - p), ".file.", 6);
 	return f != NULL ? (size_t)(sp - p) : 0;
@@ -119,6 +136,7 @@ compare(const char *path, const char *was, size_t wlen, const char *text,
 {
 	const char *p = was, *end = was + wlen, *nl, *now;
 	size_t k, n;
+	int tok;
 
 	for (; p < end; p = nl + 1) {
 		const char *v, *nv, *file;
@@ -137,13 +155,16 @@ compare(const char *path, const char *was, size_t wlen, const char *text,
 		file = file != NULL ? memchr(file + 1, ' ', (size_t)(nl - file -
 		    1)) : NULL;
 		nv = now + k + 1;
-		ovl_errx(OVL_EXIT_DATA, "input '%.*s' changed since the run "
-		    "began (size and version %.*s, now %.*s; '%s'): a resume "
-		    "would join two versions of it", file != NULL ?
+		tok = tokfile_key(p, k);
+		ovl_errx(OVL_EXIT_DATA, "%s '%.*s' changed since the run began "
+		    "(size and %s %.*s, now %.*s; '%s'): a resume would %s",
+		    tok ? "tokenizer file" : "input", file != NULL ?
 		    (int)(nl - file - 1) : 0, file != NULL ? file + 1 : "",
+		    tok ? "content hash" : "version",
 		    (int)(file != NULL ? file - v : nl - v), v,
 		    (int)(file != NULL ? (size_t)(file - v) : n - k - 1), nv,
-		    path);
+		    path, tok ? "mix two tokenizations" : "join two versions "
+		    "of it");
 	}
 }
 

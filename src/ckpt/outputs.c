@@ -435,10 +435,61 @@ out_add(struct ckpt_run *R, const char *name, const char *path, int type)
 	return o;
 }
 
+/* Rank r's output path: the pattern's, served to its trainer host. */
+static char *
+rank_path(struct ckpt_run *R, uint32_t r)
+{
+	char *ep = pattern_path(R->o->per_rank, r), *path;
+
+	path = rank_endpoint(ep, R->o->trainer_hosts, r, R->meta_ranks > 0 ?
+	    R->meta_ranks : R->o->plan_ranks);
+	free(ep);
+	return path;
+}
+
+void
+rank_streams(struct ckpt_run *R, uint32_t n)
+{
+	struct ovl_net **nets;
+	char *path;
+	uint32_t r;
+
+	if (R->npre > 0 || n == 0)
+		return;
+	path = rank_path(R, 0);
+	if (!ovl_net_is_endpoint(path)) {
+		free(path);
+		return;
+	}
+	free(path);
+	nets = ovl_xcalloc(n, sizeof(*nets));
+	R->pre_fd = ovl_xcalloc(n, sizeof(*R->pre_fd));
+	R->pre_peer = ovl_xcalloc(n, sizeof(*R->pre_peer));
+	R->npre = n;
+	for (r = 0; r < n; r++) {
+		path = rank_path(R, r);
+		nets[r] = ovl_net_new(path, OVL_NET_WRITE);
+		free(path);
+	}
+	if (ovl_net_wait_all(nets, n, R->pre_fd) != 0) {
+		ovl_info(0, "stopped while the ranks waited for their readers "
+		    "on '%s'...; resume with 'ovl-ckpt restore %s'",
+		    ovl_net_name(nets[0]), R->dir);
+		for (r = 0; r < n; r++)	/* UNIX sockets: their names go */
+			ovl_net_free(nets[r]);
+		exit(EXIT_STOPPED);
+	}
+	for (r = 0; r < n; r++) {
+		R->pre_peer[r] = ovl_xstrdup(ovl_net_name(nets[r]));
+		ovl_net_free(nets[r]);
+	}
+	free(nets);
+}
+
 struct out *
 rank_out(struct ckpt_run *R, uint32_t r)
 {
-	char *path, *ep, name[32];
+	char *path, name[32];
 
 	if (r < R->nrank && R->rank[r] != NULL)
 		return R->rank[r];
@@ -453,10 +504,7 @@ rank_out(struct ckpt_run *R, uint32_t r)
 		R->nrank = (size_t)r + 1;
 	}
 	snprintf(name, sizeof(name), "rank%" PRIu32, r);
-	ep = pattern_path(R->o->per_rank, r);
-	path = rank_endpoint(ep, R->o->trainer_hosts, r, R->meta_ranks > 0 ?
-	    R->meta_ranks : R->o->plan_ranks);
-	free(ep);
+	path = rank_path(R, r);
 	R->rank[r] = out_new(R, name, path, OT_FRAMES);
 	free(path);
 	if (r < R->npre && R->pre_fd[r] >= 0) {	/* its reader is here */

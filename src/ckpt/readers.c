@@ -31,6 +31,7 @@ ask_readers(struct ckpt_run *R)
 		free(path);
 		R->pre_fd[r] = -1;
 	}
+	/* rank by rank: a reader that says no step is named at once */
 	for (r = 0; r < n; r++) {
 		fd = ovl_net_wait(nets[r]);
 		if (fd < 0) {

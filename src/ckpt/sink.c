@@ -490,6 +490,7 @@ open_outputs(struct ckpt_run *R)
 		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
 		char key[32];
 
+		rank_streams(R, n);	/* every rank's socket at once */
 		for (i = 0; i < n; i++)
 			rank_out(R, (uint32_t)i);
 		/* ranks the checkpoint had beyond those */

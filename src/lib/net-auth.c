@@ -42,7 +42,9 @@
 #define HELLO_VERSION	1
 #define NONCE_LEN	32
 #define HELLO_FIXED	(12 + NONCE_LEN)	/* then the run id */
-#define MAC_LEN		32
+#define MAC_LEN		OVL_NET__MAC_LEN
+_Static_assert(OVL_NET__HELLO_MAX == HELLO_FIXED + OVL_NET__RUNID_MAX,
+    "net-int.h's hello size");
 #define RUNID_MAX	OVL_NET__RUNID_MAX
 #define SECRET_MIN	16
 #define SECRET_MAX	4096
@@ -186,13 +188,6 @@ xfer(int fd, void *buf, size_t n, int out, double deadline)
 	return xfer_n(fd, buf, n, out, deadline, &done);
 }
 
-static int
-xfer_some(int fd, void *buf, size_t n, double deadline, size_t *got)
-{
-	*got = 0;
-	return xfer_n(fd, buf, n, 0, deadline, got);
-}
-
 /* ---- the handshake ---- */
 
 static size_t
@@ -245,17 +240,25 @@ magic_prefix(const uint8_t *p, size_t got, const char *m)
 	return got > 0 && memcmp(p, m, got < 8 ? got : 8) == 0;
 }
 
+/* Phases of a handshake: what it reads next. */
+enum { PH_PEER, PH_HELLO, PH_RUNID, PH_PROOF };
+
+/* Expect n more bytes into hs->theirs (PH_*) or hs->got (PH_PROOF). */
+static void
+expect(struct ovl_net__hs *hs, int phase, size_t n)
+{
+	hs->phase = phase;
+	hs->need = n;
+}
+
 /* The handshake without a secret, on a UNIX socket (see the top). */
 static int
-peer_handshake(int fd, double deadline, char *why, size_t wlen)
+peer_start(struct ovl_net__hs *hs, char *why, size_t wlen)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	uint8_t theirs[8];
-	size_t got_n = 0;
-	int e;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+	if (getsockopt(hs->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
 		snprintf(why, wlen, "no credentials of the peer (%s) and no "
 		    "secret", strerror(errno));
 		return OVL_NET__HS_REFUSED;
@@ -266,91 +269,121 @@ peer_handshake(int fd, double deadline, char *why, size_t wlen)
 		    (unsigned)geteuid());
 		return OVL_NET__HS_REFUSED;
 	}
-	if (xfer(fd, PEER_MAGIC, 8, 1, deadline) != 0 ||
-	    xfer_some(fd, theirs, 8, deadline, &got_n) != 0) {
-		e = errno;
-		if (got_n > 0 && !magic_prefix(theirs, got_n, PEER_MAGIC))
-			goto other;
-		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ||
-		    e == EPIPE ? "the connection closed (the peer refused "
-		    "this user?)" : strerror(e));
-		errno = e;
-		return OVL_NET__HS_IO;
-	}
-	if (memcmp(theirs, PEER_MAGIC, 8) == 0)
-		return OVL_NET__HS_OK;
-other:
-	if (magic_prefix(theirs, got_n, HELLO_MAGIC))
-		snprintf(why, wlen, "it proves the run's secret and this side "
-		    "has none (--secret-file, OVL_SECRET_FILE or OVL_SECRET)");
-	else
-		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
-		    "but %zu other bytes)", got_n);
-	return OVL_NET__HS_REFUSED;
+	expect(hs, PH_PEER, 8);
+	if (xfer(hs->fd, PEER_MAGIC, 8, 1, hs->deadline) != 0)
+		return ovl_net__hs_fail(hs, errno, why, wlen);
+	return OVL_NET__HS_MORE;
 }
 
 int
-ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
-    int fd, double deadline, char *why, size_t wlen)
+ovl_net__hs_start(const struct ovl_net__cfg *c, const struct ovl_net *n,
+    struct ovl_net__hs *hs, int fd, double deadline, char *why, size_t wlen)
 {
-	uint8_t mine[HELLO_FIXED + RUNID_MAX], theirs[HELLO_FIXED + RUNID_MAX];
-	uint8_t nonce[NONCE_LEN], mac[MAC_LEN], got[MAC_LEN];
-	const char *myid = c->run_id != NULL ? c->run_id : "";
-	char id[RUNID_MAX + 1];
-	size_t mlen, tlen, got_n;
-	int listener = n->kind == EP_LISTEN, e;
+	uint8_t nonce[NONCE_LEN];
 
+	memset(hs, 0, sizeof(*hs));
+	hs->fd = fd;
+	hs->deadline = deadline;
+	hs->listener = n->kind == EP_LISTEN;
+	hs->dir = n->dir;
 	if (c->secret == NULL)	/* a UNIX socket (ovl_net_new) */
-		return peer_handshake(fd, deadline, why, wlen);
+		return peer_start(hs, why, wlen);
 	if (ovl_dl_load(&crypto_lib) != 0)
 		ovl_errx(OVL_EXIT_USAGE, "%s", crypto_lib.err);
 	if (crypto.rand_bytes(nonce, sizeof(nonce)) != 1)
 		ovl_errx(OVL_EXIT_DATA, "cannot draw a random nonce (RAND_bytes)");
-	mlen = hello_encode(c, mine, n->dir, nonce);
-	got_n = 0;
-	if (xfer(fd, mine, mlen, 1, deadline) != 0 ||
-	    xfer_some(fd, theirs, HELLO_FIXED, deadline, &got_n) != 0) {
-		e = errno;
-		if (got_n > 0 && memcmp(theirs, HELLO_MAGIC, got_n < 8 ?
-		    got_n : 8) != 0)
-			goto garbage;
+	hs->mlen = hello_encode(c, hs->mine, n->dir, nonce);
+	expect(hs, PH_HELLO, HELLO_FIXED);
+	if (xfer(fd, hs->mine, hs->mlen, 1, deadline) != 0)
+		return ovl_net__hs_fail(hs, errno, why, wlen);
+	return OVL_NET__HS_MORE;
+}
+
+/* Bytes that are no handshake's: refused, saying what they look like. */
+static int
+garbage(const struct ovl_net__hs *hs, char *why, size_t wlen)
+{
+	if (hs->phase == PH_PEER && magic_prefix(hs->theirs, hs->got,
+	    HELLO_MAGIC))
+		snprintf(why, wlen, "it proves the run's secret and this side "
+		    "has none (--secret-file, OVL_SECRET_FILE or OVL_SECRET)");
+	else if (hs->phase == PH_HELLO && magic_prefix(hs->theirs, hs->got,
+	    PEER_MAGIC))
+		snprintf(why, wlen, "it has no secret (it goes by its user's "
+		    "credentials): give it the run's secret too, or this side "
+		    "none");
+	else
+		snprintf(why, wlen, "not an overlord peer (it sent no greeting "
+		    "but %zu other bytes)", hs->got);
+	return OVL_NET__HS_REFUSED;
+}
+
+int
+ovl_net__hs_fail(struct ovl_net__hs *hs, int e, char *why, size_t wlen)
+{
+	const char *m = strerror(e);
+
+	errno = e;
+	switch (hs->phase) {
+	case PH_PEER:
+		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ||
+		    e == EPIPE ? "the connection closed (the peer refused "
+		    "this user?)" : m);
+		return OVL_NET__HS_IO;
+	case PH_RUNID:
+		snprintf(why, wlen, "a greeting cut short: %s", m);
+		return OVL_NET__HS_IO;
+	case PH_PROOF:
+		snprintf(why, wlen, "no proof: %s", e == ECONNRESET ?
+		    "the connection closed (a wrong secret?)" : m);
+		/* a peer that leaves here refused us: retrying will not help */
+		return e == ECONNRESET || e == EPIPE ? OVL_NET__HS_REFUSED :
+		    OVL_NET__HS_IO;
+	default:
 		snprintf(why, wlen, "no greeting: %s", e == ECONNRESET ?
-		    "the connection closed" : strerror(e));
-		errno = e;
+		    "the connection closed" : m);
 		return OVL_NET__HS_IO;
 	}
-	if (memcmp(theirs, HELLO_MAGIC, 8) != 0) {
-garbage:
-		if (magic_prefix(theirs, got_n, PEER_MAGIC))
-			snprintf(why, wlen, "it has no secret (it goes by its "
-			    "user's credentials): give it the run's secret "
-			    "too, or this side none");
-		else
-			snprintf(why, wlen, "not an overlord peer (it sent no "
-			    "greeting but %zu other bytes)", got_n);
+}
+
+/* The peer's whole fixed hello is in: check it, expect its run id. */
+static int
+hello_in(struct ovl_net__hs *hs, char *why, size_t wlen)
+{
+	const uint8_t *t = hs->theirs;
+
+	if (t[8] != HELLO_VERSION || (t[9] != 'R' && t[9] != 'W') ||
+	    t[11] != 0) {
+		snprintf(why, wlen, "a greeting of another version (%u)", t[8]);
 		return OVL_NET__HS_REFUSED;
 	}
-	if (theirs[8] != HELLO_VERSION || (theirs[9] != 'R' &&
-	    theirs[9] != 'W') || theirs[10] > RUNID_MAX || theirs[11] != 0) {
-		snprintf(why, wlen, "a greeting of another version (%u)",
-		    theirs[8]);
+	if (t[10] > RUNID_MAX) {
+		snprintf(why, wlen, "a run id too long (%u bytes; at most %d)",
+		    t[10], RUNID_MAX);
 		return OVL_NET__HS_REFUSED;
 	}
-	tlen = HELLO_FIXED + theirs[10];
-	if (xfer(fd, theirs + HELLO_FIXED, theirs[10], 0, deadline) != 0) {
-		e = errno;
-		snprintf(why, wlen, "a greeting cut short: %s", strerror(e));
-		errno = e;
-		return OVL_NET__HS_IO;
-	}
-	memcpy(id, theirs + HELLO_FIXED, theirs[10]);
-	id[theirs[10]] = '\0';
-	if (!ovl_net__valid_run_id(id) || strlen(id) != theirs[10]) {
+	expect(hs, PH_RUNID, t[10]);
+	return OVL_NET__HS_MORE;
+}
+
+/* The peer's run id is in: check it, send this side's proof. */
+static int
+runid_in(const struct ovl_net__cfg *c, struct ovl_net__hs *hs, char *why,
+    size_t wlen)
+{
+	const char *myid = c->run_id != NULL ? c->run_id : "";
+	uint8_t *t = hs->theirs, mac[MAC_LEN];
+	char id[RUNID_MAX + 1];
+
+	hs->tlen = HELLO_FIXED + t[10];
+	memcpy(id, t + HELLO_FIXED, t[10]);
+	id[t[10]] = '\0';
+	if (!ovl_net__valid_run_id(id) || strlen(id) != t[10]) {
 		snprintf(why, wlen, "a bad run id in its greeting");
 		return OVL_NET__HS_REFUSED;
 	}
-	if ((theirs[9] == 'W') == (n->dir == OVL_NET_WRITE)) {
-		snprintf(why, wlen, "it %s the stream too", n->dir ==
+	if ((t[9] == 'W') == (hs->dir == OVL_NET_WRITE)) {
+		snprintf(why, wlen, "it %s the stream too", hs->dir ==
 		    OVL_NET_WRITE ? "writes" : "reads");
 		return OVL_NET__HS_REFUSED;
 	}
@@ -359,31 +392,98 @@ garbage:
 		    id, myid);
 		return OVL_NET__HS_REFUSED;
 	}
-	if (listener)
-		proof(c, 'L', mine, mlen, theirs, tlen, mac);
+	if (hs->listener)
+		proof(c, 'L', hs->mine, hs->mlen, t, hs->tlen, mac);
 	else
-		proof(c, 'C', theirs, tlen, mine, mlen, mac);
-	if (xfer(fd, mac, MAC_LEN, 1, deadline) != 0 ||
-	    xfer(fd, got, MAC_LEN, 0, deadline) != 0) {
-		e = errno;
-		snprintf(why, wlen, "no proof: %s", e == ECONNRESET ?
-		    "the connection closed (a wrong secret?)" : strerror(e));
-		errno = e;
-		/* a peer that leaves here refused us: retrying will not help */
-		return e == ECONNRESET || e == EPIPE ? OVL_NET__HS_REFUSED :
-		    OVL_NET__HS_IO;
-	}
-	if (listener)
-		proof(c, 'C', mine, mlen, theirs, tlen, mac);
+		proof(c, 'C', t, hs->tlen, hs->mine, hs->mlen, mac);
+	expect(hs, PH_PROOF, MAC_LEN);
+	if (xfer(hs->fd, mac, MAC_LEN, 1, hs->deadline) != 0)
+		return ovl_net__hs_fail(hs, errno, why, wlen);
+	return OVL_NET__HS_MORE;
+}
+
+/* The peer's proof is in: is it of the secret? */
+static int
+proof_in(const struct ovl_net__cfg *c, struct ovl_net__hs *hs, char *why,
+    size_t wlen)
+{
+	uint8_t mac[MAC_LEN];
+
+	if (hs->listener)
+		proof(c, 'C', hs->mine, hs->mlen, hs->theirs, hs->tlen, mac);
 	else
-		proof(c, 'L', theirs, tlen, mine, mlen, mac);
-	if (crypto.memcmp_ct(mac, got, MAC_LEN) != 0) {
+		proof(c, 'L', hs->theirs, hs->tlen, hs->mine, hs->mlen, mac);
+	if (crypto.memcmp_ct(mac, hs->got_mac, MAC_LEN) != 0) {
 		snprintf(why, wlen, "a wrong proof (another secret)");
 		return OVL_NET__HS_REFUSED;
 	}
 	return OVL_NET__HS_OK;
 }
 
+int
+ovl_net__hs_step(const struct ovl_net__cfg *c, struct ovl_net__hs *hs,
+    char *why, size_t wlen)
+{
+	uint8_t *dst;
+	size_t off;
+	ssize_t k;
+
+	for (;;) {
+		off = hs->phase == PH_RUNID ? HELLO_FIXED : 0;
+		dst = hs->phase == PH_PROOF ? hs->got_mac : hs->theirs + off;
+		if (hs->got - off < hs->need) {
+			k = recv(hs->fd, dst + (hs->got - off), hs->need -
+			    (hs->got - off), MSG_DONTWAIT);
+			if (k < 0 && (errno == EINTR || errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				return OVL_NET__HS_MORE;
+			if (k <= 0)
+				return ovl_net__hs_fail(hs, k == 0 ? ECONNRESET :
+				    errno, why, wlen);
+			hs->got += (size_t)k;
+			/* bytes of no handshake are refused at once */
+			if ((hs->phase == PH_PEER && !magic_prefix(hs->theirs,
+			    hs->got, PEER_MAGIC)) || (hs->phase == PH_HELLO &&
+			    !magic_prefix(hs->theirs, hs->got, HELLO_MAGIC)))
+				return garbage(hs, why, wlen);
+			if (hs->got - off < hs->need)
+				return OVL_NET__HS_MORE;
+		}
+		switch (hs->phase) {
+		case PH_PEER:
+			return OVL_NET__HS_OK;
+		case PH_HELLO:
+			if ((k = hello_in(hs, why, wlen)) != OVL_NET__HS_MORE)
+				return (int)k;
+			break;
+		case PH_RUNID:
+			if ((k = runid_in(c, hs, why, wlen)) != OVL_NET__HS_MORE)
+				return (int)k;
+			hs->got = 0;
+			break;
+		default:
+			return proof_in(c, hs, why, wlen);
+		}
+	}
+}
+
+int
+ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
+    int fd, double deadline, char *why, size_t wlen)
+{
+	struct ovl_net__hs hs;
+	int rc;
+
+	rc = ovl_net__hs_start(c, n, &hs, fd, deadline, why, wlen);
+	while (rc == OVL_NET__HS_MORE) {
+		rc = ovl_net__wait_fd(fd, POLLIN, deadline);
+		if (rc <= 0)
+			return ovl_net__hs_fail(&hs, rc == 0 ? ETIMEDOUT :
+			    errno, why, wlen);
+		rc = ovl_net__hs_step(c, &hs, why, wlen);
+	}
+	return rc;
+}
 
 /* ---- the resume announcement ---- */
 

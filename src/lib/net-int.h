@@ -65,19 +65,59 @@ int	ovl_net__valid_run_id(const char *id);
 void	ovl_net__load_secret(struct ovl_net__cfg *c, const char *spec,
 	    int optional);
 
-/* Outcomes of ovl_net__handshake. */
+/* Outcomes of a handshake. */
 enum {
 	OVL_NET__HS_OK,		/* the peer is of this run */
 	OVL_NET__HS_IO,		/* the connection failed (errno): try again */
-	OVL_NET__HS_REFUSED	/* the peer is not of this run */
+	OVL_NET__HS_REFUSED,	/* the peer is not of this run */
+	OVL_NET__HS_MORE	/* (ovl_net__hs_*) it needs more bytes */
 };
 /*
  * Authenticate the peer on fd before deadline (see net.h), reading exactly
  * the handshake's bytes: by the secret, or without one (c->secret NULL,
  * UNIX sockets only) by the peer's credentials. why gets the reason when
- * it fails.
+ * it fails. ovl_net__hs_start and _step, waiting on fd between them.
  */
 int	ovl_net__handshake(const struct ovl_net__cfg *c, const struct ovl_net *n,
 	    int fd, double deadline, char *why, size_t wlen);
+
+#define OVL_NET__HELLO_MAX	(12 + 32 + OVL_NET__RUNID_MAX)
+#define OVL_NET__MAC_LEN	32
+
+/*
+ * A handshake in steps, so that one process can run many at once (a
+ * listener's unauthenticated peers): its state, owned by the caller.
+ */
+struct ovl_net__hs {
+	int	 fd;
+	int	 phase;		/* what is read next (net-auth.c) */
+	int	 listener;	/* this side listens */
+	int	 dir;		/* OVL_NET_READ or OVL_NET_WRITE */
+	size_t	 need, got;	/* bytes of the read in progress */
+	double	 deadline;	/* of its sends (short: they fit any buffer) */
+	uint8_t	 mine[OVL_NET__HELLO_MAX], theirs[OVL_NET__HELLO_MAX];
+	size_t	 mlen, tlen;
+	uint8_t	 got_mac[OVL_NET__MAC_LEN];
+};
+/*
+ * Start the handshake of n's side on fd: sends this side's greeting. MORE
+ * (wait until fd is readable, then ovl_net__hs_step), or an outcome with
+ * why set. Never reads.
+ */
+int	ovl_net__hs_start(const struct ovl_net__cfg *c, const struct ovl_net *n,
+	    struct ovl_net__hs *hs, int fd, double deadline, char *why,
+	    size_t wlen);
+/*
+ * Go on with what fd holds now, without waiting: MORE while the peer owes
+ * bytes, else the outcome (why set when it is not OK). Bytes that cannot
+ * begin a greeting are refused as soon as they come.
+ */
+int	ovl_net__hs_step(const struct ovl_net__cfg *c, struct ovl_net__hs *hs,
+	    char *why, size_t wlen);
+/*
+ * The outcome of a handshake that failed with errno e where it stands
+ * (ETIMEDOUT: its peer said nothing in time), with why set.
+ */
+int	ovl_net__hs_fail(struct ovl_net__hs *hs, int e, char *why, size_t wlen);
 
 #endif

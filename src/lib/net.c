@@ -29,7 +29,8 @@
 #include "err.h"
 #include "num.h"
 
-#define HANDSHAKE_MAX	10.0	/* seconds a listener gives one peer */
+#define HANDSHAKE_MAX	5.0	/* seconds a listener gives one peer */
+#define PENDING_MAX	32	/* peers in their handshake at once */
 #define BACKOFF_MIN	0.05
 #define BACKOFF_MAX	1.0
 
@@ -298,6 +299,19 @@ ovl_net_new(const char *spec, int dir)
 	load_env();
 	ovl_net__load_secret(&cfg, spec, n->unix_path);
 	return n;
+}
+
+int
+ovl_net_spec_valid(const char *spec)
+{
+	struct ovl_net *n = ovl_xcalloc(1, sizeof(*n));
+	int rc;
+
+	n->lfd = -1;
+	rc = ovl_net_is_endpoint(spec) && (strncmp(spec, "unix", 4) == 0 ?
+	    parse_unix(n, spec) : parse_spec(n, spec)) == 0 ? 0 : -1;
+	ovl_net_free(n);
+	return rc;
 }
 
 void
@@ -799,69 +813,241 @@ peer_allowed(const struct ovl_net *n, const struct sockaddr_storage *ss)
 	return 0;
 }
 
-static int
-do_accept(struct ovl_net *n)
-{
-	double deadline, hd;
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	char peer[128], why[256];
-	unsigned refused = 0;
-	int fd, rc, err;
+/*
+ * Peers in their handshake: a listener greets every peer at once and
+ * takes the first that proves itself, so a peer that says nothing holds
+ * nobody back. Each has HANDSHAKE_MAX seconds; beyond PENDING_MAX at once
+ * the oldest goes first.
+ */
+struct pending {
+	struct ovl_net__hs hs;
+	size_t	 li;		/* its listener's index */
+	double	 until;		/* its deadline */
+	char	 peer[128];
+};
 
-	ovl_net_listen(n);
-	deadline = ovl_net__now() + cfg.connect_timeout;
+struct accepting {
+	struct ovl_net	**nets;
+	size_t		  n;
+	int		 *fds;
+	unsigned	 *refused;	/* per listener */
+	struct pending	 *pd;
+	size_t		  np;
+};
+
+/* Close pending k, saying why when why is not NULL (a refusal). */
+static void
+drop(struct accepting *A, size_t k, const char *why)
+{
+	struct pending *p = &A->pd[k];
+
+	if (why != NULL) {
+		A->refused[p->li]++;
+		ovl_warnx("%s: refused peer %s: %s", A->nets[p->li]->shown,
+		    p->peer, why);
+	}
+	close(p->hs.fd);
+	A->pd[k] = A->pd[--A->np];
+}
+
+/* Pending k proved itself: its listener's stream. */
+static void
+won(struct accepting *A, size_t k)
+{
+	struct pending *p = &A->pd[k];
+	struct ovl_net *n = A->nets[p->li];
+	size_t li = p->li, j;
+
+	free(n->name);
+	n->name = ovl_xmalloc(strlen(p->peer) + strlen(n->shown) + 16);
+	sprintf(n->name, "peer %s on %s", p->peer, n->shown);
+	ovl_info(1, "%s: authenticated", n->name);
+	A->fds[li] = p->hs.fd;
+	A->pd[k] = A->pd[--A->np];
+	/* the others of that listener: the next ovl_net_wait takes its next */
+	for (j = A->np; j-- > 0;)
+		if (A->pd[j].li == li) {
+			ovl_info(1, "%s: closed peer %s: the stream has its "
+			    "peer", n->shown, A->pd[j].peer);
+			drop(A, j, NULL);
+		}
+}
+
+/* Take what listener li has queued: greet each peer. */
+static void
+take_new(struct accepting *A, size_t li)
+{
+	struct ovl_net *n = A->nets[li];
+	struct sockaddr_storage ss;
+	struct pending *p;
+	socklen_t sl;
+	char why[256];
+	size_t k, old;
+	int fd, rc;
+
 	for (;;) {
-		rc = ovl_net__wait_fd(n->lfd, POLLIN, deadline);
-		if (rc < 0 && errno == EINTR)
-			return -1;
-		if (rc < 0)
-			ovl_err(OVL_EXIT_DATA, "%s: poll", n->shown);
-		if (rc == 0)
-			ovl_errx(OVL_EXIT_DATA, "no peer on %s within %g s "
-			    "(--connect-timeout)%s", n->shown,
-			    cfg.connect_timeout, refused > 0 ?
-			    ", only peers that were refused" : "");
 		sl = sizeof(ss);
 		fd = accept4(n->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == EAGAIN ||
-			    errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
 			ovl_err(OVL_EXIT_DATA, "%s: accept", n->shown);
 		}
+		if (A->np == PENDING_MAX) {	/* the oldest goes */
+			for (old = 0, k = 1; k < A->np; k++)
+				if (A->pd[k].until < A->pd[old].until)
+					old = k;
+			snprintf(why, sizeof(why), "no proof yet, and %d peers "
+			    "wait with it (the oldest goes)", PENDING_MAX);
+			drop(A, old, why);
+		}
+		p = &A->pd[A->np];
+		p->li = li;
+		p->until = ovl_net__now() + HANDSHAKE_MAX;
 		if (n->unix_path)
-			snprintf(peer, sizeof(peer), "local");
+			snprintf(p->peer, sizeof(p->peer), "local");
 		else
-			addr_text((struct sockaddr *)&ss, sl, peer, sizeof(peer));
+			addr_text((struct sockaddr *)&ss, sl, p->peer,
+			    sizeof(p->peer));
 		if (!n->unix_path && !peer_allowed(n, &ss)) {
 			close(fd);
-			refused++;
+			A->refused[li]++;
 			ovl_warnx("%s: refused peer %s: not from %s (from=)",
-			    n->shown, peer, n->from);
+			    n->shown, p->peer, n->from);
 			continue;
 		}
 		tune(fd, n->dir);
-		hd = ovl_net__now() + HANDSHAKE_MAX;
-		if (hd > deadline)
-			hd = deadline;
-		rc = ovl_net__handshake(&cfg, n, fd, hd, why, sizeof(why));
-		err = errno;
-		if (rc == OVL_NET__HS_OK) {
-			free(n->name);
-			n->name = ovl_xmalloc(strlen(peer) + strlen(n->shown) + 16);
-			sprintf(n->name, "peer %s on %s", peer, n->shown);
-			ovl_info(1, "%s: authenticated", n->name);
-			return fd;
-		}
-		close(fd);
-		if (rc == OVL_NET__HS_IO && err == EINTR && stopping()) {
-			errno = EINTR;
-			return -1;
-		}
-		refused++;
-		ovl_warnx("%s: refused peer %s: %s", n->shown, peer, why);
+		A->np++;
+		rc = ovl_net__hs_start(&cfg, n, &p->hs, fd, p->until, why,
+		    sizeof(why));
+		if (rc != OVL_NET__HS_MORE)
+			drop(A, A->np - 1, why);
 	}
+}
+
+/* Go on with the pendings poll found readable (pfd from base). */
+static void
+step_ready(struct accepting *A, const struct pollfd *pfd)
+{
+	char why[256];
+	size_t k;
+	int rc;
+
+	/* backwards: drop moves the last one, already seen, into k */
+	for (k = A->np; k-- > 0;) {
+		if (k >= A->np || pfd[k].fd != A->pd[k].hs.fd ||
+		    pfd[k].revents == 0)
+			continue;
+		rc = ovl_net__hs_step(&cfg, &A->pd[k].hs, why, sizeof(why));
+		if (rc == OVL_NET__HS_OK && A->fds[A->pd[k].li] < 0)
+			won(A, k);
+		else if (rc == OVL_NET__HS_OK)
+			drop(A, k, NULL);
+		else if (rc != OVL_NET__HS_MORE)
+			drop(A, k, why);
+	}
+}
+
+/* Close the peers still in their handshake; free what accept_all made. */
+static void
+accepting_end(struct accepting *A, struct pollfd *pfd)
+{
+	while (A->np > 0)
+		drop(A, A->np - 1, NULL);
+	free(A->refused);
+	free(A->pd);
+	free(pfd);
+}
+
+/*
+ * The peers of the listeners nets[0..n) into fds: every handshake at once,
+ * bounded by --connect-timeout from now. 0, or -1 (EINTR: the stop
+ * function) with no stream open.
+ */
+static int
+accept_all(struct ovl_net **nets, size_t n, int *fds)
+{
+	struct accepting A = { nets, n, fds, NULL, NULL, 0 };
+	struct pollfd *pfd;
+	size_t i, k, m, base, left = n;
+	double deadline, now, next;
+	char why[256];
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		ovl_net_listen(nets[i]);
+		fds[i] = -1;
+	}
+	A.refused = ovl_xcalloc(n, sizeof(*A.refused));
+	A.pd = ovl_xcalloc(PENDING_MAX, sizeof(*A.pd));
+	pfd = ovl_xcalloc(n + PENDING_MAX, sizeof(*pfd));
+	deadline = ovl_net__now() + cfg.connect_timeout;
+	while (left > 0) {
+		if (stopping())
+			goto stop;
+		now = ovl_net__now();
+		for (k = A.np; k-- > 0;)
+			if (A.pd[k].until <= now) {
+				(void)ovl_net__hs_fail(&A.pd[k].hs, ETIMEDOUT,
+				    why, sizeof(why));
+				drop(&A, k, why);
+			}
+		if (now >= deadline) {
+			for (i = 0; fds[i] >= 0; i++)
+				;
+			k = A.refused[i];
+			accepting_end(&A, pfd);
+			ovl_errx(OVL_EXIT_DATA, "no peer on %s within %g s "
+			    "(--connect-timeout)%s", nets[i]->shown,
+			    cfg.connect_timeout, k > 0 ? ", only peers that "
+			    "were refused" : "");
+		}
+		/* the pendings first, at the indices they have in A.pd */
+		for (k = 0; k < A.np; k++) {
+			pfd[k].fd = A.pd[k].hs.fd;
+			pfd[k].events = POLLIN;
+			pfd[k].revents = 0;
+		}
+		base = m = A.np;
+		for (i = 0; i < n; i++)
+			if (fds[i] < 0) {
+				pfd[m].fd = nets[i]->lfd;
+				pfd[m].events = POLLIN;
+				pfd[m++].revents = 0;
+			}
+		next = deadline;
+		for (k = 0; k < A.np; k++)
+			if (A.pd[k].until < next)
+				next = A.pd[k].until;
+		next -= now;
+		rc = poll(pfd, m, next <= 0 ? 0 : next > 0.2 ? 200 :
+		    (int)(next * 1000) + 1);
+		if (rc < 0 && errno != EINTR)
+			ovl_err(OVL_EXIT_DATA, "%s: poll", nets[0]->shown);
+		if (rc <= 0)
+			continue;
+		step_ready(&A, pfd);
+		for (k = base; k < m; k++)
+			if (pfd[k].revents != 0)
+				for (i = 0; i < n; i++)
+					if (fds[i] < 0 && nets[i]->lfd == pfd[k].fd)
+						take_new(&A, i);
+		for (left = 0, i = 0; i < n; i++)
+			left += fds[i] < 0;
+	}
+	accepting_end(&A, pfd);	/* the listeners have their peers */
+	return 0;
+stop:
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	accepting_end(&A, pfd);
+	errno = EINTR;
+	return -1;
 }
 
 /* ---- streams ---- */
@@ -869,12 +1055,52 @@ do_accept(struct ovl_net *n)
 int
 ovl_net_wait(struct ovl_net *n)
 {
-	int fd = n->kind == EP_CONNECT ? do_connect(n) : do_accept(n);
+	int fd;
 
+	if (n->kind == EP_CONNECT)
+		fd = do_connect(n);
+	else if (accept_all(&n, 1, &fd) != 0)
+		fd = -1;
 	/* a reader going away is then an error naming it, not a SIGPIPE */
 	if (fd >= 0 && n->dir == OVL_NET_WRITE)
 		signal(SIGPIPE, SIG_IGN);
 	return fd;
+}
+
+int
+ovl_net_wait_all(struct ovl_net **nets, size_t n, int *fds)
+{
+	struct ovl_net **ls = ovl_xcalloc(n + 1, sizeof(*ls));
+	int *lfds = ovl_xcalloc(n + 1, sizeof(*lfds));
+	size_t i, nl = 0;
+	int rc = 0, write = 0;
+
+	for (i = 0; i < n; i++) {
+		fds[i] = -1;
+		write |= nets[i]->dir == OVL_NET_WRITE;
+		if (nets[i]->kind == EP_LISTEN)
+			ls[nl++] = nets[i];
+	}
+	if (nl > 0 && accept_all(ls, nl, lfds) != 0)
+		rc = -1;
+	for (i = 0, nl = 0; rc == 0 && i < n; i++)
+		if (nets[i]->kind == EP_LISTEN)
+			fds[i] = lfds[nl++];
+	for (i = 0; rc == 0 && i < n; i++)
+		if (nets[i]->kind == EP_CONNECT &&
+		    (fds[i] = do_connect(nets[i])) < 0)
+			rc = -1;
+	if (rc != 0)
+		for (i = 0; i < n; i++)
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+	if (rc == 0 && write)
+		signal(SIGPIPE, SIG_IGN);
+	free(ls);
+	free(lfds);
+	return rc;
 }
 
 int

@@ -123,13 +123,28 @@ void	ovl_net_listen(struct ovl_net *n);
  * --connect-timeout from this call. The caller owns the fd. Failures exit
  * (see above); -1 with errno EINTR only when the stop function said so.
  * A listener stays bound: the next call takes the next peer.
+ *
+ * A listener greets every peer that connects at once and takes the first
+ * that proves itself: a peer gets 5 seconds for its handshake, and at
+ * most 32 are in one at a time (a new one beyond that closes the oldest),
+ * so peers that send nothing cannot hold the stream's real peer back.
+ * The other peers in their handshake when one wins are closed.
  */
 int	ovl_net_wait(struct ovl_net *n);
+/*
+ * ovl_net_wait for n endpoints at once, their streams in fds[0..n): the
+ * listeners' handshakes all run together (a peer that comes for one
+ * listener never waits for another's), then the connecting ones in turn.
+ * 0, or -1 (EINTR, the stop function) with no stream left open.
+ */
+int	ovl_net_wait_all(struct ovl_net **nets, size_t n, int *fds);
 /*
  * The endpoint for messages: "tcp:HOST:PORT", or after a listener's
  * ovl_net_wait "peer ADDR:PORT on tcp-listen:HOST:PORT". Owned by n.
  */
 const char *ovl_net_name(const struct ovl_net *n);
+/* 0 when spec is a well-formed endpoint (its syntax only), else -1. */
+int	ovl_net_spec_valid(const char *spec);
 /*
  * Check an endpoint early (its syntax, the secret) without opening it:
  * exits as ovl_net_new does; nothing for a spec that is not an endpoint.

@@ -15,7 +15,8 @@ static const struct ovl_dl_sym pcre_syms[] = {
 	SYM(get_ovector_pointer), SYM(jit_compile), SYM(jit_match),
 	SYM(jit_stack_assign), SYM(jit_stack_create), SYM(jit_stack_free),
 	SYM(match), SYM(match_context_create), SYM(match_context_free),
-	SYM(match_data_create), SYM(match_data_free), { NULL, NULL }
+	SYM(match_data_create), SYM(match_data_free), SYM(pattern_info),
+	{ NULL, NULL }
 };
 #undef SYM
 static struct ovl_dl pcre_lib = { OVL_SONAME_PCRE2,

@@ -27,6 +27,7 @@ struct ovl_pcre {
 	__typeof__(pcre2_match_context_free)	*match_context_free;
 	__typeof__(pcre2_match_data_create)	*match_data_create;
 	__typeof__(pcre2_match_data_free)	*match_data_free;
+	__typeof__(pcre2_pattern_info)		*pattern_info;
 };
 /* Every pointer NULL until ovl_pcre_load succeeded. */
 extern struct ovl_pcre ovl_pcre;

@@ -92,6 +92,13 @@ int	ovl_plan__split(struct ctx *c);
 /* plan-paths.c: the files of s's patterns into s->paths; 0 or -1 */
 int	ovl_plan__resolve_paths(struct ctx *c, struct ovl_plan_source *s);
 
+/*
+ * An output per-rank= endpoint (net.h) must be one for every rank (rank
+ * 0's and the last rank's: the port grows with the rank): 0, or -1 with
+ * the error at line.
+ */
+int	ovl_plan__check_per_rank(struct ctx *c, unsigned line);
+
 /* plan-tok.c */
 char	*ovl_plan__resolve_tokenizer(const char *dir, const char *spec);
 /*

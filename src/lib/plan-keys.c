@@ -19,6 +19,7 @@
 #include "image.h"
 #include "num.h"
 #include "pack.h"
+#include "net.h"
 #include "plan-int.h"
 #include "remote.h"
 
@@ -579,6 +580,54 @@ ovl_plan__output(struct ctx *c)
 	if (c->p->out_path == NULL && c->p->out_per_rank == NULL)
 		return ovl_plan__perr(c, "output: path= or per-rank= is "
 		    "required");
+	return 0;
+}
+
+char *
+ovl_plan_rank_path(const char *pat, size_t r)
+{
+	struct ovl_buf b = { 0 };
+	char num[32];
+	const char *p;
+
+	for (p = pat; *p != '\0'; p++) {
+		if (*p == '%' && p[1] == '%') {
+			ovl_buf_append(&b, "%", 1);
+			p++;
+		} else if (*p == '%' && p[1] == 'd') {
+			snprintf(num, sizeof(num), "%zu", r);
+			ovl_buf_append(&b, num, strlen(num));
+			p++;
+		} else
+			ovl_buf_append(&b, p, 1);
+	}
+	ovl_buf_append(&b, "", 1);
+	return (char *)b.p;
+}
+
+int
+ovl_plan__check_per_rank(struct ctx *c, unsigned line)
+{
+	const struct ovl_plan *p = c->p;
+	size_t r[2] = { 0, p->ranks - 1 }, i;
+	char *path;
+	int bad;
+
+	if (p->out_per_rank == NULL || !ovl_net_is_endpoint(p->out_per_rank))
+		return 0;
+	for (i = 0; i < 2; i++) {
+		path = ovl_plan_rank_path(p->out_per_rank, r[i]);
+		bad = ovl_net_spec_valid(path) != 0;
+		if (bad) {
+			c->line = line;
+			ovl_plan__perr(c, "output per-rank=%s: rank %zu's "
+			    "endpoint '%s' is not one (a port is at most 65535)",
+			    p->out_per_rank, r[i], path);
+		}
+		free(path);
+		if (bad)
+			return -1;
+	}
 	return 0;
 }
 

@@ -105,6 +105,8 @@ ovl_plan__check_tokenizer(struct ctx *c, const struct ovl_plan_source *s,
 		rc = ovl_plan__perr(c, "source %s: tokenizer %s has no usual "
 		    "end-of-document token: name one with eod-token=", s->name,
 		    spec);
+	else if (ovl_tok_probe(t, err, sizeof(err)) != 0)
+		rc = ovl_plan__perr(c, "source %s: %s", s->name, err);
 	else if (ref->first == NULL) {
 		snprintf(ref->name, sizeof(ref->name), "%s", ovl_tok_name(t));
 		ref->vocab = ovl_tok_vocab(t);

@@ -862,6 +862,7 @@ finish(struct ctx *c)
 		if (!(c->flags & OVL_PLAN_NOGLOB))
 			(void)ovl_plan__resolve_paths(c, s);
 	}
+	(void)ovl_plan__check_per_rank(c, c->seen[S_OUTPUT]);
 	if (ovl_plan__split(c) != 0)
 		return -1;
 	if (c->flags & OVL_PLAN_TOKENIZERS) {

@@ -403,4 +403,10 @@ enum ovl_long_docs ovl_plan_long_docs(const struct ovl_plan *p, size_t i);
 void	ovl_plan_shuffle_window(const struct ovl_plan *p, size_t i,
 	    struct ovl_docshuf_win *w);
 
+/*
+ * The path of rank r from a per-rank pattern (output per-rank=, ovl-ckpt
+ * --per-rank): "%d" the rank, "%%" a percent sign. Caller frees.
+ */
+char	*ovl_plan_rank_path(const char *pat, size_t r);
+
 #endif

@@ -274,7 +274,7 @@ ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
 	PCRE2_SIZE eo;
 	PCRE2_UCHAR msg[160];
 	int ec, c;
-	size_t i;
+	size_t i, jitsize;
 
 	if (kind == OVL_PRETOK_ONIG)
 		for (i = 0; i < sizeof(tiktoken_text) / sizeof(tiktoken_text[0]);
@@ -308,6 +308,10 @@ ovl_pretok_open(enum ovl_pretok_kind kind, const char *regex, char *err,
 		goto bad;
 	}
 	p->jit = ovl_pcre.jit_compile(p->re, PCRE2_JIT_COMPLETE) == 0;
+	/* (*NO_JIT) in the pattern: compiled, but no JIT code to run */
+	if (p->jit && (ovl_pcre.pattern_info(p->re, PCRE2_INFO_JITSIZE,
+	    &jitsize) != 0 || jitsize == 0))
+		p->jit = 0;
 	p->md = ovl_pcre.match_data_create(1, NULL);
 	p->mctx = ovl_pcre.match_context_create(NULL);
 	if (p->md == NULL || p->mctx == NULL)
@@ -686,19 +690,21 @@ ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
 				return 1;
 			}
 		}
+		rc = PCRE2_ERROR_JIT_STACKLIMIT;
 		if (p->jit)
 			rc = ovl_pcre.jit_match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
 			    p->md, p->mctx);
-		else
-			rc = ovl_pcre.match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK,
-			    p->md, p->mctx);
+		/* past the JIT stack: the interpreter, whose frames are heap */
+		if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+			rc = ovl_pcre.match(p->re, s, n, pos, PCRE2_NO_UTF_CHECK |
+			    PCRE2_NO_JIT, p->md, p->mctx);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			return 0;
 		if (rc < 0) {
 			PCRE2_UCHAR msg[120];
 
 			ovl_pcre.get_error_message(rc, msg, sizeof(msg));
-			snprintf(err, errlen, "pre-tokenizer failed: %s",
+			snprintf(err, errlen, OVL_PRETOK_FAILED ": %s",
 			    (const char *)msg);
 			return -1;
 		}

@@ -48,9 +48,13 @@ void	ovl_pretok_set_scanner(struct ovl_pretok *p, int on);
 /*
  * The first piece of s[0..n) (valid UTF-8) that starts at or after pos
  * (a character boundary): returns 1 with the piece in [*ms, *me), 0 when
- * there is none, -1 when the regex engine fails (its message in err, such
- * as a match limit with a user's regex). Empty matches are skipped.
+ * there is none, -1 when the regex engine fails (its message in err,
+ * beginning with OVL_PRETOK_FAILED, such as a match limit with a user's
+ * regex). Empty matches are skipped. A match past the JIT's stack (8 MiB)
+ * is run again by PCRE2's interpreter, and a pattern that has no JIT code
+ * ((*NO_JIT)) runs in the interpreter: the same pieces either way.
  */
+#define OVL_PRETOK_FAILED	"pre-tokenizer failed"
 int	ovl_pretok_next(struct ovl_pretok *p, const unsigned char *s, size_t n,
 	    size_t pos, size_t *ms, size_t *me, char *err, size_t errlen);
 

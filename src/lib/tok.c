@@ -5,10 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "bpe.h"
 #include "cli.h"
+#include "hash64.h"
 #include "hf.h"
+#include "io.h"
+#include "pretok.h"
 #include "spm.h"
 #include "num.h"
 
@@ -338,11 +344,80 @@ static const struct ovl_tok_ops spm_ops = {
 static struct ovl_tok *tok_new(const struct ovl_tok_ops *ops, void *impl,
     const char *name, uint32_t vocab, uint32_t eod);
 
+/* A tokenizer file as it was hashed (see ovl_tok_file). */
+struct tok_file {
+	struct stat	 st;
+	uint64_t	 hash;
+};
+
+/*
+ * Hash the file at path whole, into *f: 0, or -1 with a message. A file
+ * that cannot be opened is left to the loader to name (f is zeroed, so
+ * file_bind refuses a load that finds one).
+ */
+static int
+file_hash(const char *path, struct tok_file *f, char *err, size_t errlen)
+{
+	struct ovl_hash64 h;
+	unsigned char *blk;
+	ssize_t r;
+	int fd;
+
+	memset(f, 0, sizeof(*f));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(fd, &f->st) != 0) {
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	blk = ovl_xmalloc(1 << 16);
+	ovl_hash64_init(&h, 0);
+	while ((r = ovl_io_read_full(fd, blk, 1 << 16)) > 0)
+		ovl_hash64_update(&h, blk, (size_t)r);
+	if (r < 0)
+		snprintf(err, errlen, "cannot read '%s': %s", path,
+		    strerror(errno));
+	free(blk);
+	close(fd);
+	f->hash = ovl_hash64_digest(&h);
+	return r < 0 ? -1 : 0;
+}
+
+/*
+ * Bind t to the file it was loaded from: the file must still be the one
+ * hashed before the load (same inode, size and mtime). 0, or -1 with a
+ * message (t is then freed).
+ */
+static int
+file_bind(struct ovl_tok *t, const char *path, const struct tok_file *f,
+    char *err, size_t errlen)
+{
+	struct stat now;
+
+	if (stat(path, &now) != 0 || now.st_ino != f->st.st_ino ||
+	    now.st_dev != f->st.st_dev || now.st_size != f->st.st_size ||
+	    now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec) {
+		snprintf(err, errlen, "tokenizer file '%s' changed while it "
+		    "was loaded", path);
+		ovl_tok_free(t);
+		return -1;
+	}
+	t->file = ovl_xstrdup(path);
+	t->file_size = (uint64_t)f->st.st_size;
+	t->file_hash = f->hash;
+	return 0;
+}
+
 static struct ovl_tok *
 spm_open(const char *path, char *err, size_t errlen)
 {
 	struct spm_tok *st;
 	struct ovl_spm *s;
+	struct ovl_tok *t;
+	struct tok_file f;
 	int64_t eos;
 
 	if (*path == '\0') {
@@ -350,13 +425,15 @@ spm_open(const char *path, char *err, size_t errlen)
 		    "(sentencepiece:PATH/tokenizer.model)");
 		return NULL;
 	}
-	if ((s = ovl_spm_open(path, err, errlen)) == NULL)
+	if (file_hash(path, &f, err, errlen) != 0 ||
+	    (s = ovl_spm_open(path, err, errlen)) == NULL)
 		return NULL;
 	st = ovl_xcalloc(1, sizeof(*st));
 	st->s = s;
 	eos = ovl_spm_eos(s);
-	return tok_new(&spm_ops, st, ovl_spm_name(s), ovl_spm_vocab(s),
+	t = tok_new(&spm_ops, st, ovl_spm_name(s), ovl_spm_vocab(s),
 	    eos >= 0 ? (uint32_t)eos : OVL_TOK_NONE);
+	return file_bind(t, path, &f, err, errlen) == 0 ? t : NULL;
 }
 
 static struct ovl_tok *
@@ -386,6 +463,7 @@ tiktoken_open(const char *rest, char *err, size_t errlen)
 	struct ovl_tok *t;
 	const char *colon = strchr(rest, ':');
 	char *path, name[64];
+	struct tok_file f;
 	struct stat st;
 
 	if (colon == NULL || stat(rest, &st) == 0) {
@@ -402,13 +480,20 @@ tiktoken_open(const char *rest, char *err, size_t errlen)
 		free(path);
 		return NULL;
 	}
-	b = ovl_bpe_open(path, colon != NULL ? colon + 1 : NULL, err, errlen);
-	free(path);
-	if (b == NULL)
+	b = NULL;
+	if (file_hash(path, &f, err, errlen) == 0)
+		b = ovl_bpe_open(path, colon != NULL ? colon + 1 : NULL, err,
+		    errlen);
+	if (b == NULL) {
+		free(path);
 		return NULL;
+	}
 	snprintf(name, sizeof(name), "tiktoken:%s", ovl_bpe_name(b));
 	t = tok_new(&bpe_ops, b, name, ovl_bpe_vocab(b),
 	    (uint32_t)ovl_bpe_special_id(b, "<|endoftext|>"));
+	if (file_bind(t, path, &f, err, errlen) != 0)
+		t = NULL;
+	free(path);
 	return t;
 }
 
@@ -417,20 +502,22 @@ hf_open(const char *path, char *err, size_t errlen)
 {
 	struct ovl_hf *h;
 	struct ovl_tok *t;
+	struct tok_file f;
 	int64_t eod;
 
 	if (*path == '\0') {
 		snprintf(err, errlen, "hf: no file given (hf:PATH/tokenizer.json)");
 		return NULL;
 	}
-	if ((h = ovl_hf_open(path, err, errlen)) == NULL)
+	if (file_hash(path, &f, err, errlen) != 0 ||
+	    (h = ovl_hf_open(path, err, errlen)) == NULL)
 		return NULL;
 	eod = ovl_hf_default_eod(h);
 	t = tok_new(&hf_ops, h, ovl_hf_name(h), ovl_hf_vocab(h),
 	    eod >= 0 ? (uint32_t)eod : OVL_TOK_NONE);
 	t->ntpre = ovl_hf_template(h, 0, &t->tpre);
 	t->ntsuf = ovl_hf_template(h, 1, &t->tsuf);
-	return t;
+	return file_bind(t, path, &f, err, errlen) == 0 ? t : NULL;
 }
 
 struct ovl_tok *
@@ -479,6 +566,59 @@ ovl_tok_error(const struct ovl_tok *t)
 	return e != NULL && *e != '\0' ? e : "invalid UTF-8";
 }
 
+int
+ovl_tok_fatal(const struct ovl_tok *t)
+{
+	return strncmp(ovl_tok_error(t), OVL_PRETOK_FAILED,
+	    strlen(OVL_PRETOK_FAILED)) == 0;
+}
+
+/* The probe's kinds of text: a paragraph of many scripts, then long runs. */
+static const char probe_text[] =
+    "The quick brown fox jumps over the lazy dog. It's 2024-11-29, "
+    "12:30 \xe2\x80\x94 3.14159 \xc3\x97 42 = 131.9!\n  \xc3\x9cn\xc3\xaf" "c"
+    "\xc3\xb6" "d\xc3\xa9 na\xc3\xaf" "ve caf\xc3\xa9; \xe4\xb8\xad\xe6\x96\x87"
+    "\xe5\xad\x97\xe7\xac\xa6\xef\xbc\x8c \xd0\x9f\xd1\x80\xd0\xb8"
+    "\xd0\xb2\xd0\xb5\xd1\x82 \xd0\xbc\xd0\xb8\xd1\x80. \xf0\x9f\x99\x82"
+    "\tTabs\tand  double  spaces.\r\nx=f(y[0]){return a&&b||c;}  \n\n";
+static const struct {
+	const char	*unit;
+	size_t		 times;
+} probe_runs[] = {
+	{ "a", 16384 }, { " ", 8192 }, { "7", 8192 }, { "\n", 4096 },
+	{ "!", 4096 }, { "\xc3\xa9", 4096 }, { "\xe4\xb8\xad", 2048 },
+};
+
+int
+ovl_tok_probe(struct ovl_tok *t, char *err, size_t errlen)
+{
+	struct ovl_buf text = { 0 };
+	struct ovl_u32vec ids = { 0 };
+	size_t i, k, bad_off;
+	int rc = 0;
+
+	if (t->file == NULL)
+		return 0;	/* "bytes": no pattern */
+	for (i = 0; i < 64; i++)
+		ovl_buf_append(&text, probe_text, sizeof(probe_text) - 1);
+	for (i = 0; i < sizeof(probe_runs) / sizeof(probe_runs[0]); i++) {
+		for (k = 0; k < probe_runs[i].times; k++)
+			ovl_buf_append(&text, probe_runs[i].unit,
+			    strlen(probe_runs[i].unit));
+		ovl_buf_append(&text, " ", 1);
+	}
+	if (ovl_tok_encode(t, (const char *)text.p, text.len, &ids,
+	    &bad_off) != 0 && ovl_tok_fatal(t)) {
+		snprintf(err, errlen, "tokenizer %s cannot encode a probe text: "
+		    "%s at byte %zu of its %zu", t->name, ovl_tok_error(t),
+		    bad_off, text.len);
+		rc = -1;
+	}
+	ovl_buf_free(&text);
+	ovl_u32vec_free(&ids);
+	return rc;
+}
+
 void
 ovl_tok_free(struct ovl_tok *t)
 {
@@ -486,7 +626,18 @@ ovl_tok_free(struct ovl_tok *t)
 		return;
 	t->ops->free(t->impl);
 	free(t->name);
+	free(t->file);
 	free(t);
+}
+
+const char *
+ovl_tok_file(const struct ovl_tok *t, uint64_t *size, uint64_t *hash)
+{
+	if (t->file != NULL) {
+		*size = t->file_size;
+		*hash = t->file_hash;
+	}
+	return t->file;
 }
 
 const char *

@@ -26,6 +26,14 @@ struct ovl_tok *ovl_tok_open(const char *spec, char *err, size_t errlen);
 void	ovl_tok_free(struct ovl_tok *t);
 /* "bytes", "tiktoken:cl100k", ...: what the stream META records. */
 const char *ovl_tok_name(const struct ovl_tok *t);
+/*
+ * The file the tokenizer was loaded from (NULL for "bytes"), with its size
+ * and XXH64 content hash (seed 0) in *size and *hash. The file is hashed
+ * before it is loaded and must be the same file (inode, size, mtime) after
+ * the load, or ovl_tok_open fails: what was hashed is what was loaded.
+ */
+const char *ovl_tok_file(const struct ovl_tok *t, uint64_t *size,
+	    uint64_t *hash);
 /* Ids are below this (special tokens included). */
 uint32_t ovl_tok_vocab(const struct ovl_tok *t);
 #define OVL_TOK_NONE	UINT32_MAX
@@ -109,6 +117,20 @@ int	ovl_tok_set_special(struct ovl_tok *t, const char *policy, char *err,
 const char *ovl_tok_error(const struct ovl_tok *t);
 
 /*
+ * 1 when the last failed ovl_tok_encode failed for the tokenizer, not for
+ * the text: its pre-tokenizer pattern could not run (pretok.h's
+ * OVL_PRETOK_FAILED), as it may on any text. Not a bad record.
+ */
+int	ovl_tok_fatal(const struct ovl_tok *t);
+/*
+ * Encode a probe text (about 70 KB: a paragraph of many scripts, then
+ * long runs of letters, blanks, digits, newlines, punctuation, Latin and
+ * CJK letters), so that a pre-tokenizer pattern that cannot run fails
+ * now: 0, or -1 with a message in err. "bytes" has nothing to try.
+ */
+int	ovl_tok_probe(struct ovl_tok *t, char *err, size_t errlen);
+
+/*
  * 1 (the default): the fast way of a tiktoken or hf: tokenizer; 0: the
  * general way, with the same ids (for tests and benchmarks: bpe.h's
  * ovl_bpe_set_scanner, hf.h's ovl_hf_set_fast). Other tokenizers have one.
@@ -141,6 +163,9 @@ struct ovl_tok {
 	const struct ovl_tok_ops *ops;
 	void		*impl;
 	char		*name;
+	char		*file;		/* see ovl_tok_file, or NULL */
+	uint64_t	 file_size;
+	uint64_t	 file_hash;
 	uint32_t	 vocab;
 	uint32_t	 eod;
 	uint32_t	 bos;		/* set; OVL_TOK_NONE: not set */

@@ -16,13 +16,23 @@ const char *const reason_names[R_NREASONS] = {
 void
 bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 {
-	char msg[512], where[128];
+	char msg[640], where[128];
 	const struct ovl_chunk *c = s->cx.c;
 	va_list ap;
+	int skip = s->o->skip;
+	size_t k;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* a tokenizer that cannot run fails every record alike: no skip */
+	if (reason == R_TOK && ovl_tok_fatal(s->tok)) {
+		skip = 0;
+		k = strlen(msg);
+		snprintf(msg + k, sizeof(msg) - k, " (the tokenizer's "
+		    "pre-tokenizer pattern cannot run on it: a tokenizer error, "
+		    "not a bad record; ovl-mix --check tries the patterns)");
+	}
 	if (r == NULL)
 		where[0] = '\0';
 	else if (r->member != NULL)
@@ -42,13 +52,13 @@ bad(struct src *s, int reason, const struct rec *r, const char *fmt, ...)
 		snprintf(where, sizeof(where), " byte offset %" PRIu64,
 		    c->off + r->start_off);
 	if (r != NULL && r->member != NULL) {
-		if (!s->o->skip)
+		if (!skip)
 			ovl_errx(OVL_EXIT_DATA, "'%s': member '%s' (%s): %s",
 			    s->cx.name, r->member, where + 1, msg);
 		ovl_info(1, "skipped: '%s': member '%s' (%s): %s", s->cx.name,
 		    r->member, where + 1, msg);
 	} else {
-		if (!s->o->skip)
+		if (!skip)
 			ovl_errx(OVL_EXIT_DATA, "'%s':%s%s %s", s->cx.name, where,
 			    where[0] != '\0' ? ":" : "", msg);
 		ovl_info(1, "skipped: '%s':%s%s %s", s->cx.name, where,
@@ -226,14 +236,18 @@ image_run(struct src *s, const struct rec *r, uint32_t k, struct ovl_u32vec *v)
 
 /*
  * Does every image of r cost at most a sequence's largest length
- * (OVL_PACK_CAP_MAX)? A header may claim any size up to 2^24 pixels a
- * side; a run longer than any sequence is refused as a bad image before
- * its tokens are allocated. 0 after reporting the record.
+ * (OVL_PACK_CAP_MAX), and do they all together fit a document
+ * (--max-doc-bytes tokens, the bound of a document's tokens: its DOC frame
+ * stays within 4 x --max-doc-bytes)? A header may claim any size up to
+ * 2^24 pixels a side; runs that do not fit are refused as a bad image
+ * before their tokens are allocated. Runs longer in all than --max-tokens
+ * are filtered out then, as their document would be. 0 after reporting
+ * (or counting) the record.
  */
 int
 images_fit(struct src *s, const struct rec *r)
 {
-	uint64_t n;
+	uint64_t n, total = 0;
 	uint32_t i;
 
 	for (i = 0; r->images != NULL && s->o->image_cost.kind != 0 &&
@@ -249,6 +263,21 @@ images_fit(struct src *s, const struct rec *r)
 			    OVL_PACK_CAP_MAX);
 			return 0;
 		}
+		total += n;
+		if (total > s->o->max_doc) {
+			bad(s, R_IMAGE, r, "its images cost %" PRIu64 " tokens "
+			    "by image '%s' (%" PRIu32 "x%" PRIu32 ", image %" PRIu32
+			    " of %" PRIu32 "), more than a document holds "
+			    "(--max-doc-bytes %" PRIu64 ")", total,
+			    r->images[i].member, r->images[i].width,
+			    r->images[i].height, i + 1, r->nimages,
+			    s->o->max_doc);
+			return 0;
+		}
+	}
+	if (s->o->max_tokens != 0 && total > s->o->max_tokens) {
+		s->filtered_len++;
+		return 0;
 	}
 	return 1;
 }

@@ -195,6 +195,15 @@ write_meta(struct src *s)
 		fprintf(fp, "source.%s.file.%" PRIu32 " %s %s\n", o->name, k, id,
 		    s->cs.files[k]);
 	}
+	/* the tokenizer's file by its content: a resume must use the same */
+	{
+		uint64_t size, hash;
+		const char *f = ovl_tok_file(s->tok, &size, &hash);
+
+		if (f != NULL && strchr(f, '\n') == NULL)
+			fprintf(fp, "source.%s.tokenizer-file %" PRIu64
+			    " xxh64.%016" PRIx64 " %s\n", o->name, size, hash, f);
+	}
 	if (fclose(fp) != 0)
 		ovl_err(OVL_EXIT_DATA, "open_memstream");
 	{

@@ -164,6 +164,21 @@ id_at(const uint8_t *p, int dt, uint64_t i)
 	}
 }
 
+/* Value i of the array as its dtype has it, for messages (into buf). */
+static const char *
+id_text(const uint8_t *p, int dt, uint64_t i, char *buf, size_t len)
+{
+	uint64_t x;
+
+	if (dt != OVL_DT_U64) {
+		snprintf(buf, len, "%" PRId64, id_at(p, dt, i));
+		return buf;
+	}
+	memcpy(&x, p + 8 * i, 8);
+	snprintf(buf, len, "%" PRIu64, x);
+	return buf;
+}
+
 /*
  * ids [a, b) as uint32 into out, in one loop per dtype that the compiler
  * vectorizes (no branch per id: the ids out of range are or-ed into one
@@ -262,13 +277,15 @@ tok_doc_add(struct src *s, const struct rec *rc, const uint8_t *p, int dt,
 	uint32_t vocab = ovl_tok_vocab(s->tok);
 	size_t lead = s->bos != OVL_TOK_NONE ? 1 : 0;
 	uint64_t at;
+	char v[24];
 
 	ovl_u32vec_reserve(&s->toks, (size_t)(b - a));
 	at = ids_copy(p, dt, a, b, s->toks.p + s->toks.len, vocab);
 	if (at < b) {
-		bad(s, R_TOK, rc, "token %" PRIu64 " is %" PRId64 ": not "
-		    "an id of %s (vocabulary %" PRIu32 ")", s->toks.len - lead +
-		    (at - a), id_at(p, dt, at), ovl_tok_name(s->tok), vocab);
+		bad(s, R_TOK, rc, "token %" PRIu64 " is %s: not an id of %s "
+		    "(vocabulary %" PRIu32 ")", s->toks.len - lead + (at - a),
+		    id_text(p, dt, at, v, sizeof(v)), ovl_tok_name(s->tok),
+		    vocab);
 		return 0;
 	}
 	s->toks.len += (size_t)(b - a);
@@ -433,10 +450,13 @@ run_npy(struct src *s, uint64_t doc0,
 			int64_t x = id_at(op, odt, doc), y = id_at(op, odt, doc + 1);
 
 			if (x < 0 || y < x || (uint64_t)y > n) {
+				char xs[24], ys[24];
+
 				bad(s, R_INPUT, NULL, "'%s': offsets %" PRIu64 " and %"
-				    PRIu64 " are %" PRId64 " and %" PRId64 ": not "
-				    "increasing within the ids", opath, doc, doc + 1,
-				    x, y);
+				    PRIu64 " are %s and %s: not increasing within "
+				    "the ids", opath, doc, doc + 1, id_text(op, odt,
+				    doc, xs, sizeof(xs)), id_text(op, odt, doc + 1,
+				    ys, sizeof(ys)));
 				break;
 			}
 			tok_doc(s, p, dt, (uint64_t)x, (uint64_t)y, doc);
