@@ -122,7 +122,8 @@ log_past_or_ckpt_gone() { log_past "$1" || ! kill -0 "${PL_PID[ckpt]}" 2>/dev/nu
 	wait_until 120 log_past_header
 	pl_kill ckpt TERM
 	pl_wait
-	[ "${PL_RC[ckpt]}" -eq 143 ]
+	[ "${PL_RC[ckpt]}" -eq 143 ] ||
+		{ echo "ovl-ckpt: exit ${PL_RC[ckpt]}"; cat ckpt.err; false; }
 	grep -q 'stopped at checkpoint' ckpt.err
 	run -0 pl_restore ck resume.lines
 	pl_start slow.plan ck resume.lines "${OUT[@]}"
