@@ -375,6 +375,17 @@ sys.exit(subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-g
 	[ "$(tail -n 1 ck.err)" = "ovl-ckpt: no peer on tcp-listen:127.0.0.1:$(cat port2) within 2 s (--connect-timeout), only peers that were refused" ]
 }
 
+@test "a SIGTERM to ovl-ckpt while its input's listener waits for a writer stops it at once (exit 143), not at the connect timeout" {
+	"$OVL_CKPT" --connect-timeout 600 --dir ck --input "$L,port-file=port" 2> ck.err 3>&- &
+	ck=$!
+	wait_for port
+	kill -TERM "$ck"
+	st=0
+	wait "$ck" || st=$?
+	[ "$st" -eq 143 ] || { echo "exit $st"; cat ck.err; false; }
+	grep -q "stopped at checkpoint" ck.err
+}
+
 @test "the connecting side starts first and retries until the listener appears" {
 	one_stream
 	"$OVL_CKPT" --dir ref -p ref/rank%d one.plan < ref.fr

@@ -710,10 +710,14 @@ run(struct ckpt_opts *o)
 	open_log(&R);
 	committer_start(R.logfd, R.logend, R.have_last, R.committed);
 
-	ovl_net_redirect(o->input != NULL ? o->input : "-", OVL_NET_READ,
-	    STDIN_FILENO, inname, sizeof(inname));
-	/* a SIGTERM while an output waits for its peer stops the sink */
+	/*
+	 * a SIGTERM while the input's endpoint waits for its writer, or an
+	 * output for its peer, stops the sink
+	 */
 	ovl_net_set_stop(ckpt_stopping);
+	if (ovl_net_redirect(o->input != NULL ? o->input : "-", OVL_NET_READ,
+	    STDIN_FILENO, inname, sizeof(inname)) != 0)
+		finish_stop(&R);
 	rd = ovl_reader_new(STDIN_FILENO, inname, 0);
 	ovl_reader_expect(rd, &(struct ovl_expect){ .meta_keys = "vocab",
 	    .kinds = 1u << OVL_SEQ | 1u << OVL_BARRIER | 1u << OVL_STATE |

@@ -1116,7 +1116,7 @@ ovl_net_open(const char *spec, int dir, char *name, size_t len)
 	return fd;
 }
 
-void
+int
 ovl_net_redirect(const char *spec, int dir, int target, char *name,
     size_t len)
 {
@@ -1125,10 +1125,12 @@ ovl_net_redirect(const char *spec, int dir, int target, char *name,
 	if (strcmp(spec, "-") == 0) {
 		snprintf(name, len, "%s", target == STDIN_FILENO ?
 		    "standard input" : "standard output");
-		return;
+		return 0;
 	}
 	if (ovl_net_is_endpoint(spec)) {
 		fd = ovl_net_open(spec, dir, name, len);
+		if (fd < 0 && errno == EINTR && stopping())
+			return -1;
 		if (fd < 0)
 			ovl_err(OVL_EXIT_DATA, "%s", spec);
 	} else {
@@ -1143,6 +1145,7 @@ ovl_net_redirect(const char *spec, int dir, int target, char *name,
 			ovl_err(OVL_EXIT_DATA, "cannot redirect to '%s'", spec);
 		close(fd);
 	}
+	return 0;
 }
 
 int

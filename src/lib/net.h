@@ -164,9 +164,11 @@ int	ovl_net_open(const char *spec, int dir, char *name, size_t len);
  * OVL_NET_READ or OVL_NET_WRITE): an endpoint, or a file or FIFO (created
  * and truncated for writing), or "-" for target itself. Its name for
  * messages goes to name ("standard input" or "standard output" for "-").
- * Failures exit 1 naming spec (or as ovl_net_wait does).
+ * Failures exit 1 naming spec (or as ovl_net_wait does). 0, or -1 with
+ * errno EINTR when the stop function (ovl_net_set_stop) said stop while an
+ * endpoint waited for its peer.
  */
-void	ovl_net_redirect(const char *spec, int dir, int target, char *name,
+int	ovl_net_redirect(const char *spec, int dir, int target, char *name,
 	    size_t len);
 /*
  * The end of a written stream: shut the sending side down and wait until
