@@ -48,6 +48,7 @@ FIXED = 12 + NONCE
 LABEL = b"overlord stream proof "
 NEXT = b"OVLNEXT\n"
 PEER = b"OVLPEER\n"
+RUNID_MAX = 200     # bytes, as the tools take (src/lib/net-int.h)
 
 
 class AuthError(OSError):
@@ -174,8 +175,8 @@ def handshake(s: socket.socket, secret: Optional[bytes],
         _peer_handshake(s)
         return
     rid = (run_id if run_id is not None else os.environ.get("OVL_RUN_ID", "")).encode()
-    if len(rid) > 255:
-        raise ValueError("run id too long")
+    if len(rid) > RUNID_MAX:
+        raise ValueError("a run id too long (%d bytes; at most %d)" % (len(rid), RUNID_MAX))
     mine = MAGIC + struct.pack("<BcBB", VERSION, role, len(rid), 0) + os.urandom(NONCE) + rid
     try:
         s.sendall(mine)

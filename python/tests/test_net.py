@@ -227,3 +227,14 @@ def test_a_listener_that_closes_before_its_greeting_is_not_a_refusal(tmp_path, m
             stop.set()
             th.join(10)
             ls.close()
+
+
+def test_a_run_id_the_tools_would_refuse_is_refused_here_too(monkeypatch):
+    import socket
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(ValueError, match=r"a run id too long \(201 bytes; at most 200\)"):
+            net.handshake(a, b"a secret of this test, 32 bytes.", run_id="x" * 201)
+    finally:
+        a.close()
+        b.close()
