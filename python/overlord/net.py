@@ -143,6 +143,18 @@ def _proof(secret, who, listener_hello, connector_hello):
                     hashlib.sha256).digest()
 
 
+def _exchange_magic(s: socket.socket, mine: bytes, why: str = "") -> bytes:
+    """Send this side's greeting, then read the first 8 bytes of the
+    peer's (both greetings start with an 8-byte magic); a close before
+    them is GreetingCut."""
+    try:
+        s.sendall(mine)
+        return _recv(s, len(MAGIC))
+    except (ConnectionResetError, BrokenPipeError):
+        raise GreetingCut(("the peer closed the connection before its greeting "
+                           + why).rstrip()) from None
+
+
 def _peer_handshake(s: socket.socket) -> None:
     """The handshake without a secret, on a UNIX socket: the peer is of
     this user or root, and sends the same marker."""
@@ -153,12 +165,7 @@ def _peer_handshake(s: socket.socket) -> None:
     if uid not in (os.geteuid(), 0):
         raise AuthError("the peer is of uid %d, not this user's (%d), and there is "
                         "no secret" % (uid, os.geteuid()))
-    try:
-        s.sendall(PEER)
-        got = _recv(s, len(PEER))
-    except (ConnectionResetError, BrokenPipeError):
-        raise GreetingCut("the peer closed the connection before its greeting "
-                          "(it stopped, or refused this side's user)") from None
+    got = _exchange_magic(s, PEER, "(it stopped, or refused this side's user)")
     if got == MAGIC:
         raise AuthError("the peer proves the run's secret and this side has none: "
                         "set OVL_SECRET_FILE or OVL_SECRET")
@@ -178,12 +185,7 @@ def handshake(s: socket.socket, secret: Optional[bytes],
     if len(rid) > RUNID_MAX:
         raise ValueError("a run id too long (%d bytes; at most %d)" % (len(rid), RUNID_MAX))
     mine = MAGIC + struct.pack("<BcBB", VERSION, role, len(rid), 0) + os.urandom(NONCE) + rid
-    try:
-        s.sendall(mine)
-        head = _recv(s, len(MAGIC))
-    except (ConnectionResetError, BrokenPipeError):
-        raise GreetingCut("the peer closed the connection before its "
-                          "greeting") from None
+    head = _exchange_magic(s, mine)
     if head == PEER:
         raise AuthError("the peer has no secret (it goes by its user's credentials): "
                         "give it the run's secret too, or this side none")

@@ -246,6 +246,24 @@ value_end(const unsigned char *p, const unsigned char *e)
 }
 
 /*
+ * Step *p past a value that must be well-formed JSON (jansson says so)
+ * but is not used: 0, or -1 when it is not.
+ */
+static int
+skip_value(const unsigned char **p, const unsigned char *e)
+{
+	const unsigned char *v = value_end(*p, e);
+	json_t *j;
+
+	if (v == NULL || (j = json_loadb((const char *)*p, (size_t)(v - *p),
+	    JFLAGS, NULL)) == NULL)
+		return -1;
+	json_decref(j);
+	*p = v;
+	return 0;
+}
+
+/*
  * The members of the object at *pp into obj (a new jansson object), each
  * value parsed by jansson, but for those named skip[0..nskip): their text
  * in span[k] (not parsed), and a "model" that is an object (obj NULL: the
@@ -443,15 +461,9 @@ ovl_hf__vocab_next(struct hf_doc *d, const unsigned char **key, size_t *kn,
 		if (rc == 0)
 			*id = -1;
 	} else {
-		const unsigned char *v = value_end(p, e);
-		json_t *j;
-
 		/* another kind of value: well-formed, and no id */
-		if (v == NULL || (j = json_loadb((const char *)p,
-		    (size_t)(v - p), JFLAGS, NULL)) == NULL)
+		if (skip_value(&p, e) != 0)
 			return -1;
-		json_decref(j);
-		p = v;
 		*id = -1;
 	}
 	if ((rc = next_sep(&p, e, '}')) < 0 || (rc == 0 && ws(p, e) != e))
@@ -501,26 +513,13 @@ ovl_hf__merges_next(struct hf_doc *d, const unsigned char **a, size_t *an,
 			rc = 1;
 		if (rc == 1) {
 			/* rescan it as a value: well-formed, but not a pair */
-			const unsigned char *v;
-			json_t *j;
-
 			p = start;
-			if ((v = value_end(p, e)) == NULL ||
-			    (j = json_loadb((const char *)p, (size_t)(v - p),
-			    JFLAGS, NULL)) == NULL)
+			if (skip_value(&p, e) != 0)
 				return -1;
-			json_decref(j);
-			p = v;
 		}
 	} else {
-		const unsigned char *v = value_end(p, e);
-		json_t *j;
-
-		if (v == NULL || (j = json_loadb((const char *)p,
-		    (size_t)(v - p), JFLAGS, NULL)) == NULL)
+		if (skip_value(&p, e) != 0)
 			return -1;
-		json_decref(j);
-		p = v;
 		rc = 1;
 	}
 	if ((n = (size_t)next_sep(&p, e, ']')) == (size_t)-1 ||

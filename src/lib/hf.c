@@ -124,6 +124,24 @@ struct vent {
 };
 
 /* The largest id of the added tokens (-1: none) into *max. */
+/*
+ * An array of n elements of size bytes, full at *cap, with room for more:
+ * at first for first (the most a section of the file can hold, at once:
+ * the pages never touched are never faulted in), then twice as many.
+ */
+static void *
+grow_huge(void *old, size_t n, size_t *cap, size_t first, size_t size)
+{
+	void *g;
+
+	*cap = *cap != 0 ? *cap * 2 : first;
+	g = ovl_xmalloc_huge(*cap * size);
+	if (n > 0)
+		memcpy(g, old, n * size);
+	free(old);
+	return g;
+}
+
 static int
 check_added(json_t *added, int64_t *max, char *msg, size_t msglen)
 {
@@ -176,20 +194,10 @@ load_vocab(struct ovl_hf *h, struct hf_doc *d, json_t *added, char *msg,
 			snprintf(msg, msglen, "model.vocab: an empty token");
 			goto fail;
 		}
-		if (nv == cap) {
-			struct vent *g;
-
-			/*
-			 * at once room for all (an entry takes six bytes or
-			 * more): the pages never touched are never faulted in
-			 */
-			cap = cap != 0 ? cap * 2 : d->vocab.n / 6 + 16;
-			g = ovl_xmalloc_huge(cap * sizeof(*v));
-			if (nv > 0)
-				memcpy(g, v, nv * sizeof(*v));
-			free(v);
-			v = g;
-		}
+		/* an entry takes six bytes or more */
+		if (nv == cap)
+			v = grow_huge(v, nv, &cap, d->vocab.n / 6 + 16,
+			    sizeof(*v));
 		v[nv].id = (uint32_t)id;
 		v[nv].off = (uint32_t)h->arena.len;
 		if (h->bytelevel && kn <= sizeof(tmp) &&
@@ -305,17 +313,10 @@ load_merges(struct ovl_hf *h, struct hf_doc *d, char *msg, size_t msglen)
 			rc = -1;
 			goto out;
 		}
-		if (n == cap) {
-			struct mrec *g;
-
-			/* room for all: a merge takes six bytes or more */
-			cap = cap != 0 ? cap * 2 : d->merges.n / 6 + 16;
-			g = ovl_xmalloc_huge(cap * sizeof(*r));
-			if (n > 0)
-				memcpy(g, r, n * sizeof(*r));
-			free(r);
-			r = g;
-		}
+		/* a merge takes six bytes or more */
+		if (n == cap)
+			r = grow_huge(r, n, &cap, d->merges.n / 6 + 16,
+			    sizeof(*r));
 		m = &r[n++];
 		m->raw = 0;
 		m->x = (uint32_t)used;

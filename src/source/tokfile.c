@@ -139,9 +139,7 @@ unmap(struct map *m)
 	m->p = NULL;
 }
 
-/* Token ids in one of numpy's and Megatron's integer dtypes (tokfmt.h). */
-#define dt_size	ovl_dt_size
-
+/* Id i of ids in dtype dt (enum ovl_dt, tokfmt.h). */
 static int64_t
 id_at(const uint8_t *p, int dt, uint64_t i)
 {
