@@ -370,7 +370,10 @@ same() {
 			web="path=$W/web/web-0.jsonl path=$W/web/web-1.jsonl"
 			books="path=$W/books/book-0*.txt"
 		else
-			web="path=$H/web/web-0.jsonl path=$H/web/web-1.jsonl throttle=300K"
+			# throttled: each web partition reads for about 7 s, so it
+			# is still there when the first step is out, however
+			# loaded the machine (at 300K it could end first)
+			web="path=$H/web/web-0.jsonl path=$H/web/web-1.jsonl throttle=20K"
 			books="path=s3://data/books/book-0*.txt"
 		fi
 		cat > "$b.plan" <<EOF
