@@ -147,4 +147,9 @@ assert m[("overlord_restarts_total", ())] == 0
 for k in ("overlord_tokens_per_second", "overlord_step", "overlord_checkpoint", "overlord_elapsed_seconds"):
     assert (k, ()) in m, k
 PY
+	# a run shorter than its status interval still ends with the line of
+	# its final figures: the whole stop, the last step's balance
+	run -0 --separate-stderr "$OVL_RUN" -d run2 -c ckpt2 -o out2/s --status-interval 3600 p.plan 3>&-
+	[ "$(grep -c 'max/bound' <<< "$stderr")" -eq 1 ]
+	[[ "$(grep 'max/bound' <<< "$stderr")" == *"(100% of 150000 tokens"* ]]
 }
