@@ -342,8 +342,8 @@ void	cp_check(const struct construct_opts *o);
  * order. Emission keys into ekeys (returns their number), the sequences
  * per rank into nmb, their group words into w->hgroup, each rank's mean
  * cost over its CP ranks into w->rcost, tokens into w->rtok; the
- * costliest (DP, CP) rank into *maxc and a lower bound on it (the mean,
- * the costliest sequence's share) into *lb.
+ * costliest (DP, CP) rank into *maxc and a lower bound on it
+ * (ovl_balance_hybrid_bound) into *lb.
  */
 size_t	hybrid_plan(struct construct *c, size_t n, uint32_t seq_len,
 	    uint32_t *nmb, double *maxc, double *lb);

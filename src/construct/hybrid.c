@@ -18,8 +18,8 @@ struct hseq {
 
 static struct {
 	uint32_t	*k, *first, *seq, *bin, *lens, *idx;
-	double		*cost, *rc;
-	size_t		 cap, rcap;
+	double		*cost, *rc, *scr;
+	size_t		 cap, rcap, scr_cap;
 	struct hseq	*seqs;
 	uint32_t	*sord;
 	size_t		 scap;
@@ -60,6 +60,7 @@ hybrid_free(void)
 	free(H.idx);
 	free(H.cost);
 	free(H.rc);
+	free(H.scr);
 	free(H.seqs);
 	free(H.sord);
 	memset(&H, 0, sizeof(H));
@@ -89,9 +90,13 @@ hybrid_plan(struct construct *c, size_t n, uint32_t seq_len, uint32_t *nmb,
 	struct stepwork *w = &c->sw;
 	uint32_t N = o->cp, R = o->ranks, per = seq_len / N, r, h, j;
 	size_t nr = (size_t)R * N, i, ns = 0, q;
-	double v[OVL_PLAN_MAX_CP], total = 0, top = 0;
+	double v[OVL_PLAN_MAX_CP];
 
 	grow(n, nr);
+	if (n * N > H.scr_cap) {
+		H.scr_cap = n * N + n * N / 2 + 16;
+		H.scr = ovl_xrealloc(H.scr, H.scr_cap * sizeof(*H.scr));
+	}
 	for (i = 0; i < n; i++) {
 		const struct piece *p = &c->pieces[w->idx[i]];
 		uint32_t k = ovl_cp_hybrid_size(p->length, per, N);
@@ -103,13 +108,10 @@ hybrid_plan(struct construct *c, size_t n, uint32_t seq_len, uint32_t *nmb,
 			if (v[j] > H.cost[i])
 				H.cost[i] = v[j];
 		H.cost[i] += p->enc / k;
-		total += H.cost[i] * k;
-		if (H.cost[i] > top)
-			top = H.cost[i];
 	}
 	*maxc = ovl_balance_hybrid(c->bal, H.cost, H.k, n, (uint32_t)nr,
 	    H.first, H.rc);
-	*lb = total / (double)nr > top ? total / (double)nr : top;
+	*lb = ovl_balance_hybrid_bound(H.cost, H.k, n, (uint32_t)nr, H.scr);
 	/* a group of more than one CP rank: one piece a sequence */
 	for (i = 0; i < n; i++) {
 		if (H.k[i] == 1)

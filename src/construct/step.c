@@ -233,7 +233,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		/* hybrid: the costs as balanced are the ones written */
 		if (o->cp_hybrid || cp_seq_costs(o, cu, nseg, ntok, v) != 0)
 			c->sw.cpseq_bad = 1;
-		for (r = 0; r < o->cp; r++)
+		for (r = 0; !o->cp_hybrid && r < o->cp; r++)
 			c->sw.cpseq[(size_t)rank * o->cp + r] += v[r];
 	}
 	if (pl != NULL) {

@@ -116,22 +116,80 @@ improve(const double *cost, const uint32_t *size, size_t n, uint32_t ranks,
 	return 1;
 }
 
+/*
+ * Every sequence (in b->order) to a group whose members stay within cap:
+ * the group of its size with the costliest member that still leaves room
+ * (best fit). 1 when all fit (first[] and rc[] set), else 0.
+ */
+static int
+fit(const struct ovl_balancer *b, const double *cost, const uint32_t *size,
+    size_t n, uint32_t ranks, double cap, uint32_t *first, double *rc)
+{
+	size_t i;
+	uint32_t f, k, bf;
+	double m, bm;
+
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (i = 0; i < n; i++) {
+		uint32_t q = b->order[i];
+
+		k = size[q];
+		bf = ranks;
+		bm = -1;
+		for (f = 0; f + k <= ranks; f += k) {
+			m = group_max(rc, f, k, NULL);
+			if (m + cost[q] <= cap && m > bm) {
+				bm = m;
+				bf = f;
+			}
+		}
+		if (bf == ranks)
+			return 0;
+		first[q] = bf;
+		group_add(rc, bf, k, cost[q]);
+	}
+	return 1;
+}
+
+/* The maximum of first[]'s placement, rank costs into rc. */
+static double
+placed(const double *cost, const uint32_t *size, size_t n, uint32_t ranks,
+    const uint32_t *first, double *rc)
+{
+	size_t i;
+
+	memset(rc, 0, ranks * sizeof(*rc));
+	for (i = 0; i < n; i++)
+		group_add(rc, first[i], size[i], cost[i]);
+	return rc[ovl_balance__argmax(rc, ranks)];
+}
+
 double
 ovl_balance_hybrid(struct ovl_balancer *b, const double *cost,
     const uint32_t *size, size_t n, uint32_t ranks, uint32_t *first,
     double *rank_cost)
 {
 	size_t i, iter, maxiter = 4 * (size_t)ranks + 64;
-	double *work;
+	double *work, lo = 0, hi, total = 0, cur, *rc2;
+	uint32_t *first2;
+	int round;
 
 	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
 	if (n == 0 || ranks == 0)
 		return 0;
 	ovl_balance__grow(b, n, ranks);
+	first2 = b->heap;
+	rc2 = b->tsum;
 	/* the work of each sequence, in b->diff, sorts them */
 	work = b->diff;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		work[i] = cost[i] * size[i];
+		total += work[i];
+		if (cost[i] > lo)
+			lo = cost[i];
+	}
+	if (total / ranks > lo)
+		lo = total / ranks;
 	ovl_balance__sort_by_cost(b->order, n, work);
 	for (i = 0; i < n; i++) {
 		uint32_t q = b->order[i];
@@ -142,9 +200,53 @@ ovl_balance_hybrid(struct ovl_balancer *b, const double *cost,
 	for (iter = 0; iter < maxiter; iter++)
 		if (!improve(cost, size, n, ranks, first, rank_cost))
 			break;
+	cur = placed(cost, size, n, ranks, first, rank_cost);
+	/*
+	 * Then the least cap at which best fit places every sequence, by
+	 * bisection between the lower bound and the maximum in hand (as
+	 * MULTIFIT), improved the same way, when it lowers the maximum.
+	 */
+	hi = cur;
+	for (round = 0; round < 14 && hi > lo * (1 + 1e-4); round++) {
+		double mid = (lo + hi) / 2, m;
+
+		if (!fit(b, cost, size, n, ranks, mid, first2, rc2)) {
+			lo = mid;
+			continue;
+		}
+		for (iter = 0; iter < maxiter; iter++)
+			if (!improve(cost, size, n, ranks, first2, rc2))
+				break;
+		m = placed(cost, size, n, ranks, first2, rc2);
+		hi = mid < m ? mid : m;
+		if (m < cur * (1 - 1e-12)) {
+			cur = m;
+			memcpy(first, first2, n * sizeof(*first));
+		}
+	}
 	/* the sums again, so equal inputs give equal figures */
-	memset(rank_cost, 0, ranks * sizeof(*rank_cost));
+	return placed(cost, size, n, ranks, first, rank_cost);
+}
+
+double
+ovl_balance_hybrid_bound(const double *cost, const uint32_t *size, size_t n,
+    uint32_t ranks, double *scratch)
+{
+	uint32_t k, top = 1, c;
+	size_t i, m;
+	double lb = 0, v;
+
 	for (i = 0; i < n; i++)
-		group_add(rank_cost, first[i], size[i], cost[i]);
-	return rank_cost[ovl_balance__argmax(rank_cost, ranks)];
+		if (size[i] > top)
+			top = size[i];
+	for (k = 1; k <= top && k <= ranks; k *= 2) {
+		m = 0;
+		for (i = 0; i < n; i++)
+			for (c = 0; size[i] >= k && c < size[i] / k; c++)
+				scratch[m++] = cost[i];
+		v = ovl_balance_tight_bound(scratch, m, ranks / k, scratch);
+		if (v > lb)
+			lb = v;
+	}
+	return lb;
 }

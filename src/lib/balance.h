@@ -161,6 +161,16 @@ size_t	ovl_balance_exact(struct ovl_balancer *b, int method,
 double	ovl_balance_hybrid(struct ovl_balancer *b, const double *cost,
 	    const uint32_t *size, size_t n, uint32_t ranks, uint32_t *first,
 	    double *rank_cost);
+/*
+ * A lower bound on ovl_balance_hybrid's maximum: for every group size k,
+ * the tight bound (ovl_balance_tight_bound) of the sequences of size k
+ * and more over the ranks / k groups of k, a sequence of size s counted
+ * as s / k sequences of its cost (its groups of k are all loaded by it);
+ * k = 1 holds the mean over the ranks. scratch holds n x the largest
+ * size doubles.
+ */
+double	ovl_balance_hybrid_bound(const double *cost, const uint32_t *size,
+	    size_t n, uint32_t ranks, double *scratch);
 
 /*
  * Outlier delay over a window of k steps (WLB-LLM): trade pieces between
