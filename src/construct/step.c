@@ -461,6 +461,39 @@ cmp_emitkey(const void *a, const void *b)
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
 }
 
+/*
+ * Fixed shapes: the bounds of the step as written (ekeys[0..nk) in
+ * emission order). A document's pieces that meet in a sequence are one
+ * segment there (emit_seq), its attention spanning them, so each segment
+ * counts once, as the plans' rank costs count it; the pieces as cut
+ * would give a bound below every plan's mean.
+ */
+static void
+segment_bounds(struct construct *c, size_t nk, double *lb, double *tb)
+{
+	struct stepwork *w = &c->sw;
+	size_t i, m = 0;
+	uint64_t len = 0;
+	double enc = 0;
+
+	for (i = 0; i < nk; i++) {
+		const struct piece *p = &c->pieces[ekeys[i].piece];
+
+		if (i > 0 && (ekeys[i].key != ekeys[i - 1].key ||
+		    !piece_follows(&c->pieces[ekeys[i - 1].piece], p))) {
+			w->cost[m++] = ovl_cost_of(&c->o->cost, len) + enc;
+			len = 0;
+			enc = 0;
+		}
+		len += (uint64_t)p->length + p->images;
+		enc += p->enc;
+	}
+	if (nk > 0)
+		w->cost[m++] = ovl_cost_of(&c->o->cost, len) + enc;
+	*lb = ovl_balance_lower_bound(w->cost, m, c->o->ranks, w->scratch);
+	*tb = ovl_balance_tight_bound(w->cost, m, c->o->ranks, w->scratch);
+}
+
 /* Balance, pack and write one step made of the pieces w->idx[0..n). */
 static void
 do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
@@ -575,18 +608,12 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		fg.maxc = max_of(w->rcost, ranks);
 		pad = (uint64_t)per * ranks * s->seq_len - tokens;
 		fg.none_pad = pad;
-		/* the bounds of the pieces as placed: cutting lowers costs */
-		sw_grow(w, nk, 0, ranks);
-		for (i = 0; i < nk; i++) {
-			const struct piece *p = &c->pieces[ekeys[i].piece];
-			w->cost[i] = piece_cost(c, p);
-		}
-		fg.lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
-		fg.tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
 	}
 	/* emit rank by rank, micro-batch by micro-batch */
 	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
 	sw_grow(w, nk, 0, ranks);
+	if (o->uniform)
+		segment_bounds(c, nk, &fg.lb, &fg.tb);
 	{
 		size_t a = 0, q = 0;
 		uint32_t m;
