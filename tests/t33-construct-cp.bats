@@ -195,6 +195,8 @@ PY
 	sed -i '/format=jsonl/d' p.plan
 	run -0 "$OVL_RUN" -q -d run p.plan 3>&-
 	[ -s npy/s.local_cp_size.npy ] && [ -s npy/s.cp_first.npy ]
+	# the checkpoint log holds the construct state's cp-balance
+	grep -q '^cp-balance hybrid$' <("$OVL_CKPT" show ck --at 1)
 	# the sequences as ovl-ckpt wrote them, against the plan's rule:
 	# CP size the next power of two of a document's length over 64 / 4
 	# tokens, up to 4; a group of one packs documents into 16 tokens
