@@ -191,8 +191,9 @@ def partner_cp_size(sample_id_groups, group_id, sub_sample_id):
     return len([True for ids in sample_id_groups[group_id] if sub_sample_id in ids])
 
 
-@pytest.mark.parametrize("cp", [2, 4, 8])
-def test_hybrid_slices_are_megatrons(tmp_path, tools, cp):
+@pytest.mark.parametrize("cp,pad", [(2, "document"), (4, "document"), (8, "document"),
+                                    (4, "sequence")])
+def test_hybrid_slices_are_megatrons(tmp_path, tools, cp, pad):
     """cp-balance hybrid: every sequence's local_cp_size is Megatron's
     rule (capped at cp), and CP rank c gets exactly the sequences of its
     groups, each split as get_batch_on_this_cp_rank splits a hybrid
@@ -200,7 +201,7 @@ def test_hybrid_slices_are_megatrons(tmp_path, tools, cp):
     aligned group), in the stream's order."""
     per = 512 // cp
     sizes = set()
-    for dp, path in enumerate(_run(tmp_path, tools, cp, extra="cp-balance hybrid\n")):
+    for dp, path in enumerate(_run(tmp_path, tools, cp, pad, "cp-balance hybrid\n")):
         whole = steps(path)
         ranks = [steps(path, cp_rank=c) for c in range(cp)]
         items = list(otorch.RankDataset(path, reconnect_timeout=None))
