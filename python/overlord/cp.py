@@ -24,6 +24,15 @@ document) or per sequence (chunks r and 2N-1-r of the whole sequence).
 ``cu_seqlens``, ``cu_seqlens_padded`` and ``max_seqlen`` stay global: a
 rank's slice keeps the whole micro-batch's, as Megatron does.
 
+With ``cp-balance hybrid`` (META ``cp-balance hybrid``, ``hybrid``) every
+sequence has its own CP group, as Megatron-LM's hybrid context
+parallelism runs a sub-sample: ``local_cp_size`` k (a power of two up to
+N) and the first of its k CP ranks, both in the SEQ's flags word
+(``group``). Its layout is the one above with k for N; CP rank c takes
+the sequences whose group holds it, each split per sequence over the k
+ranks (``index`` with k, rank c - first), as Megatron's
+get_batch_on_this_cp_rank splits a hybrid sub-sample.
+
 >>> import numpy as np
 >>> cu = np.array([0, 3, 8], np.int32)
 >>> layout(cu, 8, 2, "document")
@@ -51,6 +60,20 @@ def from_meta(meta: Optional[dict]) -> tuple:
     if cp < 1 or pad not in POLICIES:
         raise ValueError("META: bad cp %r or cp-pad %r" % (meta["cp"], pad))
     return cp, pad
+
+
+def hybrid(meta: Optional[dict]) -> bool:
+    """Is a stream's META one of ``cp-balance hybrid``?"""
+    return bool(meta) and meta.get("cp-balance", ["static"])[-1] == "hybrid"
+
+
+def group(flags: int) -> tuple:
+    """(local_cp_size, first CP rank) of a hybrid SEQ's flags word.
+
+    >>> group(2 | 4 << 16)
+    (2, 4)
+    """
+    return int(flags) & 0xFFFF, int(flags) >> 16
 
 
 def layout(cu, ntok: int, cp: int, policy: str) -> tuple:

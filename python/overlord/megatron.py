@@ -182,6 +182,47 @@ def packed_seq_params(mb: dict) -> dict:
     m = mb.get("max_seqlen")
     if m is None:
         m = int((cup[1:] - cup[:-1]).max()) if len(cup) > 1 else 0
-    return {"qkv_format": "thd", "cu_seqlens_q": cu, "cu_seqlens_kv": cu,
-            "cu_seqlens_q_padded": cup, "cu_seqlens_kv_padded": cup,
-            "max_seqlen_q": int(m), "max_seqlen_kv": int(m)}
+    out = {"qkv_format": "thd", "cu_seqlens_q": cu, "cu_seqlens_kv": cu,
+           "cu_seqlens_q_padded": cup, "cu_seqlens_kv_padded": cup,
+           "max_seqlen_q": int(m), "max_seqlen_kv": int(m)}
+    if "local_cp_size" in mb:   # cp-balance hybrid: the sequence's CP size
+        out["local_cp_size"] = int(mb["local_cp_size"])
+    return out
+
+
+def hybrid_batch(item: dict, dp_rank: int, cp: int, dp_size: int) -> tuple:
+    """Megatron-LM's hybrid context parallelism (``--hybrid-context-
+    parallel``) fed with overlord's schedule: what its
+    ``HybridCPDataLoaderWrapper`` gives
+    ``hybrid_context_parallel_forward_backward`` for one step, made from
+    the step ``item`` of data-parallel rank ``dp_rank``'s
+    ``RankDataset`` (whole micro-batches, no ``cp_rank``) of a plan with
+    ``cp`` and ``cp-balance hybrid``: (samples, sample_id_groups).
+
+    ``samples`` maps a sample id to its sub-sample (``tokens``,
+    ``labels``, ``loss_mask``, ``position_ids`` of shape [1, T], the
+    padded layout; ``cu_seqlens``, ``cu_seqlens_padded`` int32 [1, n+1];
+    ``max_seqlen``), ``sample_id_groups`` the one group of the step:
+    a list for each of the dp_size x cp ranks of the DP x CP group (rank
+    dp x cp + c), this DP rank's filled with the ids of the sequences each
+    CP rank runs, in the stream's order (the others' empty: overlord keeps
+    a sequence's group inside its DP rank). Megatron counts a sample's
+    ranks in its group for its ``local_cp_size``, which is overlord's, and
+    get_batch_on_this_cp_rank splits it over them."""
+    import torch
+    samples, groups = {}, [[] for _ in range(int(dp_size) * int(cp))]
+    for j, mb in enumerate(item["micro_batches"]):
+        sid = int(dp_rank) << 20 | j
+        lab = mb["labels"]
+        samples[sid] = {
+            "tokens": mb["input_ids"].to(torch.int64)[None],
+            "labels": torch.where(lab < 0, torch.zeros_like(lab), lab)[None],
+            "loss_mask": (lab >= 0).to(torch.float32)[None],
+            "position_ids": mb["position_ids"].to(torch.int64)[None],
+            "cu_seqlens": mb["cu_seqlens"][None],
+            "cu_seqlens_padded": mb["cu_seqlens_padded"][None],
+            "max_seqlen": torch.tensor([mb["max_seqlen"]], dtype=torch.int32)}
+        k, first = int(mb["local_cp_size"]), int(mb["cp_first"])
+        for c in range(first, first + k):
+            groups[int(dp_rank) * int(cp) + c].append(sid)
+    return samples, [groups]

@@ -81,17 +81,21 @@ class OfflineSeq:
     """A sequence of an offline output. ``cu_seqlens_padded`` and
     ``max_seqlen`` are set for an npy output of a plan with ``cp``
     (overlord.cp: the bounds of the sequence's padded layout, from 0),
-    else None."""
+    else None; ``local_cp_size`` and ``cp_first`` (its CP group: its size
+    and first CP rank) for one of ``cp-balance hybrid``, else None."""
     __slots__ = ("step", "rank", "mb", "tokens", "positions", "cu_seqlens",
-                 "cu_seqlens_padded", "max_seqlen")
+                 "cu_seqlens_padded", "max_seqlen", "local_cp_size", "cp_first")
 
     def __init__(self, step: int, rank: int, mb: int, tokens: np.ndarray,
                  positions: np.ndarray, cu_seqlens: np.ndarray,
                  cu_seqlens_padded: Optional[np.ndarray] = None,
-                 max_seqlen: Optional[int] = None) -> None:
+                 max_seqlen: Optional[int] = None,
+                 local_cp_size: Optional[int] = None,
+                 cp_first: Optional[int] = None) -> None:
         self.step, self.rank, self.mb = step, rank, mb
         self.tokens, self.positions, self.cu_seqlens = tokens, positions, cu_seqlens
         self.cu_seqlens_padded, self.max_seqlen = cu_seqlens_padded, max_seqlen
+        self.local_cp_size, self.cp_first = local_cp_size, cp_first
 
     def labels(self, eod: int, pad: Optional[int] = None) -> tuple:
         """(labels, loss_mask): ``next_token_labels`` of this sequence, its
@@ -108,10 +112,13 @@ def npy(prefix: str) -> Iterator[OfflineSeq]:
     pos = np.load(prefix + ".positions.npy", mmap_mode="r")
     cu = np.load(prefix + ".cu_seqlens.npy", mmap_mode="r")
     seqs = np.load(prefix + ".seqs.npy", mmap_mode="r")
-    cup = mx = None
+    cup = mx = lcp = cpf = None
     if os.path.exists(prefix + ".cu_seqlens_padded.npy"):     # a cp plan's
         cup = np.load(prefix + ".cu_seqlens_padded.npy", mmap_mode="r")
         mx = np.load(prefix + ".max_seqlen.npy", mmap_mode="r")
+    if os.path.exists(prefix + ".local_cp_size.npy"):         # hybrid's
+        lcp = np.load(prefix + ".local_cp_size.npy", mmap_mode="r")
+        cpf = np.load(prefix + ".cp_first.npy", mmap_mode="r")
     for i, (step, rank, mb, first, n, seg0, nseg) in enumerate(seqs):
         c = np.asarray(cu[seg0:seg0 + nseg + 1], dtype=np.int64) - first
         p = m = None
@@ -119,7 +126,9 @@ def npy(prefix: str) -> Iterator[OfflineSeq]:
             p = np.asarray(cup[seg0:seg0 + nseg + 1], dtype=np.int64)
             p, m = (p - p[0]).astype(np.uint32), int(mx[i])
         yield OfflineSeq(int(step), int(rank), int(mb), tok[first:first + n],
-                         pos[first:first + n], c.astype(np.uint32), p, m)
+                         pos[first:first + n], c.astype(np.uint32), p, m,
+                         None if lcp is None else int(lcp[i]),
+                         None if cpf is None else int(cpf[i]))
 
 
 _DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,

@@ -63,6 +63,16 @@ and labels (Megatron's per-document zigzag: chunks r and 2N-1-r of every
 document, or of the whole sequence with ``cp-pad sequence`` or ``none``),
 with the global cu_seqlens, cu_seqlens_padded and max_seqlen.
 
+A plan with ``cp-balance hybrid`` gives each sequence its own group of
+CP ranks (overlord.cp, Megatron-LM's hybrid context parallelism): every
+micro-batch has ``local_cp_size`` and ``cp_first`` (ints: its group's
+size and first CP rank) and is padded for its own size; with
+``cp_rank=c`` the dataset gives only the micro-batches whose group holds
+c, each split per sequence over its local_cp_size ranks (rank c -
+cp_first of the group), in the stream's order, which every CP rank of a
+group shares (``overlord.megatron.hybrid_batch`` makes Megatron's
+schedule of a step).
+
 A restarted loader is a pause, not an error. Over a FIFO or an endpoint
 the dataset reopens the FIFO or reconnects when the stream breaks (its
 writing ovl-ckpt died: end of file or a reset without END, or a frame cut
@@ -334,7 +344,11 @@ class RankDataset(IterableDataset):
                         % (step, self.next_step, self.next_step))
                 self.next_step = step + 1
                 cp, policy = _cp.from_meta(r.meta)
-                if cp:
+                if cp and _cp.hybrid(r.meta):
+                    mbs = [_hybrid_micro_batch(mb, cp, policy, r.meta, self)
+                           for mb in mbs]
+                    mbs = [mb for mb in mbs if mb is not None]
+                elif cp:
                     mbs = [_cp_micro_batch(mb, cp, policy, r.meta, self)
                            for mb in mbs]
                 elif self.cp_rank is not None:
@@ -366,6 +380,7 @@ def _steps_of(ds, r, spans):
         kind = type(item)
         if kind is run:
             rows = item.rows.tolist()
+            grp = _cp.hybrid(r.meta)
             i = 0       # the first row of the SEQs not made yet
             for j, row in enumerate(rows):
                 if row[KIND] != STEP:
@@ -381,19 +396,22 @@ def _steps_of(ds, r, spans):
                         if q[STP] != st or q[RANK] != rk:
                             break
                     else:
-                        yield st, _run(fill, item, rows, i, j, ign, dtype)
+                        yield st, _run(fill, item, rows, i, j, ign, dtype, grp)
                         i = j + 1
                         continue
                 if j > i:
                     pending += [(q[STP], q[RANK], mb) for q, mb in
-                                zip(rows[i:j], _run(fill, item, rows, i, j, ign, dtype))]
+                                zip(rows[i:j], _run(fill, item, rows, i, j, ign, dtype, grp))]
                 i = j + 1
                 yield st, take(pending, st, rk, row[SEQS])
             if i < len(rows):
                 pending += [(q[STP], q[RANK], mb) for q, mb in
-                            zip(rows[i:], _run(fill, item, rows, i, len(rows), ign, dtype))]
+                            zip(rows[i:], _run(fill, item, rows, i, len(rows), ign, dtype, grp))]
         elif kind is seq:
-            pending.append((item.step, item.rank, micro_batch(item, ign, dtype, images)))
+            mb = micro_batch(item, ign, dtype, images)
+            if _cp.hybrid(r.meta):
+                mb["_flags"] = item.flags
+            pending.append((item.step, item.rank, mb))
         elif kind is step_end:
             yield item.step, take(pending, item.step, item.rank, item.seqs)
     frames.check_no_pending(pending)
@@ -404,7 +422,7 @@ _NP = {torch.int64: (np.int64, 64), torch.int32: (np.int32, 32)}
 _ROW = 8 * frames.ROW_WORDS
 
 
-def _run(fill, run, rows, i, j, ign, dtype):
+def _run(fill, run, rows, i, j, ign, dtype, grp=False):
     """The micro-batches of the SEQ rows i..j-1 of a walked run: each
     one's four arrays (input_ids and position_ids in dtype, labels int64,
     cu_seqlens int32) filled in one C call. Arrays of one sequence rather
@@ -412,12 +430,14 @@ def _run(fill, run, rows, i, j, ign, dtype):
     step's (eight micro-batches of 4096 tokens: 256 KiB an array) came
     back as fresh pages (RankDataset at 224 M tokens/s instead of 400).
     numpy's arrays wrapped by torch.from_numpy cost less than torch's own
-    (torch.empty) or its slices or split: measured."""
+    (torch.empty) or its slices or split: measured. With grp, each gets
+    its SEQ's flags word too (``_flags``: a hybrid plan's CP group)."""
     npdt, bits = _NP[dtype]
     NTOK, NPIECES = frames.ROW_NTOKENS, frames.ROW_NPIECES
     fn, empty, i32, i64 = torch.from_numpy, np.empty, np.int32, np.int64
     addr, raddr = run.addr, run.raddr + i * _ROW
     out = []
+    words = run.buf.view(np.uint8) if grp else None
     for r in rows[i:j]:
         n = r[NTOK]
         t0, t1 = fn(empty(n, npdt)), fn(empty(n, npdt))
@@ -425,27 +445,51 @@ def _run(fill, run, rows, i, j, ign, dtype):
         fill(addr, raddr, 1, bits, t0.data_ptr(), t1.data_ptr(), t3.data_ptr(),
              t2.data_ptr(), ign)
         raddr += _ROW
-        out.append({"input_ids": t0, "position_ids": t1, "cu_seqlens": t2, "labels": t3})
+        mb = {"input_ids": t0, "position_ids": t1, "cu_seqlens": t2, "labels": t3}
+        if grp:     # the SEQ's flags word: its CP group (cp-balance hybrid)
+            mb["_flags"] = int.from_bytes(words[r[1] + 28:r[1] + 32], "little")
+        out.append(mb)
     return out
 
 
-def _cp_micro_batch(mb, cp, policy, meta, ds):
+def _cp_micro_batch(mb, cp, policy, meta, ds, rank=None, split=None):
     """A micro-batch of a cp plan: laid out padded (overlord.cp.expand),
-    then, with ds.cp_rank, that rank's slice."""
+    then, with ds.cp_rank, that rank's slice (rank, split: a hybrid
+    group's rank and how it splits)."""
     pad = int(meta.get("pad-id", meta.get("eod", ["0"]))[-1])
     ids, pos, lab, cup, m = _cp.expand(
         mb["input_ids"].numpy(), mb["position_ids"].numpy(), mb["labels"].numpy(),
         mb["cu_seqlens"].numpy(), cp, policy, pad, ds.ignore_index)
-    if ds.cp_rank is not None:
+    if rank is None and ds.cp_rank is not None:
         if ds.cp_rank >= cp:
             raise ValueError("cp_rank %d: the plan has cp %d" % (ds.cp_rank, cp))
-        idx = _cp.index(cup, len(ids), cp, ds.cp_rank, policy)
+        rank, split = ds.cp_rank, policy
+    if rank is not None:
+        idx = _cp.index(cup, len(ids), cp, rank, split)
         ids, pos, lab = ids[idx], pos[idx], lab[idx]
     out = dict(mb)
+    out.pop("_flags", None)
     out.update(input_ids=torch.from_numpy(np.ascontiguousarray(ids)),
                position_ids=torch.from_numpy(np.ascontiguousarray(pos)),
                labels=torch.from_numpy(np.ascontiguousarray(lab)),
                cu_seqlens_padded=torch.from_numpy(cup), max_seqlen=m)
+    return out
+
+
+def _hybrid_micro_batch(mb, cp, policy, meta, ds):
+    """A micro-batch of a cp-balance hybrid plan: padded for its own CP
+    size; with ds.cp_rank, None unless its group holds that rank, else
+    that rank's slice, split per sequence over the group."""
+    k, first = _cp.group(mb["_flags"])
+    if ds.cp_rank is not None and ds.cp_rank >= cp:
+        raise ValueError("cp_rank %d: the plan has cp %d" % (ds.cp_rank, cp))
+    rank = None
+    if ds.cp_rank is not None:
+        if not first <= ds.cp_rank < first + k:
+            return None
+        rank = ds.cp_rank - first
+    out = _cp_micro_batch(mb, k, policy, meta, ds, rank, "sequence")
+    out.update(local_cp_size=k, cp_first=first)
     return out
 
 

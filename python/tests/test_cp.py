@@ -15,6 +15,7 @@ Transformer Engine's kernel does not run here (no CUDA), so the index is
 computed in torch as its contract states.
 """
 
+import math
 import os
 import subprocess
 
@@ -31,7 +32,7 @@ RANKS = 2
 
 
 def _run(tmp_path, tools, cp, pad="document", extra=""):
-    d = tmp_path / ("cp%d-%s" % (cp, pad))
+    d = tmp_path / ("cp%d-%s%s" % (cp, pad, "-h" if extra else ""))
     d.mkdir()
     plan = d / "p.plan"
     plan.write_text("source a path=x\nranks %d\nmicro-batches 2\nseq-len 512\n"
@@ -174,3 +175,75 @@ def test_npy_holds_the_same_fields(tmp_path, tools, pad):
         assert (s.cu_seqlens_padded.astype(np.int64) ==
                 m["cu_seqlens_padded"].numpy()).all()
         assert (s.cu_seqlens.astype(np.int64) == m["cu_seqlens"].numpy()).all()
+
+
+def gpus_needed(seq_len, max_seq_len_per_rank):
+    """Megatron-LM's BalancedCPScheduler.gpus_needed
+    (megatron/core/pipeline_parallel/hybrid_cp_schedule.py): the next
+    power of two of the length over the tokens a rank holds."""
+    return max(1, 2 ** math.ceil(math.log2(seq_len / max_seq_len_per_rank)))
+
+
+def partner_cp_size(sample_id_groups, group_id, sub_sample_id):
+    """hybrid_context_parallel_forward_backward's _get_new_data_iterator:
+    a sample's local_cp_size is the count of DP x CP ranks whose list in
+    the group holds it."""
+    return len([True for ids in sample_id_groups[group_id] if sub_sample_id in ids])
+
+
+@pytest.mark.parametrize("cp,pad", [(2, "document"), (4, "document"), (8, "document"),
+                                    (4, "sequence")])
+def test_hybrid_slices_are_megatrons(tmp_path, tools, cp, pad):
+    """cp-balance hybrid: every sequence's local_cp_size is Megatron's
+    rule (capped at cp), and CP rank c gets exactly the sequences of its
+    groups, each split as get_batch_on_this_cp_rank splits a hybrid
+    sub-sample (per sequence over local_cp_size ranks, rank c in its
+    aligned group), in the stream's order."""
+    per = 512 // cp
+    sizes = set()
+    for dp, path in enumerate(_run(tmp_path, tools, cp, pad, "cp-balance hybrid\n")):
+        whole = steps(path)
+        ranks = [steps(path, cp_rank=c) for c in range(cp)]
+        items = list(otorch.RankDataset(path, reconnect_timeout=None))
+        assert sum(len(s) for s in whole) > 0
+        for i, mbs in enumerate(whole):
+            got = [[] for _ in range(cp)]
+            for mb in mbs:
+                k, first = mb["local_cp_size"], mb["cp_first"]
+                lens = np.diff(mb["cu_seqlens"].numpy())
+                sizes.add(k)
+                assert first % k == 0 and first + k <= cp
+                if k > 1:   # one sub-sample, Megatron's CP size
+                    assert len(lens) == 1
+                    assert k == min(cp, gpus_needed(int(lens[0]), per))
+                else:
+                    assert all(gpus_needed(int(n), per) == 1 for n in lens)
+                assert len(mb["input_ids"]) % (2 * k) == 0
+                assert len(mb["input_ids"]) <= per * k
+                for c in range(first, first + k):
+                    # Megatron's hybrid group of size k holding DP x CP
+                    # rank dp * cp + c, and c's rank in it
+                    hdp = dp * cp + c
+                    assert hdp // k * k == dp * cp + first
+                    ref = (megatron_cp_slice(as_batch(mb), k, hdp % k, True)
+                           if k > 1 else as_batch(mb))
+                    got[c].append(ref)
+            for c in range(cp):
+                mine = ranks[c][i]
+                assert len(mine) == len(got[c])
+                for m, ref in zip(mine, got[c]):
+                    assert torch.equal(m["input_ids"], ref["tokens"][0])
+                    assert torch.equal(m["labels"], ref["labels"][0])
+                    assert torch.equal(m["position_ids"], ref["position_ids"][0])
+                    assert torch.equal(m["cu_seqlens_padded"], ref["cu_seqlens_padded"][0])
+            # Megatron's schedule of the step: its partner count is ours
+            samples, groups = megatron.hybrid_batch(items[i], dp, cp, RANKS)
+            assert len(groups[0]) == RANKS * cp
+            for j, (sid, smp) in enumerate(samples.items()):
+                assert partner_cp_size(groups, 0, sid) == mbs[j]["local_cp_size"]
+                assert torch.equal(smp["tokens"][0], mbs[j]["input_ids"])
+                p = megatron.packed_seq_params(mbs[j])
+                assert p["local_cp_size"] == mbs[j]["local_cp_size"]
+    assert 1 in sizes and cp in sizes
+    npy = list(offline.npy(os.path.join(os.path.dirname(path), "npy")))
+    assert sorted({s.local_cp_size for s in npy}) == sorted(sizes)

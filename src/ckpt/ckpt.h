@@ -239,6 +239,7 @@ struct ckpt_run {
 	int		 tok16;		/* tokens stored as 16 bits */
 	uint32_t	 cp;		/* META cp (0: none) and cp-pad (cp.h) */
 	int		 cp_pad;
+	int		 cp_hybrid;	/* META cp-balance hybrid */
 	struct ovl_buf	 mixst, cst;
 	int		 have_mix, have_con;
 	uint64_t	 mix_n, con_n;

@@ -91,13 +91,20 @@ seq_json(struct ckpt_run *R, struct out *o, const struct ovl_seq *s)
 		int n;
 
 		cup.len = 0;
-		m = ovl_cp_layout(R->cp, R->cp_pad, s->cu_seqlens, s->npieces,
+		m = ovl_cp_layout(ovl_cp_seq_size(R->cp, R->cp_hybrid,
+		    s->flags), R->cp_pad, s->cu_seqlens, s->npieces,
 		    s->ntokens, ovl_u32vec_reserve(&cup, (size_t)s->npieces +
 		    1));
 		json_array(b, "cu_seqlens_padded", cup.p, 4,
 		    (size_t)s->npieces + 1);
 		n = snprintf(t, sizeof(t), ",\"max_seqlen\":%u", m);
 		ovl_buf_append(b, t, (size_t)n);
+		if (R->cp_hybrid) {
+			n = snprintf(t, sizeof(t), ",\"local_cp_size\":%u,"
+			    "\"cp_first\":%u", OVL_CP_GROUP_SIZE(s->flags),
+			    OVL_CP_GROUP_FIRST(s->flags));
+			ovl_buf_append(b, t, (size_t)n);
+		}
 	}
 	ovl_buf_append(b, "}\n", 2);
 	out_put(o, b->p, b->len);

@@ -10,18 +10,22 @@
  * PREFIX.cu_seqlens_padded.npy (int64, entry for entry with cu_seqlens:
  * the same bounds in the padded layout, every sequence laid out padded
  * one after the other, from 0; a sequence's last bound is its padded end)
- * and PREFIX.max_seqlen.npy (int64, one a sequence).
+ * and PREFIX.max_seqlen.npy (int64, one a sequence); one of cp-balance
+ * hybrid two more, int64, one a sequence: PREFIX.local_cp_size.npy (its
+ * CP size, the one its padded layout is made with) and
+ * PREFIX.cp_first.npy (the first CP rank of its group), from its flags
+ * word (cp.h).
  */
 #include "ckpt.h"
 
 #include "cp.h"
 
 enum { NPY_TOKENS, NPY_POSITIONS, NPY_CU, NPY_SEQS, NPY_CUP, NPY_MAXSEQ,
-	NPY_NOUTS };
+	NPY_LCP, NPY_CPFIRST, NPY_NOUTS };
 
 /*
  * The arrays: output name (and file suffix), dtype, item size, columns,
- * and whether only a stream with cp has it.
+ * and which streams have it: 0 all, 1 those with cp, 2 hybrid ones.
  */
 static const struct {
 	const char	*name;
@@ -35,6 +39,8 @@ static const struct {
 	[NPY_SEQS] = { "seqs", "<i8", "<i8", 8, 8, SEQS_COLS, 0 },
 	[NPY_CUP] = { "cu_seqlens_padded", "<i8", "<i8", 8, 8, 1, 1 },
 	[NPY_MAXSEQ] = { "max_seqlen", "<i8", "<i8", 8, 8, 1, 1 },
+	[NPY_LCP] = { "local_cp_size", "<i8", "<i8", 8, 8, 1, 2 },
+	[NPY_CPFIRST] = { "cp_first", "<i8", "<i8", 8, 8, 1, 2 },
 };
 
 struct npy {
@@ -60,7 +66,8 @@ npy_open(struct ckpt_run *R)
 	int a;
 
 	for (a = 0; a < NPY_NOUTS; a++) {
-		if (arrays[a].cp && R->cp == 0)
+		if ((arrays[a].cp == 1 && R->cp == 0) ||
+		    (arrays[a].cp == 2 && !R->cp_hybrid))
 			continue;
 		p = xasprintf("%s.%s.npy", R->o->prefix, arrays[a].name);
 		N->o[a] = out_new(R, arrays[a].name, p, OT_NPY);
@@ -98,12 +105,13 @@ static void
 put_padded(struct npy *N, const struct ckpt_run *R, const struct ovl_seq *s)
 {
 	uint32_t np = s->npieces, real = s->cu_seqlens[np], i, *b;
+	uint32_t k = ovl_cp_seq_size(R->cp, R->cp_hybrid, s->flags);
 	int64_t m, v, end, g;
 
 	N->cup.len = 0;
 	b = ovl_u32vec_reserve(&N->cup, (size_t)np + 1);
-	m = ovl_cp_layout(R->cp, R->cp_pad, s->cu_seqlens, np, s->ntokens, b);
-	g = 2 * (int64_t)R->cp;
+	m = ovl_cp_layout(k, R->cp_pad, s->cu_seqlens, np, s->ntokens, b);
+	g = 2 * (int64_t)k;
 	end = R->cp_pad == OVL_CP_PAD_DOCUMENT ? (int64_t)b[np] +
 	    (s->ntokens - real) : R->cp_pad == OVL_CP_PAD_SEQUENCE ?
 	    ((int64_t)s->ntokens + g - 1) / g * g : (int64_t)s->ntokens;
@@ -120,6 +128,12 @@ put_padded(struct npy *N, const struct ckpt_run *R, const struct ovl_seq *s)
 	}
 	N->pend += end;
 	out_put(N->o[NPY_MAXSEQ], &m, 8);
+	if (N->o[NPY_LCP] != NULL) {
+		v = OVL_CP_GROUP_SIZE(s->flags);
+		out_put(N->o[NPY_LCP], &v, 8);
+		v = OVL_CP_GROUP_FIRST(s->flags);
+		out_put(N->o[NPY_CPFIRST], &v, 8);
+	}
 }
 
 static void

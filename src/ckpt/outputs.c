@@ -549,6 +549,8 @@ meta_parse(struct ckpt_run *R, const char *text, uint32_t len)
 			    ovl_num_u64(line + 3, &v) == 0 && v >= 1 &&
 			    v <= OVL_PLAN_MAX_CP) {
 				R->cp = (uint32_t)v;
+			} else if (strcmp(line, "cp-balance hybrid") == 0) {
+				R->cp_hybrid = 1;
 			} else if (strncmp(line, "cp-pad ", 7) == 0) {
 				R->cp_pad = ovl_cli_choice(ovl_plan_cp_pads,
 				    line + 7);

@@ -62,6 +62,7 @@ struct construct_opts {
 	int		 uniform;
 	uint32_t	 cp;		/* context-parallel ranks, 0: none */
 	int		 cp_pad;	/* enum ovl_cp_pad (with cp) */
+	int		 cp_hybrid;	/* cp-balance hybrid */
 	uint64_t	 image_tokens;
 	double		 enc_a, enc_b;	/* image-encoder-cost A:B (0: none) */
 	char		 enc_text[80];
@@ -158,6 +159,9 @@ struct stepwork {
 	int		 cpseq_bad;	/* a sequence did not split */
 	double		*cost2;		/* cp: the pieces' costs without CP */
 	size_t		 cost2_cap;
+	uint32_t	*hgroup;	/* hybrid: each sequence's CP group
+					   word (cp.h), in emission order */
+	size_t		 hgroup_cap;
 };
 
 /*
@@ -297,6 +301,13 @@ uint32_t cp_padded(const struct construct_opts *o, uint32_t len);
  */
 void	cp_rank_costs(const struct construct_opts *o, uint32_t len,
 	    double *out);
+/*
+ * The same over k CP ranks (out[0..k)), the document padded to a
+ * multiple of 2 x k whatever cp-pad says (a hybrid sequence of k > 1
+ * holds one document, whose padding is then the sequence's).
+ */
+void	cp_rank_costs_k(const struct construct_opts *o, uint32_t k,
+	    uint32_t len, double *out);
 /* A piece's balancing cost under cp: its costliest CP rank's. */
 double	cp_piece_cost(const struct construct *c, const struct piece *p);
 /*
@@ -319,6 +330,25 @@ int	cp_seq_costs(const struct construct_opts *o, const uint32_t *cu,
 	    uint32_t nseg, uint32_t ntok, double *out);
 /* cp and cp-pad against seq-len and fixed shapes: exit 2 (plan.h). */
 void	cp_check(const struct construct_opts *o);
+/* ---- hybrid.c ---- */
+/*
+ * cp-balance hybrid: the step's pieces w->idx[0..n) each on its own CP
+ * group (ovl_cp_hybrid_size of its length over seq_len / cp tokens a CP
+ * rank; ovl_balance_hybrid over ranks x cp), a group of one CP rank
+ * packing its pieces into sequences of at most seq_len / cp tokens, a
+ * larger group taking one piece a sequence. A data-parallel rank's
+ * sequences go larger groups first, then by their first CP rank, then in
+ * arrival order: every CP rank takes its groups' sequences in that one
+ * order. Emission keys into ekeys (returns their number), the sequences
+ * per rank into nmb, their group words into w->hgroup, each rank's mean
+ * cost over its CP ranks into w->rcost, tokens into w->rtok; the
+ * costliest (DP, CP) rank into *maxc and a lower bound on it
+ * (ovl_balance_hybrid_bound) into *lb.
+ */
+size_t	hybrid_plan(struct construct *c, size_t n, uint32_t seq_len,
+	    uint32_t *nmb, double *maxc, double *lb);
+void	hybrid_free(void);
+
 /* ---- images.c ---- */
 /* A DOC frame: placed now, or held until its IMAGE frames are in. */
 void	doc_frame(struct construct *c, const struct ovl_frame *f);

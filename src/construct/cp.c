@@ -28,11 +28,19 @@ pairs(uint64_t from, uint64_t to, uint64_t len)
 void
 cp_rank_costs(const struct construct_opts *o, uint32_t len, double *out)
 {
-	uint64_t P = cp_padded(o, len), g = 2 * (uint64_t)o->cp;
+	cp_rank_costs_k(o, o->cp, len, out);
+}
+
+void
+cp_rank_costs_k(const struct construct_opts *o, uint32_t k, uint32_t len,
+    double *out)
+{
+	uint64_t P = ovl_cp_padded(k, OVL_CP_PAD_DOCUMENT, len);
+	uint64_t g = 2 * (uint64_t)k;
 	uint64_t ch = P / g;
 	uint32_t r;
 
-	for (r = 0; r < o->cp; r++) {
+	for (r = 0; r < k; r++) {
 		uint64_t k1 = r, k2 = g - 1 - r;
 
 		out[r] = o->cost.a * (pairs(k1 * ch, (k1 + 1) * ch, len) +
@@ -162,6 +170,11 @@ cp_check(const struct construct_opts *o)
 			    "pads to", o->cp, o->sl[k], g,
 			    ovl_plan_cp_pads[o->cp_pad]);
 	}
+	if (o->cp_hybrid && ((o->cp & (o->cp - 1)) != 0 ||
+	    o->cp_pad == OVL_CP_PAD_NONE || o->uniform))
+		ovl_errx(OVL_EXIT_USAGE, "cp %u, cp-balance hybrid: needs cp a "
+		    "power of two, cp-pad document or sequence and no fixed "
+		    "shapes (uniform)", o->cp);
 	if (o->uniform && o->cp_pad == OVL_CP_PAD_DOCUMENT)
 		ovl_errx(OVL_EXIT_USAGE, "cp %u with fixed shapes (uniform): "
 		    "cp-pad document cannot fit; use cp-pad sequence or none",

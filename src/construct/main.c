@@ -205,6 +205,7 @@ apply_plan(struct construct_opts *o, const unsigned char *set)
 		o->uniform = p->uniform;
 	o->cp = p->cp;
 	o->cp_pad = p->cp_pad;
+	o->cp_hybrid = p->cp_balance == OVL_CP_HYBRID;
 	if (!set['i'] && p->has_image_tokens)
 		o->image_tokens = p->image_tokens;
 	if (!set['E'] && p->image_encoder_cost != NULL)
@@ -515,6 +516,7 @@ main(int argc, char **argv)
 		    "documents (long-docs=truncate) left out", c.img_dropped);
 	images_free(&c);
 	ekeys_free();
+	hybrid_free();
 	{
 		struct stepwork *w = &c.sw;
 		free(w->idx); free(w->len); free(w->cost); free(w->scratch);
@@ -528,6 +530,7 @@ main(int argc, char **argv)
 		free(w->bmb); free(w->rcost2);
 		free(w->cpcost); free(w->cost2); free(w->cpmin);
 		free(w->cpseq);
+		free(w->hgroup);
 	}
 	ovl_io_close_stdout();
 	return OVL_EXIT_OK;

@@ -96,7 +96,7 @@ piece_follows(const struct piece *p, const struct piece *q)
  */
 static void
 emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
-    uint32_t mb, const uint32_t *idx, size_t np)
+    uint32_t mb, uint32_t group, const uint32_t *idx, size_t np)
 {
 	const struct construct_opts *o = c->o;
 	uint32_t real = 0, ntok, k, *cu, nseg = 0, seg, tw = 4, pw = 4;
@@ -160,7 +160,7 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		s.ntokens = ntok;
 		s.npieces = nseg;
 		s.seq_len = seq_len;
-		s.flags = 0;
+		s.flags = group;
 		s.width = tw;
 		s.pos_width = pw;
 		ovl_seq_encode(pl, &s);
@@ -227,12 +227,13 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		double v[OVL_PLAN_MAX_CP];
 		uint32_t r;
 
-		cpmax = ovl_cp_layout(o->cp, o->cp_pad, cu, nseg, ntok,
-		    cpu);
+		cpmax = ovl_cp_layout(ovl_cp_seq_size(o->cp, o->cp_hybrid,
+		    group), o->cp_pad, cu, nseg, ntok, cpu);
 		c->cp_padding += cpu[nseg] - ntok;
-		if (cp_seq_costs(o, cu, nseg, ntok, v) != 0)
+		/* hybrid: the costs as balanced are the ones written */
+		if (o->cp_hybrid || cp_seq_costs(o, cu, nseg, ntok, v) != 0)
 			c->sw.cpseq_bad = 1;
-		for (r = 0; r < o->cp; r++)
+		for (r = 0; !o->cp_hybrid && r < o->cp; r++)
 			c->sw.cpseq[(size_t)rank * o->cp + r] += v[r];
 	}
 	if (pl != NULL) {
@@ -252,6 +253,9 @@ emit_seq(struct construct *c, uint64_t step, uint32_t seq_len, uint32_t rank,
 		printf(",\"cu_seqlens_padded\":");
 		ovl_json_u32s(stdout, c->cpcu.p, nseg + 1);
 		printf(",\"max_seqlen\":%u", cpmax);
+		if (o->cp_hybrid)
+			printf(",\"local_cp_size\":%u,\"cp_first\":%u",
+			    OVL_CP_GROUP_SIZE(group), OVL_CP_GROUP_FIRST(group));
 	}
 	printf(",\"docs\":[");
 	for (seg = 0; seg < nseg; seg++) {
@@ -366,7 +370,7 @@ struct stepfig {
 	/* cp: the policy's padding; costliest (DP, CP) rank and its bound,
 	   and the same after DP-only balancing and after none (has_cp) */
 	uint64_t	 cp_pad;
-	int		 has_cp;
+	int		 has_cp, has_base;	/* has_base: dp_only, none */
 	double		 cp_max, cp_lb, cp_dp, cp_none;
 	double		 cp_seq_max, cp_seq_mean;	/* as written */
 };
@@ -430,11 +434,12 @@ write_stats(struct construct *c, const struct wstep *s, size_t n,
 			if (fg->has_cp)
 				fprintf(fp, ",\"max_cost\":%.17g,"
 				    "\"lower_bound\":%.17g,\"max_over_bound\":"
-				    "%.4f,\"dp_only\":{\"max_cost\":%.17g},"
+				    "%.4f", fg->cp_max, fg->cp_lb, fg->cp_lb > 0 ?
+				    fg->cp_max / fg->cp_lb : 1);
+			if (fg->has_base)
+				fprintf(fp, ",\"dp_only\":{\"max_cost\":%.17g},"
 				    "\"none\":{\"max_cost\":%.17g}",
-				    fg->cp_max, fg->cp_lb, fg->cp_lb > 0 ?
-				    fg->cp_max / fg->cp_lb : 1, fg->cp_dp,
-				    fg->cp_none);
+				    fg->cp_dp, fg->cp_none);
 			fprintf(fp, "}");
 		}
 		fprintf(fp, "}\n");
@@ -454,6 +459,39 @@ cmp_emitkey(const void *a, const void *b)
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+/*
+ * Fixed shapes: the bounds of the step as written (ekeys[0..nk) in
+ * emission order). A document's pieces that meet in a sequence are one
+ * segment there (emit_seq), its attention spanning them, so each segment
+ * counts once, as the plans' rank costs count it; the pieces as cut
+ * would give a bound below every plan's mean.
+ */
+static void
+segment_bounds(struct construct *c, size_t nk, double *lb, double *tb)
+{
+	struct stepwork *w = &c->sw;
+	size_t i, m = 0;
+	uint64_t len = 0;
+	double enc = 0;
+
+	for (i = 0; i < nk; i++) {
+		const struct piece *p = &c->pieces[ekeys[i].piece];
+
+		if (i > 0 && (ekeys[i].key != ekeys[i - 1].key ||
+		    !piece_follows(&c->pieces[ekeys[i - 1].piece], p))) {
+			w->cost[m++] = ovl_cost_of(&c->o->cost, len) + enc;
+			len = 0;
+			enc = 0;
+		}
+		len += (uint64_t)p->length + p->images;
+		enc += p->enc;
+	}
+	if (nk > 0)
+		w->cost[m++] = ovl_cost_of(&c->o->cost, len) + enc;
+	*lb = ovl_balance_lower_bound(w->cost, m, c->o->ranks, w->scratch);
+	*tb = ovl_balance_tight_bound(w->cost, m, c->o->ranks, w->scratch);
 }
 
 /* Balance, pack and write one step made of the pieces w->idx[0..n). */
@@ -513,27 +551,38 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 			    w->len, n, ranks, w->rank, w->rcost);
 			pack_ranks(c, n, s->seq_len, w->nmb_none);
 			if (cpdoc) {
-				fg.has_cp = 1;
+				fg.has_cp = fg.has_base = 1;
 				fg.cp_none = cp_max_cost(c, n, w->rank, NULL);
 				(void)ovl_balance(c->bal, o->balance, w->cost2,
 				    w->len, n, ranks, w->rank, w->rcost);
 				fg.cp_dp = cp_max_cost(c, n, w->rank, NULL);
 			}
 		}
-		fg.maxc = ovl_balance(c->bal, o->balance, w->cost, w->len, n,
-		    ranks, w->rank, w->rcost);
-		pack_ranks(c, n, s->seq_len, nmb);
-		if (fg.has_cp)
-			fg.cp_max = cp_max_cost(c, n, w->rank, &fg.cp_lb);
-		ekeys_grow(n);
-		memset(w->rtok, 0, ranks * sizeof(*w->rtok));
-		for (i = 0; i < n; i++) {
-			ekeys[i].key = (uint64_t)w->rank[i] << 32 | w->bin[i];
-			ekeys[i].sub = (uint64_t)i << 32;
-			ekeys[i].piece = w->idx[i];
-			w->rtok[w->rank[i]] += c->pieces[w->idx[i]].length;
+		if (o->cp_hybrid) {
+			nk = hybrid_plan(c, n, s->seq_len, nmb, &fg.maxc, &fg.lb);
+			fg.tb = fg.lb;
+			fg.has_cp = 1;
+			fg.cp_max = fg.maxc;
+			fg.cp_lb = fg.lb;
+		} else {
+			fg.maxc = ovl_balance(c->bal, o->balance, w->cost,
+			    w->len, n, ranks, w->rank, w->rcost);
+			pack_ranks(c, n, s->seq_len, nmb);
+			if (fg.has_cp)
+				fg.cp_max = cp_max_cost(c, n, w->rank,
+				    &fg.cp_lb);
+			ekeys_grow(n);
+			memset(w->rtok, 0, ranks * sizeof(*w->rtok));
+			for (i = 0; i < n; i++) {
+				ekeys[i].key = (uint64_t)w->rank[i] << 32 |
+				    w->bin[i];
+				ekeys[i].sub = (uint64_t)i << 32;
+				ekeys[i].piece = w->idx[i];
+				w->rtok[w->rank[i]] +=
+				    c->pieces[w->idx[i]].length;
+			}
+			nk = n;
 		}
-		nk = n;
 	} else {
 		uint64_t rs = (uint64_t)ranks * s->seq_len;
 
@@ -559,20 +608,14 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 		fg.maxc = max_of(w->rcost, ranks);
 		pad = (uint64_t)per * ranks * s->seq_len - tokens;
 		fg.none_pad = pad;
-		/* the bounds of the pieces as placed: cutting lowers costs */
-		sw_grow(w, nk, 0, ranks);
-		for (i = 0; i < nk; i++) {
-			const struct piece *p = &c->pieces[ekeys[i].piece];
-			w->cost[i] = piece_cost(c, p);
-		}
-		fg.lb = ovl_balance_lower_bound(w->cost, nk, ranks, w->scratch);
-		fg.tb = ovl_balance_tight_bound(w->cost, nk, ranks, w->scratch);
 	}
 	/* emit rank by rank, micro-batch by micro-batch */
 	qsort(ekeys, nk, sizeof(*ekeys), cmp_emitkey);
 	sw_grow(w, nk, 0, ranks);
+	if (o->uniform)
+		segment_bounds(c, nk, &fg.lb, &fg.tb);
 	{
-		size_t a = 0;
+		size_t a = 0, q = 0;
 		uint32_t m;
 
 		for (r = 0; r < ranks; r++) {
@@ -584,7 +627,8 @@ do_step(struct construct *c, const struct wstep *s, size_t n, double drift,
 					z++;
 				for (i = a; i < z; i++)
 					w->order[i - a] = ekeys[i].piece;
-				emit_seq(c, s->step, s->seq_len, r, m, w->order,
+				emit_seq(c, s->step, s->seq_len, r, m,
+				    o->cp_hybrid ? w->hgroup[q++] : 0, w->order,
 				    z - a);
 				a = z;
 			}

@@ -43,6 +43,8 @@ state_text(struct construct *c, uint64_t n, uint64_t pos, uint32_t off,
 	if (o->cp > 0) {
 		ADD("cp %u\n", o->cp);
 		ADD("cp-pad %s\n", ovl_plan_cp_pads[o->cp_pad]);
+		if (o->cp_hybrid)
+			ADD("cp-balance hybrid\n");
 	}
 #undef ADD
 }
@@ -411,7 +413,7 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	static const char *const mine[] = { "seq-len", "ranks",
 	    "micro-batches", "step-tokens", "balance", "pack", "window",
 	    "uniform", "cost", "image-tokens", "image-encoder-cost", "pad-id",
-	    "resumed", "cp", "cp-pad", NULL };
+	    "resumed", "cp", "cp-pad", "cp-balance", NULL };
 
 	if (ovl_meta_decode(f, &text, &tlen) != OVL_F_OK)
 		ovl_errx(OVL_EXIT_FRAME, "'%s': bad META at byte offset %" PRIu64,
@@ -474,6 +476,8 @@ on_meta(struct construct *c, const struct ovl_frame *f)
 	if (o->cp > 0) {
 		ADD("cp %u\n", o->cp);
 		ADD("cp-pad %s\n", ovl_plan_cp_pads[o->cp_pad]);
+		if (o->cp_hybrid)
+			ADD("cp-balance hybrid\n");
 	}
 	if (o->resume_path != NULL)	/* right after BARRIER n (relink.h) */
 		ADD("resumed %" PRIu64 "\n", c->resume_n);
@@ -541,7 +545,7 @@ load_resume(struct construct *c, const char *path)
 	struct ovl_buf mine = { 0 };
 	uint64_t step = 0, start = 0, used = 0;
 	unsigned have = 0, lineno = 0;
-	int have_cp = 0;
+	int have_cp = 0, have_hybrid = 0;
 
 	if (fp == NULL)
 		ovl_err(OVL_EXIT_USAGE, "cannot open '%s'", path);
@@ -618,6 +622,8 @@ load_resume(struct construct *c, const char *path)
 				    path, lineno, line);
 			if (strcmp(line, "cp") == 0)
 				have_cp = 1;
+			if (strcmp(line, "cp-balance") == 0)
+				have_hybrid = 1;
 			if (strcmp(want, val) == 0)
 				continue;
 			/*
@@ -647,6 +653,9 @@ load_resume(struct construct *c, const char *path)
 	if (c->o->cp > 0 && !have_cp)
 		ovl_errx(OVL_EXIT_USAGE, "'%s': the state was written without "
 		    "cp, this run has cp %u", path, c->o->cp);
+	if (c->o->cp_hybrid && !have_hybrid)
+		ovl_errx(OVL_EXIT_USAGE, "'%s': the state was written with "
+		    "cp-balance static, this run has cp-balance hybrid", path);
 	if (elastic[0] != '\0') {
 		if (c->o->step_tokens == 0 || c->o->uniform)
 			ovl_errx(OVL_EXIT_USAGE, "%s (another rank count keeps "

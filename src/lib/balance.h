@@ -147,6 +147,32 @@ size_t	ovl_balance_exact(struct ovl_balancer *b, int method,
 	    struct ovl_part *part, double *rank_cost);
 
 /*
+ * Hybrid context parallelism: n sequences over ranks ranks (data- x
+ * context-parallel ranks, cp of them a data-parallel rank's), sequence i
+ * over size[i] of them, a power of two dividing cp: the aligned group
+ * first[i] .. first[i] + size[i] - 1 (first[i] a multiple of size[i]),
+ * each member paying cost[i]. The most work (cost x size) first, to the
+ * group whose costliest member costs least (the least total, then the
+ * lowest rank, among equals); then, while it lowers the costliest rank,
+ * a sequence of that rank moves to another group of its size or trades
+ * groups with a cheaper one of its size. Writes first[] and rank_cost[];
+ * returns the maximum. Deterministic.
+ */
+double	ovl_balance_hybrid(struct ovl_balancer *b, const double *cost,
+	    const uint32_t *size, size_t n, uint32_t ranks, uint32_t *first,
+	    double *rank_cost);
+/*
+ * A lower bound on ovl_balance_hybrid's maximum: for every group size k,
+ * the tight bound (ovl_balance_tight_bound) of the sequences of size k
+ * and more over the ranks / k groups of k, a sequence of size s counted
+ * as s / k sequences of its cost (its groups of k are all loaded by it);
+ * k = 1 holds the mean over the ranks. scratch holds n x the largest
+ * size doubles.
+ */
+double	ovl_balance_hybrid_bound(const double *cost, const uint32_t *size,
+	    size_t n, uint32_t ranks, double *scratch);
+
+/*
  * Outlier delay over a window of k steps (WLB-LLM): trade pieces between
  * the steps of the window so that each step can be balanced better.
  * Piece i (len[i], cost[i], source src[i]) is in step step[i] (0..k-1).

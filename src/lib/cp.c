@@ -35,3 +35,21 @@ ovl_cp_layout(uint32_t cp, int policy, const uint32_t *cu, uint32_t nseg,
 			m = out[i + 1] - out[i];
 	return m;
 }
+
+uint32_t
+ovl_cp_hybrid_size(uint32_t len, uint32_t per_rank, uint32_t cp)
+{
+	uint32_t k = 1;
+
+	while (k < cp && (uint64_t)k * per_rank < len)
+		k *= 2;
+	return k;
+}
+
+uint32_t
+ovl_cp_seq_size(uint32_t cp, int hybrid, uint32_t flags)
+{
+	uint32_t k = OVL_CP_GROUP_SIZE(flags);
+
+	return hybrid && k > 0 ? k : cp;
+}

@@ -31,4 +31,29 @@ uint32_t ovl_cp_padded(uint32_t cp, int policy, uint32_t len);
 uint32_t ovl_cp_layout(uint32_t cp, int policy, const uint32_t *cu,
 	    uint32_t nseg, uint32_t ntok, uint32_t *out);
 
+/*
+ * Hybrid context parallelism (cp-balance hybrid): every sequence runs on
+ * its own group of k CP ranks of its data-parallel rank, k a power of two
+ * up to cp (its local_cp_size), the group the aligned one Megatron-LM
+ * makes for size k (ranks first .. first + k - 1, first a multiple of k).
+ * A hybrid stream's SEQ frame says both in its u32 flags word
+ * (ovl-frame(5)): k in bits 0-15, first in bits 16-31.
+ */
+#define OVL_CP_GROUP(k, first)	((uint32_t)(k) | (uint32_t)(first) << 16)
+#define OVL_CP_GROUP_SIZE(w)	((uint32_t)(w) & 0xffffu)
+#define OVL_CP_GROUP_FIRST(w)	((uint32_t)(w) >> 16)
+
+/*
+ * A sequence's CP size, Megatron-LM's rule (hybrid_cp_schedule.py,
+ * gpus_needed): the next power of two of len over the tokens one CP
+ * rank holds (per_rank), at least 1, at most cp.
+ */
+uint32_t ovl_cp_hybrid_size(uint32_t len, uint32_t per_rank, uint32_t cp);
+
+/*
+ * The CP size a SEQ's padded layout is computed with: its group's under
+ * hybrid (its flags word), else the plan's cp.
+ */
+uint32_t ovl_cp_seq_size(uint32_t cp, int hybrid, uint32_t flags);
+
 #endif

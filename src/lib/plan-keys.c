@@ -50,6 +50,7 @@ const char *const ovl_plan_out_formats[OVL_OUT_NFORMATS + 1] = {
 const char *const ovl_plan_yesno[] = { "no", "yes", NULL };
 const char *const ovl_plan_cp_pads[] = { "document", "sequence", "none",
 	NULL };
+const char *const ovl_plan_cp_balances[] = { "static", "hybrid", NULL };
 const char *const ovl_plan_mixbys[] = { "tokens", "docs", NULL };
 static const char *const transports[] = { "fifo", "ring", NULL };
 
@@ -187,6 +188,8 @@ static const struct key simple_keys[] = {
 	{ "cp", PK_U32, PLAN(cp), 1, OVL_PLAN_MAX_CP, NULL, NULL, 0, 0, 0 },
 	{ "cp-pad", PK_ENUM, PLAN(cp_pad), 0, 0, ovl_plan_cp_pads, NULL, 0, 0,
 	    0 },
+	{ "cp-balance", PK_ENUM, PLAN(cp_balance), 0, 0, ovl_plan_cp_balances,
+	    NULL, 0, 0, 0 },
 	{ "split", PK_SPLIT, PLAN(split), 0, 0, NULL, NULL, 0, 0, 0 },
 };
 #define SIMPLE_FIRST_AFTER	5	/* "long-docs" on: after the sources */
@@ -499,14 +502,35 @@ ovl_plan__check_cp(struct ctx *c)
 	struct ovl_plan *p = c->p;
 	unsigned cpl = ovl_plan__simple_line(c, "cp");
 	unsigned padl = ovl_plan__simple_line(c, "cp-pad");
+	unsigned ball = ovl_plan__simple_line(c, "cp-balance");
 	uint64_t g;
 	size_t k;
 
 	if (p->cp == 0) {
+		if (p->cp_balance >= 0) {
+			c->line = ball;
+			return ovl_plan__perr(c, "cp-balance needs cp N");
+		}
 		if (p->cp_pad < 0)
 			return 0;
 		c->line = padl;
 		return ovl_plan__perr(c, "cp-pad needs cp N");
+	}
+	if (p->cp_balance == OVL_CP_HYBRID) {
+		c->line = ball;
+		if ((p->cp & (p->cp - 1)) != 0)
+			return ovl_plan__perr(c, "cp-balance hybrid: cp %u is "
+			    "not a power of two (a sequence's CP size is one, "
+			    "up to cp)", p->cp);
+		if (p->cp_pad == OVL_CP_PAD_NONE)
+			return ovl_plan__perr(c, "cp-balance hybrid with cp-pad "
+			    "none: a sequence shared by k CP ranks must split "
+			    "into 2 x k chunks; use cp-pad document or "
+			    "sequence");
+		if (p->uniform == 1)
+			return ovl_plan__perr(c, "cp-balance hybrid with uniform "
+			    "yes: each sequence is as long as its CP size "
+			    "holds, not seq-len; use uniform no");
 	}
 	if (p->cp_pad < 0)
 		p->cp_pad = OVL_CP_PAD_DOCUMENT;

@@ -890,6 +890,7 @@ ovl_plan_parse(const char *text, size_t len, const char *name, const char *dir,
 	p->dir = ovl_xstrdup(dir != NULL ? dir : ".");
 	p->uniform = -1;
 	p->cp_pad = -1;
+	p->cp_balance = -1;
 	p->ckpt_verify_all = -1;
 	p->out_overwrite = -1;
 	c.p = p;

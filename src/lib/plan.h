@@ -94,6 +94,18 @@ enum ovl_cp_pad {
 };
 extern const char *const ovl_plan_cp_pads[];
 /*
+ * How the context-parallel ranks share a step (cp-balance; names
+ * ovl_plan_cp_balances in this order): static, every sequence over the N
+ * CP ranks of its data-parallel rank; hybrid, each sequence over its own
+ * power of two of them (its local_cp_size, cp.h), balanced over all DP x
+ * CP ranks as Megatron-LM's hybrid context parallelism runs it.
+ */
+enum ovl_cp_balance {
+	OVL_CP_STATIC,
+	OVL_CP_HYBRID
+};
+extern const char *const ovl_plan_cp_balances[];
+/*
  * ovl-ckpt's output formats (output format=, ovl-ckpt --format): names
  * indexed by enum ovl_out_format, which indexes ovl-ckpt's table of
  * writers too.
@@ -292,6 +304,14 @@ struct ovl_plan {
 	 */
 	uint32_t	 cp;
 	int		 cp_pad;
+	/*
+	 * cp-balance: enum ovl_cp_balance, -1 unset (static). The plan
+	 * refuses it without cp, and hybrid with a cp that is not a power
+	 * of two, with cp-pad none (a shared sequence must split into 2 x
+	 * local_cp_size chunks) and with uniform yes (its sequences have
+	 * the lengths their CP sizes hold).
+	 */
+	int		 cp_balance;
 	/*
 	 * split W,W[,W]: held-out splits by document (split.h), NULL unset.
 	 * The run is the split OVL_SPLIT names (train when unset or empty):

@@ -2,7 +2,8 @@
  * The packer and the balance scheduler: every piece placed once, no bin
  * over its capacity, rank costs add up, the maximum never below the lower
  * bound and close to it on long-tailed steps, fixed token counts hold
- * exactly, the window keeps every step's budget.
+ * exactly, the window keeps every step's budget; hybrid CP groups stay
+ * aligned inside their data-parallel rank, near their bound.
  */
 #include <math.h>
 #include <stdint.h>
@@ -647,6 +648,68 @@ test_bins(void)
 	ovl_balancer_free(b);
 }
 
+/* Hybrid CP: aligned groups inside a DP rank, costs that add up, the bound. */
+static void
+test_hybrid(void)
+{
+	struct ovl_balancer *b = ovl_balancer_new();
+	struct ovl_rng rng;
+	static uint32_t size[N], first[N], first2[N];
+	static double bscr[8 * N];
+	double rc[64], rc2[64], mx, lb, sum = 0;
+	const double kc[] = { 1, 5, 2, 3, 3 };
+	const uint32_t ks[] = { 4, 2, 2, 1, 1 };
+	int trial, bad = 0, trials = 0;
+	size_t i, n;
+	uint32_t r, cp;
+
+	/* an exact optimum: the mean, 24 / 4 */
+	mx = ovl_balance_hybrid(b, kc, ks, 5, 4, first, rc);
+	CHECK(mx == 6);
+	CHECK(ovl_balance_hybrid_bound(kc, ks, 5, 4, bscr) == 6);
+	ovl_rng_seed(&rng, 32);
+	for (trial = 0; trial < 30; trial++) {
+		uint32_t ranks, per;
+
+		cp = 2u << (trial % 3);
+		ranks = 8 * cp;
+		per = 8192 / cp;
+		n = gen(&rng, 20 + ovl_rng_below(&rng, 120), 8192);
+		for (i = 0; i < n; i++) {
+			size[i] = 1;
+			while (size[i] < cp && size[i] * per < len[i])
+				size[i] *= 2;
+			cost[i] = (double)len[i] * len[i] / size[i];
+		}
+		mx = ovl_balance_hybrid(b, cost, size, n, ranks, first, rc);
+		memset(rc2, 0, sizeof(rc2));
+		for (i = 0; i < n; i++) {
+			if (first[i] % size[i] != 0 || first[i] + size[i] > ranks ||
+			    first[i] / cp != (first[i] + size[i] - 1) / cp)
+				bad++;
+			for (r = first[i]; r < first[i] + size[i]; r++)
+				rc2[r] += cost[i];
+		}
+		for (r = 0; r < ranks; r++)
+			if (fabs(rc2[r] - rc[r]) > 1e-6 * mx || rc[r] > mx)
+				bad++;
+		lb = ovl_balance_hybrid_bound(cost, size, n, ranks, bscr);
+		if (lb > mx * (1 + 1e-9))
+			bad++;
+		/* deterministic */
+		(void)ovl_balance_hybrid(b, cost, size, n, ranks, first2, rc2);
+		if (memcmp(first, first2, n * sizeof(*first)) != 0)
+			bad++;
+		sum += mx / lb;
+		trials++;
+	}
+	CHECK(bad == 0);
+	/* long-tailed steps: within 5% of the bound on average */
+	CHECK(sum / trials <= 1.05);
+	printf("# hybrid: max/bound %.4f on average\n", sum / trials);
+	ovl_balancer_free(b);
+}
+
 int
 main(void)
 {
@@ -663,5 +726,6 @@ main(void)
 	RUN(test_tight_bound);
 	RUN(test_never_worse);
 	RUN(test_bins);
+	RUN(test_hybrid);
 	UNIT_DONE();
 }
