@@ -16,7 +16,6 @@
 struct ovl_curl {
 	__typeof__(curl_global_init)		*global_init;
 	__typeof__(curl_easy_init)		*easy_init;
-	__typeof__(curl_easy_reset)		*easy_reset;
 	__typeof__(curl_easy_setopt)		*easy_setopt;
 	__typeof__(curl_easy_getinfo)		*easy_getinfo;
 	__typeof__(curl_easy_strerror)		*easy_strerror;
