@@ -64,3 +64,19 @@ fuzz_one() {	# fuzz_one TARGET: 400 inputs (at most 300 s), its "ok" line
 @test "fuzz: .npy and Megatron index headers, and resume cursors" {
 	fuzz_one tokfmt
 }
+
+@test "fuzz: the stream handshake, from either side, whatever a peer sends" {
+	fuzz_one netauth
+}
+
+@test "fuzz: HTTP answers to ranged, sequential and whole reads, from a local server" {
+	fuzz_one http
+}
+
+@test "fuzz: S3 ListObjectsV2 answers" {
+	fuzz_one s3list
+}
+
+@test "fuzz: STATE and META texts, and the specs they repeat" {
+	fuzz_one state
+}

@@ -91,3 +91,31 @@ wait_file() {
 	run -2 "$OVL_MIX" --check bad.plan
 	[[ "$output" == *"bad.plan:3: output per-rank=tcp-listen::65533+%d: rank 3's endpoint 'tcp-listen::65533+3' is not one (a port is at most 65535)"* ]]
 }
+
+@test "silent peers: ovl-mix takes its network inputs at once; a silent peer on one, its source not started, holds no other back" {
+	printf 'source web path=%s partitions=2\nranks 2\nseq-len 256\n' \
+	    "$SAMPLES/web/web-0.jsonl" > two.plan
+	mapfile -d '' args < <("$OVL_MIX" --source-args web two.plan)
+	"$OVL_MIX" -v two.plan "web=tcp-listen:127.0.0.1:0,port-file=port.0" \
+	    "web=tcp-listen:127.0.0.1:0,port-file=port.1" > mixed.fr \
+	    2> mix.err 3>&- &
+	mix=$!
+	wait_file port.0
+	wait_file port.1
+	python3 "$SILENT" "127.0.0.1:$(cat port.0)" 2 held 3>&- &
+	HOLD=$!
+	wait_file held
+	# input 1's source is greeted while input 0 has only silent peers
+	"$OVL_SOURCE" "${args[@]}" --partition 1/2 --output \
+	    "tcp:127.0.0.1:$(cat port.1)" 2> s1.err 3>&- &
+	s1=$!
+	wait_until 30 grep -q "peer 127.0.0.1:[0-9]* on tcp-listen:127.0.0.1:$(cat port.1): authenticated" mix.err
+	run -0 "$OVL_SOURCE" "${args[@]}" --partition 0/2 --output \
+	    "tcp:127.0.0.1:$(cat port.0)"
+	wait "$s1"
+	wait "$mix"
+	"$OVL_SOURCE" "${args[@]}" --partition 0/2 > ref0.fr
+	"$OVL_SOURCE" "${args[@]}" --partition 1/2 > ref1.fr
+	"$OVL_MIX" two.plan web=ref0.fr web=ref1.fr > ref.fr
+	cmp ref.fr mixed.fr
+}

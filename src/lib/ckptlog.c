@@ -107,10 +107,13 @@ split(const char *line, size_t len, size_t *klen, const char **val,
 int
 ovl_kvsec_parse(struct ovl_kvsec *s, const char *text, size_t len)
 {
-	const char *p = text, *end = text + len, *nl, *val;
+	const char *p = text, *end, *nl, *val;
 	size_t klen, vlen;
 
 	ovl_kvsec_clear(s);
+	if (len == 0)	/* text may then be NULL (an empty ovl_buf) */
+		return 0;
+	end = text + len;
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)

@@ -1,12 +1,16 @@
 /*
- * net's private parts, shared by net.c (settings, endpoints, connecting
- * and listening) and net-auth.c (the secret and the handshake).
+ * net's private parts, shared by net.c (settings, endpoints, sockets and
+ * connecting), net-listen.c (listening) and net-auth.c (the secret and
+ * the handshake).
  */
 #ifndef OVL_NET_INT_H
 #define OVL_NET_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "net.h"
 
@@ -46,6 +50,11 @@ struct ovl_net__cfg {
 	int	 (*stop)(void);
 };
 
+/* The process's settings (net.c's), loaded by ovl_net_new. */
+struct ovl_net__cfg *ovl_net__settings(void);
+/* 1 when the stop function (ovl_net_set_stop) says stop. */
+int	ovl_net__stopping(void);
+
 /* CLOCK_MONOTONIC in seconds. */
 double	ovl_net__now(void);
 /*
@@ -54,6 +63,32 @@ double	ovl_net__now(void);
  * or error (errno).
  */
 int	ovl_net__wait_fd(int fd, short events, double deadline);
+/* "ADDR:PORT" or "[ADDR]:PORT" of a socket address, into buf. */
+void	ovl_net__addr_text(const struct sockaddr *sa, socklen_t salen,
+	    char *buf, size_t len);
+/* setsockopt of an int, its failure ignored. */
+void	ovl_net__setint(int fd, int level, int opt, int v);
+/* Socket buffers (--sockbuf) before connect or listen; else nothing. */
+void	ovl_net__tune_buffers(int fd, int dir);
+/* A connected socket of dir: TCP_NODELAY, keepalive, TCP_USER_TIMEOUT. */
+void	ovl_net__tune(int fd, int dir);
+/*
+ * The addresses of n: getaddrinfo's for TCP (passive: to listen; 0, or
+ * its error), or the one address of a UNIX socket (in *un and *sun).
+ * Free with ovl_net__release.
+ */
+int	ovl_net__resolve(const struct ovl_net *n, int passive,
+	    struct addrinfo *un, struct sockaddr_un *sun,
+	    struct addrinfo **res);
+void	ovl_net__release(const struct ovl_net *n, struct addrinfo *res);
+/*
+ * The peers of the listeners nets[0..n) into fds (net-listen.c): every
+ * handshake at once, bounded by --connect-timeout from now; exits 1 when
+ * one has no peer by then. 0, or -1 (EINTR: the stop function) with no
+ * stream open.
+ */
+int	ovl_net__accept_all(struct ovl_net **nets, size_t n, int *fds);
+
 /* 1 when id is a run id: printable ASCII without spaces, short. */
 int	ovl_net__valid_run_id(const char *id);
 /*

@@ -16,7 +16,6 @@
 struct ovl_curl {
 	__typeof__(curl_global_init)		*global_init;
 	__typeof__(curl_easy_init)		*easy_init;
-	__typeof__(curl_easy_reset)		*easy_reset;
 	__typeof__(curl_easy_setopt)		*easy_setopt;
 	__typeof__(curl_easy_getinfo)		*easy_getinfo;
 	__typeof__(curl_easy_strerror)		*easy_strerror;
@@ -91,6 +90,25 @@ const char *ovl_remote__nocurl(void);
 const struct ovl_remote_conf *ovl_remote__conf(void);
 /* GET the whole body into r->ov[0..r->ovlen): 0, or -1 with r->err. */
 int	ovl_remote__get_all(struct ovl_remote *r);
+/* s3:// URLs of a listing, malloc'd, in a growing array. */
+struct ovl_remote__keys {
+	char	**v;
+	size_t	  n, cap;
+};
+/*
+ * One ListObjectsV2 answer, body[0..len) (not terminated): append to keys
+ * "s3://BUCKET/KEY" (bucket: its first blen bytes) for every key of its
+ * <Contents> that matches kpat as glob(3) with FNM_PATHNAME | FNM_PERIOD,
+ * but for empty keys and keys ending in '/'. *token is the continuation
+ * token this answer was asked with (or NULL): it is freed and replaced by
+ * the next one (malloc'd), or NULL when the listing is complete. Returns
+ * 0; -1 when body is no ListObjectsV2 answer, -2 when it says it is
+ * truncated without a continuation token other than *token (*token is
+ * then left as it was); keys may have grown in either case.
+ */
+int	ovl_remote__s3_page(const char *body, size_t len, const char *bucket,
+	    size_t blen, const char *kpat, struct ovl_remote__keys *keys,
+	    char **token);
 /* AWS URI encoding of s (keep '/' when keep_slash) appended to a malloc'd
    string; returns it. */
 char	*ovl_remote__aws_enc(const char *s, int keep_slash);

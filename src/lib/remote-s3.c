@@ -266,6 +266,62 @@ xml_text(const char *p, const char *e, const char *tag, const char **after)
 	return out;
 }
 
+/*
+ * Grow keys by one slot for a URL of ulen bytes (terminator included);
+ * returns it.
+ */
+static char *
+keys_add(struct ovl_remote__keys *keys, size_t ulen)
+{
+	if (keys->n == keys->cap) {
+		keys->cap = keys->cap ? keys->cap * 2 : 64;
+		keys->v = ovl_xrealloc(keys->v, keys->cap * sizeof(*keys->v));
+	}
+	return keys->v[keys->n++] = ovl_xmalloc(ulen);
+}
+
+int
+ovl_remote__s3_page(const char *body, size_t len, const char *bucket,
+    size_t blen, const char *kpat, struct ovl_remote__keys *keys,
+    char **token)
+{
+	const char *p = body, *e = body + len, *ce;
+	char *key, *trunc, *next = NULL;
+	int more;
+
+	if (memmem(body, len, "<ListBucketResult", 17) == NULL)
+		return -1;
+	for (;;) {
+		p = memmem(p, (size_t)(e - p), "<Contents>", 10);
+		if (p == NULL || (ce = memmem(p, (size_t)(e - p),
+		    "</Contents>", 11)) == NULL)
+			break;
+		key = xml_text(p, ce, "Key", NULL);
+		p = ce + 11;
+		if (key == NULL)
+			continue;
+		/* no object has an empty key; a key ending in '/' is a folder */
+		if (key[0] != '\0' && key[strlen(key) - 1] != '/' &&
+		    fnmatch(kpat, key, FNM_PATHNAME | FNM_PERIOD) == 0)
+			sprintf(keys_add(keys, blen + strlen(key) + 8),
+			    "s3://%.*s/%s", (int)blen, bucket, key);
+		free(key);
+	}
+	trunc = xml_text(body, e, "IsTruncated", NULL);
+	more = trunc != NULL && strcmp(trunc, "true") == 0;
+	free(trunc);
+	if (more)
+		next = xml_text(body, e, "NextContinuationToken", NULL);
+	if (more && (next == NULL || next[0] == '\0' || (*token != NULL &&
+	    strcmp(next, *token) == 0))) {
+		free(next);
+		return -2;
+	}
+	free(*token);
+	*token = next;
+	return 0;
+}
+
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -277,9 +333,10 @@ ovl_remote_glob(const char *pattern, char ***out, size_t *n, char *err,
     size_t errlen)
 {
 	const char *b, *slash, *kpat;
-	char *prefix, *token = NULL, **v = NULL, shown[512];
+	char *prefix, *token = NULL, shown[512];
 	const char *mk = getenv("OVL_S3_MAX_KEYS");
-	size_t cap = 0, cnt = 0, plen, blen;
+	struct ovl_remote__keys keys = { NULL, 0, 0 };
+	size_t plen, blen;
 	int rc = -1;
 
 	*out = NULL;
@@ -309,8 +366,7 @@ ovl_remote_glob(const char *pattern, char ***out, size_t *n, char *err,
 	if (mk != NULL && strspn(mk, "0123456789") != strlen(mk))
 		mk = NULL;
 	for (;;) {
-		char *q, *bucket, *tok_enc = NULL, *trunc;
-		const char *p, *e;
+		char *q, *bucket, *tok_enc = NULL;
 		struct ovl_remote *r;
 
 		/* the query in AWS canonical form: names sorted, values encoded */
@@ -338,60 +394,30 @@ ovl_remote_glob(const char *pattern, char ***out, size_t *n, char *err,
 			ovl_remote_close(r);
 			goto out;
 		}
-		p = (const char *)r->ov;
-		e = p + r->ovlen;
-		for (;;) {
-			const char *ce;
-			char *key;
-
-			p = memmem(p, (size_t)(e - p), "<Contents>", 10);
-			if (p == NULL || (ce = memmem(p, (size_t)(e - p),
-			    "</Contents>", 11)) == NULL)
-				break;
-			key = xml_text(p, ce, "Key", NULL);
-			p = ce + 11;
-			if (key == NULL)
-				continue;
-			if (fnmatch(kpat, key, FNM_PATHNAME | FNM_PERIOD) == 0 &&
-			    key[strlen(key) - 1] != '/') {
-				if (cnt == cap) {
-					cap = cap ? cap * 2 : 64;
-					v = ovl_xrealloc(v, cap * sizeof(*v));
-				}
-				v[cnt] = ovl_xmalloc(blen + strlen(key) + 8);
-				sprintf(v[cnt], "s3://%.*s/%s", (int)blen, b, key);
-				cnt++;
-			}
-			free(key);
-		}
-		free(token);
-		token = NULL;
-		p = (const char *)r->ov;
-		trunc = xml_text(p, e, "IsTruncated", NULL);
-		if (trunc != NULL && strcmp(trunc, "true") == 0)
-			token = xml_text(p, e, "NextContinuationToken", NULL);
-		free(trunc);
-		if (memmem(p, (size_t)(e - p), "<ListBucketResult", 17) == NULL) {
-			snprintf(err, errlen, "cannot list '%s': not a "
-			    "ListObjectsV2 answer", shown);
-			ovl_remote_close(r);
+		rc = ovl_remote__s3_page((const char *)r->ov, r->ovlen, b, blen,
+		    kpat, &keys, &token);
+		ovl_remote_close(r);
+		if (rc != 0) {
+			snprintf(err, errlen, "cannot list '%s': %s", shown,
+			    rc == -1 ? "not a ListObjectsV2 answer" : "a truncated "
+			    "answer without a continuation token");
+			rc = -1;
 			goto out;
 		}
-		ovl_remote_close(r);
 		if (token == NULL)
 			break;
 	}
-	if (cnt > 1)
-		qsort(v, cnt, sizeof(*v), cmp_str);
-	*out = v;
-	*n = cnt;
-	v = NULL;
-	cnt = 0;
+	if (keys.n > 1)
+		qsort(keys.v, keys.n, sizeof(*keys.v), cmp_str);
+	*out = keys.v;
+	*n = keys.n;
+	keys.v = NULL;
+	keys.n = 0;
 	rc = 0;
 out:
-	while (cnt > 0)
-		free(v[--cnt]);
-	free(v);
+	while (keys.n > 0)
+		free(keys.v[--keys.n]);
+	free(keys.v);
 	free(token);
 	free(prefix);
 	return rc;

@@ -28,7 +28,7 @@ static int curl_ok;
 struct ovl_curl ovl_curl;
 #define SYM(f)	{ "curl_" #f, &ovl_curl.f }
 static const struct ovl_dl_sym curl_syms[] = {
-	SYM(global_init), SYM(easy_init), SYM(easy_reset), SYM(easy_setopt),
+	SYM(global_init), SYM(easy_init), SYM(easy_setopt),
 	SYM(easy_getinfo), SYM(easy_strerror), SYM(easy_cleanup),
 	SYM(multi_init), SYM(multi_add_handle), SYM(multi_remove_handle),
 	SYM(multi_perform), SYM(multi_info_read), SYM(multi_poll),
@@ -363,12 +363,24 @@ stop(struct ovl_remote *r)
 static int
 start(struct ovl_remote *r, uint64_t from, uint64_t to)
 {
-	CURL *h = r->h;
+	CURL *h;
 	char range[64];
 	int ok = 1;
 
 	stop(r);
-	ovl_curl.easy_reset(h);
+	/*
+	 * A new handle for each request (its connections stay in r->m's
+	 * pool), never easy_reset: libcurl before 8.1.0 keeps across a reset
+	 * a pointer into the freed headers of the last answer, and follows
+	 * it when the next answer opens with a folded header line.
+	 */
+	if ((h = ovl_curl.easy_init()) == NULL) {
+		snprintf(r->err, sizeof(r->err), "'%s': cannot start a request",
+		    r->shown);
+		return -1;
+	}
+	ovl_curl.easy_cleanup(r->h);
+	r->h = h;
 	r->recv = r->att_from = from;
 	r->rq_end = to;
 	r->checked = r->have_cr = r->fatal = r->atend = 0;

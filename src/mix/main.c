@@ -293,14 +293,31 @@ setup_inputs(struct mixer *m)
 			ovl_net_listen(m->in[i].net);
 }
 
-/* Open every input and read its META (they must agree). */
+/*
+ * Open every input and read its META (they must agree). The network
+ * inputs are taken at once (ovl_net_wait_all): a source that starts late,
+ * or a peer that says nothing, holds no other input's peer back.
+ */
 static void
 open_inputs(struct mixer *m)
 {
-	size_t i;
+	struct ovl_net **nets = ovl_xcalloc(m->nin + 1, sizeof(*nets));
+	int *fds = ovl_xcalloc(m->nin + 1, sizeof(*fds));
+	const char *first = NULL;
+	size_t i, k = 0;
 
 	for (i = 0; i < m->nin; i++)
-		open_input(&m->in[i]);
+		if (m->in[i].net != NULL) {
+			nets[k++] = m->in[i].net;
+			if (first == NULL)
+				first = m->in[i].label;
+		}
+	if (k > 0 && ovl_net_wait_all(nets, k, fds) != 0)
+		ovl_err(OVL_EXIT_DATA, "input %s", first);
+	for (i = 0, k = 0; i < m->nin; i++)
+		open_input(&m->in[i], m->in[i].net != NULL ? fds[k++] : -1);
+	free(nets);
+	free(fds);
 	/* every input's META first: they must agree */
 	m->starting = 1;
 	for (i = 0; i < m->nin; i++)

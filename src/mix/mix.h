@@ -167,7 +167,11 @@ struct mixer {
 struct ovl_plan *load_plan(const char *path, int flags);
 void	doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
 	    uint64_t tokens);
-void	open_input(struct input *in);
+/*
+ * Start reading in: fd is its network stream already taken
+ * (ovl_net_wait_all), or -1 to open (or wait for) it now.
+ */
+void	open_input(struct input *in, int fd);
 void	wait_for(struct mixer *m, struct input *need);
 uint64_t count_of(const struct mixer *m);
 uint64_t consumed(const struct mixer *m, const struct source *s);

@@ -53,13 +53,15 @@ doc_rewrite(struct ovl_frame *f, uint32_t source, uint64_t pos,
 /* ---- inputs ------------------------------------------------------------- */
 
 void
-open_input(struct input *in)
+open_input(struct input *in, int fd)
 {
 	struct stat st;
 	int fl;
 
 	if (in->path == NULL)
 		in->fd = STDIN_FILENO;
+	else if (in->net != NULL && fd >= 0)
+		in->fd = fd;
 	else if (in->net != NULL) {
 		in->fd = ovl_net_wait(in->net);
 		if (in->fd < 0)
@@ -110,7 +112,7 @@ reopen_input(struct input *in)
 	ovl_reader_free(in->r);
 	close(in->fd);
 	in->reopens++;
-	open_input(in);
+	open_input(in, -1);
 }
 
 /* Check an input's META against the plan and the other inputs. */

@@ -178,6 +178,20 @@ test_corrupt(void)
 	ovl_ckptlog_free(&log);
 }
 
+/* An empty section's text (an empty ovl_buf: NULL, 0) is an empty section. */
+static void
+test_empty_text(void)
+{
+	struct ovl_kvsec s = { 0 };
+
+	ovl_kvsec_set(&s, "k", "v");
+	CHECK(ovl_kvsec_parse(&s, NULL, 0) == 0);
+	CHECK(s.n == 0);
+	CHECK(ovl_kvsec_parse(&s, "k v\n\nx", 7) == -1);
+	CHECK(s.n == 0);
+	ovl_kvsec_clear(&s);
+}
+
 static void
 test_append_full(void)
 {
@@ -202,6 +216,7 @@ main(void)
 	RUN(test_torn);
 	RUN(test_corrupt);
 	RUN(test_append_full);
+	RUN(test_empty_text);
 	unlink(path);
 	rmdir(dir);
 	ovl_buf_free(&logbuf);
