@@ -41,12 +41,21 @@ struct ovl_balancer {
 	size_t		 xcap;
 	size_t		*xgrp;		/* per rank + 1 */
 	size_t		 xgrp_cap;
+	struct ovl_kkwide *kkw;		/* kk above its exact size (balance.c) */
 };
 
 struct pair {
 	double		v;
 	uint32_t	i;
 };
+
+/*
+ * kk runs its exact path (Karmarkar-Karp, every improvement, MULTIFIT) on
+ * steps of at most this many pieces x ranks, and the wide path above it
+ * (balance.c, balance_kk_wide). A variable only so that a unit test can
+ * run both paths on one input.
+ */
+extern size_t ovl_balance__kk_exact_cells;
 
 /* Room for n pieces and ranks ranks in b's scratch arrays. */
 void	ovl_balance__grow(struct ovl_balancer *b, size_t n, uint32_t ranks);
