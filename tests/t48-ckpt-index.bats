@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# ovl-ckpt's index of base records (DIR/ckpt.idx): restore and a resuming
-# sink read the log from its last base records, not whole, and a missing,
-# damaged or foreign index only makes the read longer.
+# ovl-ckpt at scale: its index of base records (DIR/ckpt.idx), so that
+# restore and a resuming sink read the log from its last base records, not
+# whole, and a missing, damaged or foreign index only makes the read
+# longer; a descriptor per rank within RLIMIT_NOFILE.
 
 load test_helper
 
@@ -110,4 +111,13 @@ same_restore() {
 	[ "$FROM" -eq 0 ]
 	[ "$NREC" -eq 1 ]
 	same_restore cut compacted
+}
+
+@test "a descriptor per rank: the soft RLIMIT_NOFILE is raised, a hard limit too low is an error naming it" {
+	"$GEN" 5 2 300 1 300 > wide.frames
+	run -0 bash -c 'ulimit -Sn 200 && exec "$0" --dir ck3 --per-rank out3/rank%d < wide.frames' "$OVL_CKPT"
+	[ -s out3/rank299 ]
+	run -1 --separate-stderr bash -c 'ulimit -n 200 && exec "$0" --dir ck4 --per-rank out4/rank%d < wide.frames' "$OVL_CKPT"
+	[[ "$stderr" == "ovl-ckpt: 300 per-rank outputs need "*" open files, more than RLIMIT_NOFILE allows (soft 200, hard 200): raise the hard limit"* ]]
+	[ ! -e out4/rank0 ]
 }

@@ -498,6 +498,13 @@ open_outputs(struct ckpt_run *R)
 		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
 		char key[32];
 
+		if (n > 0) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "%" PRIu32 " per-rank "
+			    "outputs", n);
+			ovl_io_want_fds(n, what);
+		}
 		rank_streams(R, n);	/* every rank's socket at once */
 		for (i = 0; i < n; i++)
 			rank_out(R, (uint32_t)i);
