@@ -11,6 +11,8 @@
 
 #include "balance.h"
 
+struct ovl_kkwide;
+
 struct ovl_balancer {
 	uint32_t	*order;		/* pieces (or bins) sorted by cost */
 	size_t		 order_cap;
@@ -51,11 +53,41 @@ struct pair {
 
 /*
  * kk runs its exact path (Karmarkar-Karp, every improvement, MULTIFIT) on
- * steps of at most this many pieces x ranks, and the wide path above it
- * (balance.c, balance_kk_wide). A variable only so that a unit test can
- * run both paths on one input.
+ * steps of at most this many pieces x ranks (65,536), and the wide path
+ * above it (balance-wide.c). A variable only so that a unit test can run
+ * both paths on one input.
  */
 extern size_t ovl_balance__kk_exact_cells;
+/*
+ * kk's wide path: LPT, then refine, the two-rank repartition and MULTIFIT
+ * between the costliest rank and the cheapest few, over per-rank lists.
+ * Writes rank[] and rank_cost[]. Deterministic.
+ */
+void	ovl_balance__kk_wide(struct ovl_balancer *b, const double *cost,
+	    size_t n, uint32_t ranks, uint32_t *rank, double *rank_cost);
+/* Free the wide path's storage (NULL: nothing). */
+void	ovl_balance__kk_wide_free(struct ovl_kkwide *w);
+
+/* balance.c's steps, for the wide path. */
+/* LPT: costliest piece first to the cheapest rank; leaves b->order sorted
+ * costliest first when n >= ranks. */
+void	ovl_balance__lpt(struct ovl_balancer *b, const double *cost, size_t n,
+	    uint32_t ranks, uint32_t *rank);
+/* Each rank's cost into rank_cost; returns the largest. */
+double	ovl_balance__rank_costs(const double *cost, size_t n,
+	    const uint32_t *rank, uint32_t ranks, double *rank_cost);
+/*
+ * Two ranks A (side 0) and B (side 1), their pieces pooled costliest
+ * first: pair_try the outcome of swapping pieces x and y (x -1: none) and
+ * then greedy single moves (left in side[] with apply); pair_best the
+ * best of a few such swaps, its pieces in *bx, *by. Both return the
+ * pair's maximum.
+ */
+double	ovl_balance__pair_try(const double *cost, const uint32_t *pool,
+	    size_t m, uint32_t *side, double sA, double sB, long x, long y,
+	    int apply);
+double	ovl_balance__pair_best(const double *cost, const uint32_t *pool,
+	    size_t m, uint32_t *side, double sA, double sB, long *bx, long *by);
 
 /* Room for n pieces and ranks ranks in b's scratch arrays. */
 void	ovl_balance__grow(struct ovl_balancer *b, size_t n, uint32_t ranks);
