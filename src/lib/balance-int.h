@@ -65,8 +65,46 @@ extern size_t ovl_balance__kk_exact_cells;
  */
 void	ovl_balance__kk_wide(struct ovl_balancer *b, const double *cost,
 	    size_t n, uint32_t ranks, uint32_t *rank, double *rank_cost);
+/*
+ * refine, the two-rank repartition (pair_repart) and refine again over
+ * the lists of rank[]; b->order holds the pieces costliest first.
+ */
+void	ovl_balance__polish_wide(struct ovl_balancer *b, const double *cost,
+	    size_t n, uint32_t ranks, uint32_t *rank, double *rc);
+/*
+ * First-fit decreasing of the pieces (b->order, costliest first) into
+ * ranks of capacity cap over a tree of the ranks' costs (the least of
+ * each subtree): O(n log ranks). 1 when all fit (rank2[], rc set), else
+ * 0. Needs b->kkw (made by ovl_balance__polish_wide).
+ */
+int	ovl_balance__ffd_wide(struct ovl_balancer *b, const double *cost,
+	    size_t n, uint32_t ranks, double cap, uint32_t *rank2, double *rc);
+/* balance.c's MULTIFIT; wide: with the two functions above. */
+void	ovl_balance__multifit(struct ovl_balancer *b, const double *cost,
+	    size_t n, uint32_t ranks, uint32_t *rank, double *rank_cost,
+	    int wide);
 /* Free the wide path's storage (NULL: nothing). */
 void	ovl_balance__kk_wide_free(struct ovl_kkwide *w);
+
+/*
+ * refine's best step so far: piece bi (-1: none) of the costliest rank to
+ * rank bB, and piece bj (-1: none) of bB back; best, the maximum of the
+ * two ranks after it.
+ */
+struct ovl_balance_step {
+	double		best;
+	long		bi, bj;
+	uint32_t	bB;
+};
+/* Take moving piece k from the costliest rank (cost cA) to rank r (cost
+ * cr) when it lowers st->best. */
+void	ovl_balance__consider_move(struct ovl_balance_step *st,
+	    const double *cost, uint32_t k, double cA, double cr, uint32_t r);
+/* Take swapping piece k of the costliest rank with the cheaper piece q
+ * of rank r when the difference is below the gap and it lowers best. */
+void	ovl_balance__consider_swap(struct ovl_balance_step *st,
+	    const double *cost, uint32_t k, uint32_t q, double cA, double cr,
+	    uint32_t r);
 
 /* balance.c's steps, for the wide path. */
 /* LPT: costliest piece first to the cheapest rank; leaves b->order sorted

@@ -168,10 +168,10 @@ refine_wide(struct ovl_kkwide *w, const double *cost, uint32_t ranks,
     uint32_t *rank, double *rc)
 {
 	size_t iter, maxiter = 4 * (size_t)ranks + 16;
-	uint32_t c[KKW_CAND], nc, ci, A, B, bB = 0, r, i, z, lo, hi, mid;
+	uint32_t c[KKW_CAND], nc, ci, A, B, r, i, z, lo, hi, mid;
 	const uint32_t *la, *lr;
-	double cA, best, gap, want, d, m;
-	long bi, bj;
+	double cA, gap, want;
+	struct ovl_balance_step st = { 0, -1, -1, 0 };
 
 	for (iter = 0; iter < maxiter; iter++) {
 		A = ovl_balance__argmax(rc, ranks);
@@ -180,23 +180,14 @@ refine_wide(struct ovl_kkwide *w, const double *cost, uint32_t ranks,
 			return;
 		B = c[0];
 		cA = rc[A];
-		best = cA;
-		bi = bj = -1;
+		st.best = cA;
+		st.bi = st.bj = -1;
 		if (cA - rc[B] <= cA * 1e-9)
 			return;
 		la = w->a[A];
 		/* move: the piece of A closest to half the gap, to B */
-		for (i = 0; i < w->n[A]; i++) {
-			uint32_t k = la[i];
-
-			m = cA - cost[k] > rc[B] + cost[k] ? cA - cost[k] :
-			    rc[B] + cost[k];
-			if (cost[k] > 0 && m < best) {
-				best = m;
-				bi = k;
-				bB = B;
-			}
-		}
+		for (i = 0; i < w->n[A]; i++)
+			ovl_balance__consider_move(&st, cost, la[i], cA, rc[B], B);
 		/* swap: piece k of A with piece q of r, cost[k] > cost[q] */
 		for (ci = 0; ci < nc; ci++) {
 			r = c[ci];
@@ -215,27 +206,16 @@ refine_wide(struct ovl_kkwide *w, const double *cost, uint32_t ranks,
 						hi = mid;
 				}
 				for (z = lo > 0 ? lo - 1 : lo; z <= lo &&
-				    z < w->n[r]; z++) {
-					uint32_t q = lr[z];
-
-					d = cost[k] - cost[q];
-					if (d <= 0 || d >= gap)
-						continue;
-					m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
-					if (m < best) {
-						best = m;
-						bi = k;
-						bj = q;
-						bB = r;
-					}
-				}
+				    z < w->n[r]; z++)
+					ovl_balance__consider_swap(&st, cost, k,
+					    lr[z], cA, rc[r], r);
 			}
 		}
-		if (bi < 0 || best >= cA * (1 - 1e-12))
+		if (st.bi < 0 || st.best >= cA * (1 - 1e-12))
 			return;
-		kkw_move(w, cost, (uint32_t)bi, A, bB, rank, rc);
-		if (bj >= 0)
-			kkw_move(w, cost, (uint32_t)bj, bB, A, rank, rc);
+		kkw_move(w, cost, (uint32_t)st.bi, A, st.bB, rank, rc);
+		if (st.bj >= 0)
+			kkw_move(w, cost, (uint32_t)st.bj, st.bB, A, rank, rc);
 	}
 }
 
@@ -308,10 +288,9 @@ pair_wide(struct ovl_balancer *b, struct ovl_kkwide *w, const double *cost,
 	}
 }
 
-/* polish over the lists of rank[] (order: the pieces costliest first). */
-static void
-polish_wide(struct ovl_balancer *b, const double *cost, size_t n,
-    uint32_t ranks, uint32_t *rank, double *rc)
+void
+ovl_balance__polish_wide(struct ovl_balancer *b, const double *cost,
+    size_t n, uint32_t ranks, uint32_t *rank, double *rc)
 {
 	struct ovl_kkwide *w = kkw_lists(b, b->order, n, ranks, rank);
 
@@ -321,18 +300,24 @@ polish_wide(struct ovl_balancer *b, const double *cost, size_t n,
 	refine_wide(w, cost, ranks, rank, rc);
 }
 
-/*
- * ffd over a tree of the ranks' costs (the least of each subtree), so
- * that the first rank with room is found in O(log ranks).
- */
-static int
-ffd_wide(struct ovl_kkwide *w, const double *cost, const uint32_t *order,
-    size_t n, uint32_t ranks, double cap, uint32_t *rank2, double *rc)
+int
+ovl_balance__ffd_wide(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, double cap, uint32_t *rank2, double *rc)
 {
-	double *t = w->tree;
-	size_t i, leaves = w->leaves, x;
+	struct ovl_kkwide *w = b->kkw;
+	const uint32_t *order = b->order;
+	double *t;
+	size_t i, leaves, x;
 	uint32_t k;
 
+	for (w->leaves = 1; w->leaves < ranks; w->leaves *= 2)
+		;
+	if (2 * w->leaves > w->tree_cap) {
+		w->tree_cap = 2 * w->leaves;
+		w->tree = ovl_xrealloc(w->tree, w->tree_cap * sizeof(*w->tree));
+	}
+	t = w->tree;
+	leaves = w->leaves;
 	memset(rc, 0, ranks * sizeof(*rc));
 	for (x = 0; x < leaves; x++)
 		t[leaves + x] = x < ranks ? 0 : HUGE_VAL;
@@ -353,55 +338,6 @@ ffd_wide(struct ovl_kkwide *w, const double *cost, const uint32_t *order,
 	return 1;
 }
 
-/* multifit with ffd_wide and polish_wide. */
-static void
-multifit_wide(struct ovl_balancer *b, const double *cost, size_t n,
-    uint32_t ranks, uint32_t *rank, double *rank_cost)
-{
-	struct ovl_kkwide *w = b->kkw;
-	uint32_t *rank2 = b->heap;
-	double *rc2 = b->tsum, *sorted = b->diff, total = 0, lo, hi, cur;
-	size_t i;
-	int iter, found = 0;
-
-	cur = ovl_balance__rank_costs(cost, n, rank, ranks, rank_cost);
-	for (i = 0; i < n; i++) {
-		sorted[i] = cost[b->order[i]];
-		total += sorted[i];
-	}
-	lo = ovl_balance_bound_sorted(sorted, n, ranks, total);
-	hi = cur;
-	if (hi <= lo * (1 + 1e-6))
-		return;
-	for (w->leaves = 1; w->leaves < ranks; w->leaves *= 2)
-		;
-	if (2 * w->leaves > w->tree_cap) {
-		w->tree_cap = 2 * w->leaves;
-		w->tree = ovl_xrealloc(w->tree, w->tree_cap * sizeof(*w->tree));
-	}
-	for (iter = 0; iter < 14 && hi > lo * (1 + 1e-4); iter++) {
-		double mid = (lo + hi) / 2;
-
-		if (ffd_wide(w, cost, b->order, n, ranks, mid, rank2, rc2)) {
-			hi = mid;
-			found = 1;
-			memcpy(b->mf_rank, rank2, n * sizeof(*rank2));
-		} else {
-			lo = mid;
-		}
-	}
-	if (!found)
-		return;
-	memcpy(rank2, b->mf_rank, n * sizeof(*rank2));
-	ovl_balance__rank_costs(cost, n, rank2, ranks, rc2);
-	polish_wide(b, cost, n, ranks, rank2, rc2);
-	if (ovl_balance__rank_costs(cost, n, rank2, ranks, rc2) <
-	    cur * (1 - 1e-12)) {
-		memcpy(rank, rank2, n * sizeof(*rank));
-		memcpy(rank_cost, rc2, ranks * sizeof(*rank_cost));
-	}
-}
-
 void
 ovl_balance__kk_wide(struct ovl_balancer *b, const double *cost, size_t n,
     uint32_t ranks, uint32_t *rank, double *rank_cost)
@@ -411,7 +347,7 @@ ovl_balance__kk_wide(struct ovl_balancer *b, const double *cost, size_t n,
 	if (n <= ranks)
 		return;		/* a piece a rank: the costliest piece bounds */
 	/* balance_lpt left b->order costliest first */
-	polish_wide(b, cost, n, ranks, rank, rank_cost);
-	multifit_wide(b, cost, n, ranks, rank, rank_cost);
+	ovl_balance__polish_wide(b, cost, n, ranks, rank, rank_cost);
+	ovl_balance__multifit(b, cost, n, ranks, rank, rank_cost, 1);
 }
 
