@@ -203,6 +203,7 @@ struct ckpt_run {
 	struct ckpt_opts *o;
 	char		*dir;
 	char		*logpath;
+	char		*idxpath;	/* CKPT_INDEX */
 	char		*committed;	/* DIR/committed (relink.h) */
 	int		 logfd;
 	uint64_t	 logend;
@@ -304,8 +305,28 @@ char	*rank_endpoint(const char *path, const char *hosts, size_t r,
 /* Lock dir until exit, waiting up to wait_s seconds for another ovl-ckpt. */
 int	 lock_dir_wait(const char *dir, uint64_t wait_s);
 int	 lock_dir(const char *dir);
+/* DIR/ckpt.idx: where the log's base records are (ckptlog.h). */
+#define CKPT_INDEX	"ckpt.idx"
 /* Read DIR/ckpt.log; exits 1 (unreadable) or 3 (corrupt) on failure. */
 void	 read_log(const char *dir, struct ovl_ckptlog *log);
+/*
+ * The same from the second last base record the index names on
+ * (ovl_ckptlog_read_tail): the last checkpoint and the one before it at
+ * least, in a time that does not grow with the log. A corrupt record is
+ * reported as by read_log (the whole log is read to name it).
+ */
+void	 read_log_tail(const char *dir, struct ovl_ckptlog *log);
+/*
+ * read_log or read_log_tail (tail) without exiting: 0, -1 (err: cannot
+ * read) or -3 (err: corrupt; log holds the records before it).
+ */
+int	 read_log_at(const char *dir, struct ovl_ckptlog *log, int tail,
+	    char *err, size_t errlen);
+/*
+ * A log read by read_log_tail made whole (read again): returns the index
+ * of record i in it.
+ */
+size_t	 read_log_widen(const char *dir, struct ovl_ckptlog *log, size_t i);
 /* The state at record i; exits 3 when it cannot be rebuilt. */
 void	 log_state(const char *dir, const struct ovl_ckptlog *log, size_t i,
 	    struct ovl_ckstate *st);

@@ -18,6 +18,7 @@ static struct committer {
 	size_t		 nfds, capfds;
 	int		 logfd;
 	uint64_t	 logend;
+	struct ovl_ckptidx idx;		/* the base records' offsets */
 	int		 failed, err;	/* errno of the failure */
 	uint64_t	 fail_n;
 	int		 durable;	/* a record was appended before */
@@ -89,11 +90,14 @@ committer_main(void *arg)
 			rc = ovl_ckptlog_append(C.logfd, C.logend, b.p, b.len);
 		if (rc == 0) {
 			done = b.len;
+			ovl_ckptidx_note(&C.idx, b.p, b.len, C.logend);
 			/* a hint for writers' backups: never ahead of the log */
 			(void)ovl_link_set_committed(C.committed, last);
 		}
-		else if (i == nfds && (errno == ENOSPC || errno == EDQUOT))
+		else if (i == nfds && (errno == ENOSPC || errno == EDQUOT)) {
 			rc = append_each(&b, &done, &last);
+			ovl_ckptidx_note(&C.idx, b.p, done, C.logend);
+		}
 		pthread_mutex_lock(&C.mu);
 		C.busy = 0;
 		C.logend += done;
@@ -117,8 +121,11 @@ committer_main(void *arg)
 
 void
 committer_start(int logfd, uint64_t logend, int durable,
-    const char *committed)
+    const char *committed, const char *idxpath)
 {
+	if (ovl_ckptidx_open(&C.idx, idxpath) != 0)
+		ovl_info(1, "cannot open '%s' (%s): a restore reads the whole "
+		    "log", idxpath, strerror(errno));
 	C.committed = committed;
 	C.logfd = logfd;
 	C.logend = logend;
@@ -197,6 +204,7 @@ committer_join(void)
 	pthread_cond_broadcast(&C.cv);
 	pthread_mutex_unlock(&C.mu);
 	pthread_join(C.th, NULL);
+	ovl_ckptidx_close(&C.idx);
 	C.started = 0;
 	ovl_buf_free(&C.queue);
 	free(C.fds);

@@ -22,9 +22,11 @@
 
 /* Start the thread over the log open at logfd, appending at logend; durable
  * says a record is already in the log. After every durable append the
- * last record's number goes to the file committed (relink.h). */
+ * last record's number goes to the file committed (relink.h), and the
+ * base records appended to the index at idxpath (ckptlog.h; an index that
+ * cannot be opened, said at -v, or written only makes later reads longer). */
 void	committer_start(int logfd, uint64_t logend, int durable,
-	    const char *committed);
+	    const char *committed, const char *idxpath);
 /* Register a regular file output to fdatasync before every append. */
 void	committer_add_fd(int fd);
 /* Queue record n (len bytes) for appending; waits while 64 MiB are queued.

@@ -238,20 +238,78 @@ lock_dir(const char *dir)
 	return lock_dir_wait(dir, 0);
 }
 
-void
-read_log(const char *dir, struct ovl_ckptlog *log)
+/* What a read held of the log, for -v. */
+static void
+log_read_info(const char *dir, const struct ovl_ckptlog *log)
 {
-	char *path = xasprintf("%s/ckpt.log", dir), err[512];
-	int rc = ovl_ckptlog_read(path, log, err, sizeof(err));
+	if (log->valid < log->size)
+		ovl_info(1, "'%s/ckpt.log': ignoring a torn tail of %zu bytes",
+		    dir, log->size - log->valid);
+	ovl_info(1, "'%s/ckpt.log': read %zu of %zu bytes (from byte offset "
+	    "%zu), %zu records", dir, log->size - log->from, log->size,
+	    log->from, log->nrec);
+}
 
+int
+read_log_at(const char *dir, struct ovl_ckptlog *log, int tail, char *err,
+    size_t errlen)
+{
+	char *path = xasprintf("%s/ckpt.log", dir);
+	char *idx = xasprintf("%s/" CKPT_INDEX, dir);
+	int rc;
+
+	rc = ovl_ckptlog_read_tail(path, idx, tail ? 2 : 0, log, err, errlen);
 	free(path);
+	free(idx);
+	if (rc == 0)
+		log_read_info(dir, log);
+	return rc;
+}
+
+static void
+read_log_how(const char *dir, struct ovl_ckptlog *log, int tail)
+{
+	char err[512];
+	int rc = read_log_at(dir, log, tail, err, sizeof(err));
+
+	if (rc == -3 && log->from > 0) {
+		/* a corrupt record: say so as a whole read does */
+		ovl_ckptlog_free(log);
+		rc = read_log_at(dir, log, 0, err, sizeof(err));
+	}
 	if (rc == -1)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);
 	if (rc == -3)
 		ovl_errx(OVL_EXIT_FRAME, "%s", err);
-	if (log->valid < log->size)
-		ovl_info(1, "'%s/ckpt.log': ignoring a torn tail of %zu bytes",
-		    dir, log->size - log->valid);
+}
+
+void
+read_log(const char *dir, struct ovl_ckptlog *log)
+{
+	read_log_how(dir, log, 0);
+}
+
+void
+read_log_tail(const char *dir, struct ovl_ckptlog *log)
+{
+	read_log_how(dir, log, 1);
+}
+
+size_t
+read_log_widen(const char *dir, struct ovl_ckptlog *log, size_t i)
+{
+	uint64_t off = log->rec[i].offset;
+	size_t j;
+
+	if (log->from == 0)
+		return i;
+	ovl_ckptlog_free(log);
+	read_log(dir, log);
+	for (j = log->nrec; j > 0; j--)
+		if (log->rec[j - 1].offset == off)
+			return j - 1;
+	ovl_errx(OVL_EXIT_FRAME, "'%s/ckpt.log' changed while it was read",
+	    dir);
 }
 
 void
@@ -292,6 +350,11 @@ cut_log(const char *dir, const struct ovl_ckptlog *log, size_t i)
 
 	if (end == log->size)
 		return;
+	path = xasprintf("%s/" CKPT_INDEX, dir);
+	/* the index first: an entry past the log's end is never used anyway */
+	if (ovl_ckptidx_cut(path, end) != 0)
+		ovl_err(OVL_EXIT_DATA, "cannot cut '%s'", path);
+	free(path);
 	path = xasprintf("%s/ckpt.log", dir);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, (off_t)end) != 0 || fsync(fd) != 0)

@@ -255,12 +255,16 @@ print_sources(FILE *fp, const struct ovl_kvsec *mix, int print0)
  */
 static void
 read_log_prefix(const char *dir, struct ovl_ckptlog *log, int at_set,
-    uint64_t at)
+    uint64_t at, int tail)
 {
-	char *path = xasprintf("%s/ckpt.log", dir), err[512];
-	int rc = ovl_ckptlog_read(path, log, err, sizeof(err));
+	char err[512];
+	int rc = read_log_at(dir, log, tail, err, sizeof(err));
 
-	free(path);
+	if (rc == -3 && log->from > 0) {
+		/* the whole log names the checkpoints before the corrupt one */
+		ovl_ckptlog_free(log);
+		rc = read_log_at(dir, log, 0, err, sizeof(err));
+	}
 	if (rc == -1)
 		ovl_errx(OVL_EXIT_DATA, "%s", err);
 	if (rc == 0)
@@ -304,9 +308,10 @@ check_home(const char *dir, const struct ovl_ckstate *st, uint64_t n,
  * every segment of the chain (as verify does). Exit 3 on a mismatch.
  */
 static void
-check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
+check_committed(const char *dir, struct ovl_ckptlog *log, size_t *ip,
     const struct ovl_ckstate *st, int all)
 {
+	size_t i = *ip;
 	const struct ovl_kvsec *os = &st->sec[OVL_SEC_OUT];
 	struct ovl_ckstate pst = { 0 };
 	struct outrec r, p;
@@ -339,6 +344,12 @@ check_committed(const char *dir, const struct ovl_ckptlog *log, size_t i,
 				phash = p.hash;
 				break;
 			}
+		}
+		if (k < 0 && log->from > 0) {
+			/* the segment begins before the records read */
+			*ip = i = read_log_widen(dir, log, i);
+			j--;
+			continue;
 		}
 		if (plen >= r.len)
 			continue;
@@ -392,10 +403,18 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	char *mixpath, *conpath;
 	uint64_t n, step = 0;
 	size_t i, j, nsk;
-	int fd, f;
+	int fd, f = 0;
 
-	read_log_prefix(dir, &log, o->at_set, o->at);
-	if (o->step_set && handshake(dir, &log, o) != 0) {
+	read_log_prefix(dir, &log, o->at_set, o->at, !o->at_set &&
+	    !o->verify_all);
+	if (o->step_set && (f = handshake(dir, &log, o)) != 0 &&
+	    log.from > 0) {
+		/* a checkpoint before the records read */
+		ovl_ckptlog_free(&log);
+		read_log_prefix(dir, &log, o->at_set, o->at, 0);
+		f = handshake(dir, &log, o);
+	}
+	if (o->step_set && f != 0) {
 		if (!none_ok)
 			ovl_errx(OVL_EXIT_DATA, "no checkpoint at or before step %"
 			    PRIu64 " in '%s'", o->step, dir);
@@ -414,7 +433,7 @@ restore_do(const char *dir, struct restore_opts *o, FILE *fp, int none_ok)
 	check_home(dir, &st, n, o->adopt);
 	if (o->live != NULL)
 		goto states;	/* the live sink keeps its log and outputs */
-	check_committed(dir, &log, i, &st, o->verify_all);
+	check_committed(dir, &log, &i, &st, o->verify_all);
 	note_restore(dir, n, o->verify_all);
 	cut_log(dir, &log, i);
 	{
@@ -512,7 +531,7 @@ has_checkpoint(const char *dir)
 	struct ovl_ckptlog log;
 	int any;
 
-	read_log(dir, &log);
+	read_log_tail(dir, &log);
 	any = log.nrec > 0;
 	ovl_ckptlog_free(&log);
 	return any;
@@ -570,6 +589,10 @@ restore_for_step(const char *dir, uint64_t step, FILE *fp)
 	/* before every checkpoint: the run starts again, the log anew */
 	ovl_info(1, "step %" PRIu64 " next: before the first checkpoint, the "
 	    "run starts from the beginning", step);
+	lp = xasprintf("%s/" CKPT_INDEX, dir);
+	if (unlink(lp) != 0 && errno != ENOENT)
+		ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", lp);
+	free(lp);
 	lp = xasprintf("%s/ckpt.log", dir);
 	ovl_ckptlog_header(hdr);
 	if (ovl_atomic_write(lp, hdr, sizeof(hdr)) != 0)

@@ -379,8 +379,9 @@ open_log(struct ckpt_run *R)
 	size_t i, b;
 
 	R->logpath = xasprintf("%s/ckpt.log", R->dir);
+	R->idxpath = xasprintf("%s/" CKPT_INDEX, R->dir);
 	R->committed = xasprintf("%s/" OVL_RELINK_COMMITTED, R->dir);
-	read_log(R->dir, &log);
+	read_log_tail(R->dir, &log);
 	if (R->o->resume_auto)
 		resume_decide(R, &log);
 	if (!R->o->resume_set) {
@@ -388,6 +389,8 @@ open_log(struct ckpt_run *R)
 			ovl_errx(OVL_EXIT_USAGE, "'%s' already holds checkpoints: "
 			    "resume with the options 'ovl-ckpt restore %s' "
 			    "prints, or use a new directory", R->dir, R->dir);
+		if (unlink(R->idxpath) != 0 && errno != ENOENT)
+			ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", R->idxpath);
 		ovl_ckptlog_header(hdr);
 		if (ovl_atomic_write(R->logpath, hdr, sizeof(hdr)) != 0)
 			ovl_err(OVL_EXIT_DATA, "cannot create '%s'", R->logpath);
@@ -404,6 +407,11 @@ open_log(struct ckpt_run *R)
 	} else {
 		long r = ovl_ckptlog_find(&log, R->o->resume);
 
+		if (r < 0 && log.from > 0 && log.nrec > 0) {
+			/* a checkpoint before the records read */
+			(void)read_log_widen(R->dir, &log, 0);
+			r = ovl_ckptlog_find(&log, R->o->resume);
+		}
 		if (r < 0)
 			ovl_errx(OVL_EXIT_USAGE, "no checkpoint %" PRIu64 " in '%s'",
 			    R->o->resume, R->dir);
@@ -490,6 +498,13 @@ open_outputs(struct ckpt_run *R)
 		const struct ovl_kvsec *os = &R->prev.sec[OVL_SEC_OUT];
 		char key[32];
 
+		if (n > 0) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "%" PRIu32 " per-rank "
+			    "outputs", n);
+			ovl_io_want_fds(n, what);
+		}
 		rank_streams(R, n);	/* every rank's socket at once */
 		for (i = 0; i < n; i++)
 			rank_out(R, (uint32_t)i);
@@ -659,6 +674,7 @@ run_free(struct ckpt_run *R)
 	if (R->logfd >= 0)
 		close(R->logfd);
 	free(R->logpath);
+	free(R->idxpath);
 	free(R->committed);
 	free(R->dir);
 }
@@ -708,7 +724,8 @@ run(struct ckpt_opts *o)
 		R.skips[R.nskips++].b = o->skip[1];
 	}
 	open_log(&R);
-	committer_start(R.logfd, R.logend, R.have_last, R.committed);
+	committer_start(R.logfd, R.logend, R.have_last, R.committed,
+	    R.idxpath);
 
 	/*
 	 * a SIGTERM while the input's endpoint waits for its writer, or an

@@ -261,6 +261,10 @@ cmd_compact(int argc, char **argv)
 	ovl_ckptlog_header(hdr);
 	ovl_buf_append(&out, hdr, sizeof(hdr));
 	ovl_ckrec_encode(&out, log.rec[i].n, log.rec[i].flags, NULL, &st);
+	path = xasprintf("%s/" CKPT_INDEX, dir);
+	if (unlink(path) != 0 && errno != ENOENT)
+		ovl_err(OVL_EXIT_DATA, "cannot remove '%s'", path);
+	free(path);
 	path = xasprintf("%s/ckpt.log", dir);
 	if (ovl_atomic_write(path, out.p, out.len) != 0)
 		ovl_err(OVL_EXIT_DATA, "cannot write '%s'", path);

@@ -11,8 +11,6 @@
 #ifndef MULTIFIT_MAX
 #define MULTIFIT_MAX	100000
 #endif
-/* KK keeps ranks sums per piece; above this many it falls back to LPT. */
-#define KK_MAX_CELLS	((size_t)1 << 25)
 
 const char *const ovl_balance_names[] = { "none", "lpt", "kk", NULL };
 
@@ -152,6 +150,7 @@ ovl_balancer_free(struct ovl_balancer *b)
 	free(b->xcum);
 	free(b->xpos);
 	free(b->xgrp);
+	ovl_balance__kk_wide_free(b->kkw);
 	free(b);
 }
 
@@ -486,6 +485,37 @@ argmin(const double *v, uint32_t n)
 	return m;
 }
 
+void
+ovl_balance__consider_move(struct ovl_balance_step *st, const double *cost,
+    uint32_t k, double cA, double cr, uint32_t r)
+{
+	double m = cA - cost[k] > cr + cost[k] ? cA - cost[k] : cr + cost[k];
+
+	if (cost[k] > 0 && m < st->best) {
+		st->best = m;
+		st->bi = k;
+		st->bj = -1;
+		st->bB = r;
+	}
+}
+
+void
+ovl_balance__consider_swap(struct ovl_balance_step *st, const double *cost,
+    uint32_t k, uint32_t q, double cA, double cr, uint32_t r)
+{
+	double d = cost[k] - cost[q], m;
+
+	if (d <= 0 || d >= cA - cr)
+		return;
+	m = cA - d > cr + d ? cA - d : cr + d;
+	if (m < st->best) {
+		st->best = m;
+		st->bi = k;
+		st->bj = q;
+		st->bB = r;
+	}
+}
+
 /*
  * Lower the maximum rank cost by moving one piece off the costliest rank
  * or swapping a piece of it with a cheaper one of another rank, as long as
@@ -502,9 +532,8 @@ refine(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
 		maxiter = 4;
 	for (iter = 0; iter < maxiter; iter++) {
 		uint32_t A = ovl_balance__argmax(rc, ranks), B = argmin(rc, ranks);
-		double cA = rc[A], best = cA, gap;
-		long bi = -1, bj = -1;
-		uint32_t bB = 0;
+		double cA = rc[A], gap;
+		struct ovl_balance_step st = { cA, -1, -1, 0 };
 
 		if (cA - rc[B] <= cA * 1e-9)
 			return;
@@ -535,17 +564,9 @@ refine(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
 		gap = cA - rc[B];
 		lo = A == 0 ? 0 : start[A - 1];
 		hi = start[A];
-		for (i = lo; i < hi; i++) {
-			uint32_t k = (uint32_t)b->next[i];
-			double m = cA - cost[k] > rc[B] + cost[k] ?
-			    cA - cost[k] : rc[B] + cost[k];
-			if (cost[k] > 0 && m < best) {
-				best = m;
-				bi = k;
-				bj = -1;
-				bB = B;
-			}
-		}
+		for (i = lo; i < hi; i++)
+			ovl_balance__consider_move(&st, cost,
+			    (uint32_t)b->next[i], cA, rc[B], B);
 		/* swap: piece k of A with piece q of rank r, cost[k] > cost[q] */
 		for (r = 0; r < ranks; r++) {
 			size_t rlo = r == 0 ? 0 : start[r - 1], rhi = start[r];
@@ -567,31 +588,20 @@ refine(struct ovl_balancer *b, const double *cost, size_t n, uint32_t ranks,
 					else
 						z = mid;
 				}
-				for (z = a > rlo ? a - 1 : a; z <= a && z < rhi; z++) {
-					uint32_t q = (uint32_t)b->next[z];
-					double d = cost[k] - cost[q], m;
-
-					if (d <= 0 || d >= gap)
-						continue;
-					m = cA - d > rc[r] + d ? cA - d : rc[r] + d;
-					if (m < best) {
-						best = m;
-						bi = k;
-						bj = q;
-						bB = r;
-					}
-				}
+				for (z = a > rlo ? a - 1 : a; z <= a && z < rhi; z++)
+					ovl_balance__consider_swap(&st, cost, k,
+					    (uint32_t)b->next[z], cA, rc[r], r);
 			}
 		}
-		if (bi < 0 || best >= cA * (1 - 1e-12))
+		if (st.bi < 0 || st.best >= cA * (1 - 1e-12))
 			return;
-		rank[bi] = bB;
-		rc[A] -= cost[bi];
-		rc[bB] += cost[bi];
-		if (bj >= 0) {
-			rank[bj] = A;
-			rc[bB] -= cost[bj];
-			rc[A] += cost[bj];
+		rank[st.bi] = st.bB;
+		rc[A] -= cost[st.bi];
+		rc[st.bB] += cost[st.bi];
+		if (st.bj >= 0) {
+			rank[st.bj] = A;
+			rc[st.bB] -= cost[st.bj];
+			rc[A] += cost[st.bj];
 		}
 	}
 }
@@ -772,11 +782,12 @@ ffd(const double *cost, const uint32_t *order, size_t n, uint32_t ranks,
  * MULTIFIT (Coffman, Garey, Johnson): the least capacity at which
  * first-fit decreasing places every piece, by bisection between the tight
  * bound and the maximum in hand, then the same refinement. Replaces
- * rank[] and rank_cost[] when that lowers the maximum.
+ * rank[] and rank_cost[] when that lowers the maximum. wide: the wide
+ * path's first fit and refinement (balance-wide.c).
  */
-static void
-multifit(struct ovl_balancer *b, const double *cost, size_t n,
-    uint32_t ranks, uint32_t *rank, double *rank_cost)
+void
+ovl_balance__multifit(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank, double *rank_cost, int wide)
 {
 	uint32_t *rank2 = b->heap, *order = b->rcount + ranks;
 	double *rc2 = b->tsum, *sorted = b->diff, total = 0, lo, hi, cur;
@@ -797,7 +808,8 @@ multifit(struct ovl_balancer *b, const double *cost, size_t n,
 	for (iter = 0; iter < 14 && hi > lo * (1 + 1e-4); iter++) {
 		double mid = (lo + hi) / 2;
 
-		if (ffd(cost, b->order, n, ranks, mid, rank2, rc2)) {
+		if (wide ? ovl_balance__ffd_wide(b, cost, n, ranks, mid, rank2,
+		    rc2) : ffd(cost, b->order, n, ranks, mid, rank2, rc2)) {
 			hi = mid;
 			found = 1;
 			memcpy(b->mf_rank, rank2, n * sizeof(*rank2));
@@ -809,11 +821,44 @@ multifit(struct ovl_balancer *b, const double *cost, size_t n,
 		return;
 	memcpy(rank2, b->mf_rank, n * sizeof(*rank2));
 	rank_costs(cost, n, rank2, ranks, rc2);
-	polish(b, cost, n, ranks, rank2, rc2);
+	if (wide)
+		ovl_balance__polish_wide(b, cost, n, ranks, rank2, rc2);
+	else
+		polish(b, cost, n, ranks, rank2, rc2);
 	if (rank_costs(cost, n, rank2, ranks, rc2) < cur * (1 - 1e-12)) {
 		memcpy(rank, rank2, n * sizeof(*rank));
 		memcpy(rank_cost, rc2, ranks * sizeof(*rank_cost));
 	}
+}
+
+/* ---- what the wide path (balance-wide.c) shares ---------------------- */
+
+void
+ovl_balance__lpt(struct ovl_balancer *b, const double *cost, size_t n,
+    uint32_t ranks, uint32_t *rank)
+{
+	balance_lpt(b, cost, n, ranks, rank);
+}
+
+double
+ovl_balance__rank_costs(const double *cost, size_t n, const uint32_t *rank,
+    uint32_t ranks, double *rank_cost)
+{
+	return rank_costs(cost, n, rank, ranks, rank_cost);
+}
+
+double
+ovl_balance__pair_try(const double *cost, const uint32_t *pool, size_t m,
+    uint32_t *side, double sA, double sB, long x, long y, int apply)
+{
+	return pair_try(cost, pool, m, side, sA, sB, x, y, apply);
+}
+
+double
+ovl_balance__pair_best(const double *cost, const uint32_t *pool, size_t m,
+    uint32_t *side, double sA, double sB, long *bx, long *by)
+{
+	return pair_best(cost, pool, m, side, sA, sB, bx, by);
 }
 
 /*
@@ -872,14 +917,16 @@ ovl_balance(struct ovl_balancer *b, int method, const double *cost,
 		balance_lpt(b, cost, n, ranks, rank);
 		break;
 	default:
-		if (n * ranks <= KK_MAX_CELLS)
-			balance_kk(b, cost, n, ranks, rank);
-		else
-			balance_lpt(b, cost, n, ranks, rank);
+		if (n * ranks > ovl_balance__kk_exact_cells) {
+			ovl_balance__kk_wide(b, cost, n, ranks, rank, rank_cost);
+			break;
+		}
+		balance_kk(b, cost, n, ranks, rank);
 		rank_costs(cost, n, rank, ranks, rank_cost);
 		polish(b, cost, n, ranks, rank, rank_cost);
 		if (n <= MULTIFIT_MAX)
-			multifit(b, cost, n, ranks, rank, rank_cost);
+			ovl_balance__multifit(b, cost, n, ranks, rank,
+			    rank_cost, 0);
 		break;
 	}
 	if (method == OVL_BAL_NONE)

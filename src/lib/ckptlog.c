@@ -272,6 +272,27 @@ ovl_ckptlog_free(struct ovl_ckptlog *log)
 	memset(log, 0, sizeof(*log));
 }
 
+/* pread until n bytes or the end of the file: the bytes read, or -1. */
+static ssize_t
+pread_full(int fd, void *buf, size_t n, size_t off)
+{
+	size_t done = 0;
+	ssize_t r;
+
+	while (done < n) {
+		r = pread(fd, (uint8_t *)buf + done, n - done,
+		    (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
 static int
 all_zero(const uint8_t *p, size_t n)
 {
@@ -283,13 +304,14 @@ all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
+/* Open path for reading: 0 (fd -1 when it does not exist), or -1. */
 static int
-slurp(const char *path, struct ovl_ckptlog *log, char *err, size_t errlen)
+open_log(const char *path, int *fdp, struct stat *st, char *err,
+    size_t errlen)
 {
-	struct stat st;
-	ssize_t got;
 	int fd;
 
+	*fdp = -1;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -298,53 +320,66 @@ slurp(const char *path, struct ovl_ckptlog *log, char *err, size_t errlen)
 		    strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
 		snprintf(err, errlen, "'%s': not a regular file", path);
 		close(fd);
 		errno = EINVAL;
 		return -1;
 	}
-	log->data = ovl_xmalloc((size_t)st.st_size + 1);
-	got = ovl_io_read_full(fd, log->data, (size_t)st.st_size);
-	if (got < 0) {
-		snprintf(err, errlen, "read error on '%s': %s", path,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	log->size = (size_t)got;
+	*fdp = fd;
 	return 0;
 }
 
-int
-ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
-    size_t errlen)
+/* Read the file from byte log->from to its end into log->data. */
+static int
+slurp(int fd, const char *path, const struct stat *st, struct ovl_ckptlog *log,
+    char *err, size_t errlen)
 {
-	const uint8_t *h;
-	size_t off, cap = 0, end;
-	uint32_t len;
+	size_t want = (size_t)st->st_size > log->from ?
+	    (size_t)st->st_size - log->from : 0;
+	ssize_t got;
 
-	memset(log, 0, sizeof(*log));
-	if (slurp(path, log, err, errlen) != 0)
+	log->data = ovl_xmalloc(want + 1);
+	got = pread_full(fd, log->data, want, log->from);
+	if (got < 0) {
+		snprintf(err, errlen, "read error on '%s': %s", path,
+		    strerror(errno));
 		return -1;
-	if (log->size < OVL_CKPTLOG_HDR_LEN)
-		return 0;	/* empty, or a header torn at creation */
-	if (memcmp(log->data, OVL_CKPTLOG_MAGIC, 8) != 0 ||
-	    ovl_le32(log->data + 12) != ovl_crc32c(0, log->data, 12)) {
+	}
+	log->size = log->from + (size_t)got;
+	return 0;
+}
+
+/* The 16-byte file header: 0, or -3 with a message. */
+static int
+check_header(const uint8_t *h, const char *path, char *err, size_t errlen)
+{
+	if (memcmp(h, OVL_CKPTLOG_MAGIC, 8) != 0 ||
+	    ovl_le32(h + 12) != ovl_crc32c(0, h, 12)) {
 		snprintf(err, errlen, "'%s': not a checkpoint log (bad header "
 		    "at byte offset 0)", path);
 		return -3;
 	}
-	if (ovl_le32(log->data + 8) != OVL_CKPTLOG_VERSION) {
+	if (ovl_le32(h + 8) != OVL_CKPTLOG_VERSION) {
 		snprintf(err, errlen, "'%s': unknown log version %" PRIu32,
-		    path, ovl_le32(log->data + 8));
+		    path, ovl_le32(h + 8));
 		return -3;
 	}
-	off = OVL_CKPTLOG_HDR_LEN;
+	return 0;
+}
+
+/* Check and list the records from byte off to the end of what was read. */
+static int
+scan(struct ovl_ckptlog *log, size_t off, const char *path, char *err,
+    size_t errlen)
+{
+	const uint8_t *h;
+	size_t cap = 0, end;
+	uint32_t len;
+
 	log->valid = off;
 	while (off < log->size) {
-		h = log->data + off;
+		h = log->data + (off - log->from);
 		if (log->size - off < OVL_CKPTREC_HDR_LEN)
 			break;		/* torn inside a header */
 		if (ovl_le32(h) != REC_MAGIC ||
@@ -399,6 +434,119 @@ ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
 	return 0;
 }
 
+int
+ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
+    size_t errlen)
+{
+	return ovl_ckptlog_read_tail(path, NULL, 0, log, err, errlen);
+}
+
+/*
+ * Whether entry e of an index names a base record of the log open at fd
+ * (size bytes): its offset and length there.
+ */
+static int
+confirm(int fd, size_t size, const uint8_t *e, uint64_t *off)
+{
+	uint8_t h[OVL_CKPTREC_HDR_LEN];
+	uint64_t o = ovl_le64(e + 8);
+	uint32_t len = ovl_le32(e + 16);
+
+	if (ovl_le32(e + 20) != ovl_crc32c(0, e, 20) ||
+	    o < OVL_CKPTLOG_HDR_LEN || o > size ||
+	    size - o < (uint64_t)OVL_CKPTREC_HDR_LEN + len ||
+	    pread_full(fd, h, sizeof(h), o) != (ssize_t)sizeof(h))
+		return 0;
+	if (ovl_le32(h) != REC_MAGIC || ovl_le32(h + 12) !=
+	    ovl_crc32c(0, h, 12) || h[8] != OVL_CKPTLOG_VERSION ||
+	    h[10] != OVL_CKPTREC_BASE || ovl_le32(h + 4) != len ||
+	    ovl_le64(h + 16) != ovl_le64(e))
+		return 0;
+	*off = o;
+	return 1;
+}
+
+/* Where to start reading the log open at fd: see ovl_ckptlog_read_tail. */
+static size_t
+tail_start(int fd, size_t size, const char *idxpath, unsigned back)
+{
+	uint8_t buf[OVL_CKPTIDX_LOOK * OVL_CKPTIDX_ENT_LEN], h[16];
+	struct stat st;
+	size_t nent, look, i, start = 0;
+	uint64_t off;
+	unsigned found = 0;
+	int xfd;
+
+	if (idxpath == NULL || back == 0 ||
+	    (xfd = open(idxpath, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(xfd, &st) != 0 || st.st_size < OVL_CKPTIDX_HDR_LEN ||
+	    pread_full(xfd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h, OVL_CKPTIDX_MAGIC, 8) != 0 || ovl_le32(h + 8) != 1 ||
+	    ovl_le32(h + 12) != ovl_crc32c(0, h, 12)) {
+		close(xfd);
+		return 0;
+	}
+	nent = ((size_t)st.st_size - OVL_CKPTIDX_HDR_LEN) / OVL_CKPTIDX_ENT_LEN;
+	look = nent < OVL_CKPTIDX_LOOK ? nent : OVL_CKPTIDX_LOOK;
+	if (look == 0 || pread_full(xfd, buf, look * OVL_CKPTIDX_ENT_LEN,
+	    OVL_CKPTIDX_HDR_LEN + (nent - look) * OVL_CKPTIDX_ENT_LEN) !=
+	    (ssize_t)(look * OVL_CKPTIDX_ENT_LEN)) {
+		close(xfd);
+		return 0;
+	}
+	close(xfd);
+	for (i = look; i > 0 && found < back; i--)
+		if (confirm(fd, size, buf + (i - 1) * OVL_CKPTIDX_ENT_LEN,
+		    &off) && (start == 0 || off < start)) {
+			start = (size_t)off;
+			found++;
+		}
+	return start;
+}
+
+int
+ovl_ckptlog_read_tail(const char *path, const char *idxpath, unsigned back,
+    struct ovl_ckptlog *log, char *err, size_t errlen)
+{
+	uint8_t hdr[OVL_CKPTLOG_HDR_LEN];
+	struct stat st;
+	int fd, rc;
+
+	memset(log, 0, sizeof(*log));
+	if (open_log(path, &fd, &st, err, errlen) != 0)
+		return -1;
+	if (fd < 0)
+		return 0;
+	if (st.st_size < OVL_CKPTLOG_HDR_LEN) {
+		/* empty, or a header torn at creation */
+		rc = slurp(fd, path, &st, log, err, errlen);
+		close(fd);
+		return rc;
+	}
+	if (pread_full(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
+		snprintf(err, errlen, "read error on '%s': %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if ((rc = check_header(hdr, path, err, errlen)) != 0) {
+		close(fd);
+		log->data = ovl_xmalloc(1);
+		log->size = (size_t)st.st_size;
+		return rc;
+	}
+	log->from = tail_start(fd, (size_t)st.st_size, idxpath, back);
+	rc = slurp(fd, path, &st, log, err, errlen);
+	close(fd);
+	if (rc != 0)
+		return rc;
+	if (log->size < OVL_CKPTLOG_HDR_LEN)
+		return 0;	/* cut since the fstat */
+	return scan(log, log->from > 0 ? log->from : OVL_CKPTLOG_HDR_LEN, path,
+	    err, errlen);
+}
+
 long
 ovl_ckptlog_find(const struct ovl_ckptlog *log, uint64_t n)
 {
@@ -428,7 +576,7 @@ apply(const struct ovl_ckptlog *log, size_t r, struct ovl_ckstate *st,
     char *err, size_t errlen)
 {
 	const struct ovl_ckrec *rec = &log->rec[r];
-	const char *p = (const char *)log->data + rec->offset +
+	const char *p = (const char *)log->data + (rec->offset - log->from) +
 	    OVL_CKPTREC_HDR_LEN;
 	const char *end = p + rec->len, *nl, *val;
 	struct ovl_kvsec *s = NULL;
@@ -481,7 +629,7 @@ apply(const struct ovl_ckptlog *log, size_t r, struct ovl_ckstate *st,
 bad:
 	snprintf(err, errlen, "malformed record %" PRIu64 " at byte offset %"
 	    PRIu64 " (payload byte %zu)", rec->n, rec->offset,
-	    (size_t)(p - ((const char *)log->data + rec->offset +
+	    (size_t)(p - ((const char *)log->data + (rec->offset - log->from) +
 	    OVL_CKPTREC_HDR_LEN)));
 	return -1;
 }
@@ -535,4 +683,117 @@ fail:
 		(void)fsync(fd);
 	errno = saved;
 	return -1;
+}
+
+/* ---- the index ---- */
+
+int
+ovl_ckptidx_open(struct ovl_ckptidx *x, const char *path)
+{
+	uint8_t h[OVL_CKPTIDX_HDR_LEN];
+	struct stat st;
+	size_t ent;
+
+	x->end = 0;
+	x->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (x->fd < 0 || fstat(x->fd, &st) != 0)
+		goto fail;
+	if (st.st_size < OVL_CKPTIDX_HDR_LEN ||
+	    pread_full(x->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h, OVL_CKPTIDX_MAGIC, 8) != 0 || ovl_le32(h + 8) != 1 ||
+	    ovl_le32(h + 12) != ovl_crc32c(0, h, 12)) {
+		memcpy(h, OVL_CKPTIDX_MAGIC, 8);
+		ovl_put32(h + 8, 1);
+		ovl_put32(h + 12, ovl_crc32c(0, h, 12));
+		if (ftruncate(x->fd, 0) != 0 ||
+		    pwrite(x->fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+			goto fail;
+		x->end = OVL_CKPTIDX_HDR_LEN;
+		return 0;
+	}
+	ent = ((size_t)st.st_size - OVL_CKPTIDX_HDR_LEN) / OVL_CKPTIDX_ENT_LEN;
+	x->end = OVL_CKPTIDX_HDR_LEN + ent * OVL_CKPTIDX_ENT_LEN;
+	if ((uint64_t)st.st_size != x->end &&
+	    ftruncate(x->fd, (off_t)x->end) != 0)
+		goto fail;
+	return 0;
+fail:
+	if (x->fd >= 0) {
+		int saved = errno;
+
+		close(x->fd);
+		errno = saved;
+	}
+	x->fd = -1;
+	return -1;
+}
+
+void
+ovl_ckptidx_note(struct ovl_ckptidx *x, const void *recs, size_t len,
+    uint64_t at)
+{
+	const uint8_t *p = recs;
+	uint8_t e[OVL_CKPTIDX_ENT_LEN];
+	size_t off = 0, rl;
+
+	while (x->fd >= 0 && off + OVL_CKPTREC_HDR_LEN <= len) {
+		rl = OVL_CKPTREC_HDR_LEN + (size_t)ovl_le32(p + off + 4);
+		if (rl > len - off)
+			break;
+		if (p[off + 10] == OVL_CKPTREC_BASE) {
+			ovl_put64(e, ovl_le64(p + off + 16));
+			ovl_put64(e + 8, at + off);
+			ovl_put32(e + 16, ovl_le32(p + off + 4));
+			ovl_put32(e + 20, ovl_crc32c(0, e, 20));
+			if (pwrite(x->fd, e, sizeof(e), (off_t)x->end) !=
+			    (ssize_t)sizeof(e)) {
+				ovl_ckptidx_close(x);
+				return;
+			}
+			x->end += sizeof(e);
+		}
+		off += rl;
+	}
+}
+
+void
+ovl_ckptidx_close(struct ovl_ckptidx *x)
+{
+	if (x->fd >= 0)
+		close(x->fd);
+	x->fd = -1;
+}
+
+int
+ovl_ckptidx_cut(const char *path, uint64_t end)
+{
+	uint8_t e[OVL_CKPTIDX_ENT_LEN];
+	struct stat st;
+	size_t nent, keep;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (st.st_size < OVL_CKPTIDX_HDR_LEN) {
+		close(fd);
+		return 0;	/* no header: the next writer starts it anew */
+	}
+	nent = ((size_t)st.st_size - OVL_CKPTIDX_HDR_LEN) / OVL_CKPTIDX_ENT_LEN;
+	/* entries are in log order: drop those from the end */
+	for (keep = nent; keep > 0; keep--)
+		if (pread_full(fd, e, sizeof(e), OVL_CKPTIDX_HDR_LEN + (keep - 1) *
+		    OVL_CKPTIDX_ENT_LEN) == (ssize_t)sizeof(e) &&
+		    ovl_le64(e + 8) < end)
+			break;
+	if (keep < nent || (uint64_t)st.st_size != OVL_CKPTIDX_HDR_LEN +
+	    nent * OVL_CKPTIDX_ENT_LEN)
+		rc = ftruncate(fd, (off_t)(OVL_CKPTIDX_HDR_LEN + keep *
+		    OVL_CKPTIDX_ENT_LEN));
+	close(fd);
+	return rc;
 }

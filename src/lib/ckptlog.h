@@ -102,8 +102,11 @@ struct ovl_ckrec {
 };
 
 struct ovl_ckptlog {
-	uint8_t		*data;		/* the whole file */
-	size_t		 size;
+	uint8_t		*data;		/* the file from byte `from` on */
+	size_t		 from;		/* 0: the whole log was read; else the
+					   first record held (a base): the
+					   records before it were not read */
+	size_t		 size;		/* of the file */
 	size_t		 valid;		/* header + good records: where to append */
 	struct ovl_ckrec *rec;
 	size_t		 nrec;
@@ -122,6 +125,18 @@ struct ovl_ckptlog {
 int	ovl_ckptlog_read(const char *path, struct ovl_ckptlog *log, char *err,
 	    size_t errlen);
 void	ovl_ckptlog_free(struct ovl_ckptlog *log);
+/*
+ * The same from a base record on, so that the time does not grow with the
+ * log: the back-th last base record (1: the last) that the index at
+ * idxpath names and the log confirms (at that offset a record header whose
+ * CRC holds, a base with the index's n and length), or the earliest of
+ * those confirmed when fewer; log->from is its offset. Without an index,
+ * or with no entry among its last OVL_CKPTIDX_LOOK that the log confirms,
+ * the whole log (log->from 0). Returns as ovl_ckptlog_read; a corrupt or
+ * torn record is found only from log->from on.
+ */
+int	ovl_ckptlog_read_tail(const char *path, const char *idxpath,
+	    unsigned back, struct ovl_ckptlog *log, char *err, size_t errlen);
 /* Index of the last record of checkpoint n, or -1. */
 long	ovl_ckptlog_find(const struct ovl_ckptlog *log, uint64_t n);
 /*
@@ -139,5 +154,49 @@ int	ovl_ckptlog_state(const struct ovl_ckptlog *log, size_t i,
  * with errno set.
  */
 int	ovl_ckptlog_append(int fd, uint64_t at, const void *rec, size_t len);
+
+/* ---- the index: where the base records are ----------------------------- */
+
+/*
+ * A file beside the log (ckpt.idx) naming the offsets of its base records,
+ * so that a reader seeks to the last ones instead of reading every record.
+ * It is a hint: every entry is checked against the log before it is used,
+ * a missing or stale index only makes the read longer, and it is never
+ * fsync'ed (an entry is written after its record is durable).
+ *
+ *   header   "OVLCKIDX", u32 version (1), u32 CRC-32C of bytes 0..11
+ *   entry    u64 n, u64 byte offset of the base record in the log, u32
+ *            payload length, u32 CRC-32C of the entry's bytes 0..19
+ */
+#define OVL_CKPTIDX_MAGIC	"OVLCKIDX"
+#define OVL_CKPTIDX_HDR_LEN	16
+#define OVL_CKPTIDX_ENT_LEN	24
+/* Entries a reader looks at, from the end. */
+#define OVL_CKPTIDX_LOOK	64
+
+struct ovl_ckptidx {
+	int		 fd;		/* -1: closed, or given up after an error */
+	uint64_t	 end;		/* where the next entry goes */
+};
+
+/*
+ * Open (creating it, or starting it anew when its header is not whole) the
+ * index at path for appending; a torn last entry is cut. Returns 0, or -1
+ * with errno (x->fd is then -1 and notes do nothing).
+ */
+int	ovl_ckptidx_open(struct ovl_ckptidx *x, const char *path);
+/*
+ * Note the base records among recs[0..len), whole records just appended
+ * at byte `at` of the log. A write error closes the index (x->fd -1):
+ * later reads fall back to older entries or the whole log.
+ */
+void	ovl_ckptidx_note(struct ovl_ckptidx *x, const void *recs, size_t len,
+	    uint64_t at);
+void	ovl_ckptidx_close(struct ovl_ckptidx *x);
+/*
+ * Before the log is cut at byte end: drop the index's entries of records
+ * at or past end. 0 (also without an index), or -1 with errno.
+ */
+int	ovl_ckptidx_cut(const char *path, uint64_t end);
 
 #endif

@@ -1,10 +1,13 @@
 #include "io.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,4 +135,46 @@ ovl_io_close_stdout(void)
 			ovl_io_die_epipe();
 		ovl_err(OVL_EXIT_DATA, "cannot close standard output");
 	}
+}
+
+/* The descriptors open now (those listed in /proc/self/fd), or 0. */
+static size_t
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+
+	if (d == NULL)
+		return 0;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	/* ".", ".." and the directory's own descriptor */
+	return n > 3 ? n - 3 : 0;
+}
+
+void
+ovl_io_want_fds(size_t n, const char *what)
+{
+	struct rlimit rl;
+	rlim_t need;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	need = (rlim_t)(n + open_fds() + 64);
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		ovl_errx(OVL_EXIT_DATA, "%s need %ju open files, more than "
+		    "RLIMIT_NOFILE allows (soft %ju, hard %ju): raise the hard "
+		    "limit (ulimit -Hn, limits.conf, LimitNOFILE=)", what,
+		    (uintmax_t)need, (uintmax_t)rl.rlim_cur,
+		    (uintmax_t)rl.rlim_max);
+	rl.rlim_cur = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		ovl_err(OVL_EXIT_DATA, "%s need %ju open files: cannot raise "
+		    "RLIMIT_NOFILE from %ju", what, (uintmax_t)need,
+		    (uintmax_t)rl.rlim_cur);
+	ovl_info(1, "RLIMIT_NOFILE raised to %ju for %s", (uintmax_t)need,
+	    what);
 }

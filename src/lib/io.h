@@ -26,6 +26,14 @@ ssize_t	ovl_io_read_full(int fd, void *buf, size_t n);
 int	ovl_io_write_full(int fd, const void *buf, size_t n);
 /* Raise the buffer of fd to OVL_PIPE_SIZE when it is a pipe or FIFO; errors ignored. */
 void	ovl_io_pipe_grow(int fd);
+/*
+ * Room for n more open descriptors (one per rank, per input): when n plus
+ * what the process holds and a margin of 64 exceed the soft
+ * RLIMIT_NOFILE, raise it, up to the hard limit. When even the hard limit
+ * is too low, exit 1 naming RLIMIT_NOFILE, both limits, the count needed
+ * and what (for example "4096 per-rank outputs").
+ */
+void	ovl_io_want_fds(size_t n, const char *what);
 /* 1 when fd is a pipe or FIFO. */
 int	ovl_io_isfifo(int fd);
 /* 1 when fd is a socket (a stream over TCP: see net.h). */

@@ -238,6 +238,12 @@ setup_inputs(struct mixer *m)
 	int si;
 
 	m->nin = (size_t)o->ninputs;
+	{
+		char what[64];
+
+		snprintf(what, sizeof(what), "%zu inputs", m->nin);
+		ovl_io_want_fds(m->nin, what);
+	}
 	m->in = ovl_xcalloc(m->nin, sizeof(*m->in));
 	m->pfd = ovl_xcalloc(m->nin, sizeof(*m->pfd));
 	m->pin = ovl_xcalloc(m->nin, sizeof(*m->pin));

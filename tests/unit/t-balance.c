@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "balance.h"
+#include "balance-int.h"
 #include "pack.h"
 #include "rng.h"
 #include "unit.h"
@@ -708,6 +709,73 @@ test_hybrid(void)
 	CHECK(sum / trials <= 1.05);
 	printf("# hybrid: max/bound %.4f on average\n", sum / trials);
 	ovl_balancer_free(b);
+/*
+ * kk's wide path (past ovl_balance__kk_exact_cells) against its exact
+ * path on the same steps: 4 to 32 ranks, 2 to 40 pieces a rank, both
+ * costs. The wide maximum stays within 1e-4 of the exact one on every
+ * step and within 1e-5 on the mean, never below the bound nor above
+ * none; every piece placed once, rank costs adding up; a balancer that
+ * balanced other steps before gives the same assignment.
+ */
+static void
+test_kk_wide(void)
+{
+	static uint32_t r1[N], r2[N];
+	struct ovl_balancer *b = ovl_balancer_new(), *b2 = ovl_balancer_new();
+	struct ovl_cost cm[2] = { { 1, 0 }, { 0, 0 } };
+	struct ovl_rng rng;
+	double rc[64], rc2[64], exact, wide, none, lb, total, sum, q, qsum = 0;
+	double qmax = 0;
+	size_t saved = ovl_balance__kk_exact_cells, i, n;
+	uint32_t ranks;
+	int round, bad = 0, rounds = 40;
+
+	ovl_cost_model(&cm[1], 32, 4096, 0, 0);
+	ovl_rng_seed(&rng, 31);
+	for (round = 0; round < rounds; round++) {
+		const struct ovl_cost *c = &cm[round % 2];
+
+		ranks = 4u << ovl_rng_below(&rng, 4);
+		n = ranks * (2 + ovl_rng_below(&rng, 39));
+		if (n > N)
+			n = N;
+		gen(&rng, n, 8192);
+		total = 0;
+		for (i = 0; i < n; i++) {
+			cost[i] = ovl_cost_of(c, len[i]);
+			total += cost[i];
+		}
+		lb = ovl_balance_tight_bound(cost, n, ranks, scratch);
+		ovl_balance__kk_exact_cells = (size_t)-1;
+		exact = ovl_balance(b, OVL_BAL_KK, cost, len, n, ranks, r1, rc);
+		none = ovl_balance(b, OVL_BAL_NONE, cost, len, n, ranks, r1, rc);
+		ovl_balance__kk_exact_cells = 0;
+		wide = ovl_balance(b, OVL_BAL_KK, cost, len, n, ranks, r1, rc);
+		/* a fresh balancer: the same assignment */
+		if (ovl_balance(b2, OVL_BAL_KK, cost, len, n, ranks, r2, rc2) !=
+		    wide || memcmp(r1, r2, n * sizeof(*r1)) != 0)
+			bad++;
+		for (i = 0, sum = 0; i < ranks; i++)
+			sum += rc[i];
+		for (i = 0; i < n; i++)
+			if (r1[i] >= ranks)
+				bad++;
+		if (fabs(sum - total) > total * 1e-9 || wide < lb * (1 - 1e-9) ||
+		    wide > none)
+			bad++;
+		q = wide / exact - 1;
+		qsum += q;
+		if (q > qmax)
+			qmax = q;
+	}
+	ovl_balance__kk_exact_cells = saved;
+	printf("# wide over exact: mean %.3g, worst %.3g\n", qsum / rounds,
+	    qmax);
+	CHECK(bad == 0);
+	CHECK(qmax <= 1e-4);
+	CHECK(qsum / rounds <= 1e-5);
+	ovl_balancer_free(b);
+	ovl_balancer_free(b2);
 }
 
 int
@@ -727,5 +795,6 @@ main(void)
 	RUN(test_never_worse);
 	RUN(test_bins);
 	RUN(test_hybrid);
+	RUN(test_kk_wide);
 	UNIT_DONE();
 }

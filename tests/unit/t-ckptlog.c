@@ -190,6 +190,61 @@ test_empty_text(void)
 	CHECK(ovl_kvsec_parse(&s, "k v\n\nx", 7) == -1);
 	CHECK(s.n == 0);
 	ovl_kvsec_clear(&s);
+/*
+ * The index (test_roundtrip's log: bases at checkpoints 1 and 4): a read
+ * from the last base holds checkpoints 4 and 5 with the states of a whole
+ * read; from the second last, all; an entry failing its CRC, or cut with
+ * the log, leaves the earlier base; no index, the whole log.
+ */
+static void
+test_tail(void)
+{
+	struct ovl_ckptidx x;
+	struct ovl_ckptlog log;
+	struct ovl_ckstate want = { 0 }, got = { 0 };
+	char idx[640], err[256];
+	uint8_t b;
+	FILE *fp;
+
+	snprintf(idx, sizeof(idx), "%s/ckpt.idx", dir);
+	write_file(logbuf.p, logbuf.len);
+	CHECK(ovl_ckptlog_read_tail(path, idx, 1, &log, err, sizeof(err)) == 0);
+	CHECK(log.from == 0 && log.nrec == 5);
+	ovl_ckptlog_free(&log);
+	CHECK(ovl_ckptidx_open(&x, idx) == 0);
+	ovl_ckptidx_note(&x, logbuf.p + OVL_CKPTLOG_HDR_LEN, logbuf.len -
+	    OVL_CKPTLOG_HDR_LEN, OVL_CKPTLOG_HDR_LEN);
+	ovl_ckptidx_close(&x);
+	CHECK(ovl_ckptlog_read_tail(path, idx, 1, &log, err, sizeof(err)) == 0);
+	CHECK(log.from == rec_end[2] && log.nrec == 2 &&
+	    log.rec[0].n == 4 && log.valid == logbuf.len);
+	make_state(&want, 4);
+	CHECK(log.nrec == 2 && ovl_ckptlog_state(&log, 1, &got, err,
+	    sizeof(err)) == 0 && same_state(&got, &want));
+	ovl_ckptlog_free(&log);
+	CHECK(ovl_ckptlog_read_tail(path, idx, 2, &log, err, sizeof(err)) == 0);
+	CHECK(log.from == OVL_CKPTLOG_HDR_LEN && log.nrec == 5);
+	ovl_ckptlog_free(&log);
+	/* the last entry's CRC fails: the base before it */
+	fp = fopen(idx, "r+b");
+	CHECK(fp != NULL);
+	if (fp != NULL) {
+		CHECK(fseek(fp, -5, SEEK_END) == 0 && fread(&b, 1, 1, fp) == 1);
+		b ^= 0x40;
+		CHECK(fseek(fp, -5, SEEK_END) == 0 && fwrite(&b, 1, 1, fp) == 1);
+		fclose(fp);
+	}
+	CHECK(ovl_ckptlog_read_tail(path, idx, 1, &log, err, sizeof(err)) == 0);
+	CHECK(log.from == OVL_CKPTLOG_HDR_LEN && log.nrec == 5);
+	ovl_ckptlog_free(&log);
+	/* cut with the log before checkpoint 4: one entry left */
+	CHECK(ovl_ckptidx_cut(idx, rec_end[2]) == 0);
+	CHECK(ovl_ckptidx_open(&x, idx) == 0 && x.end == OVL_CKPTIDX_HDR_LEN +
+	    OVL_CKPTIDX_ENT_LEN);
+	ovl_ckptidx_close(&x);
+	unlink(idx);
+	ovl_ckstate_clear(&want);
+	ovl_ckstate_clear(&got);
 }
 
 static void
@@ -215,6 +270,7 @@ main(void)
 	RUN(test_roundtrip);
 	RUN(test_torn);
 	RUN(test_corrupt);
+	RUN(test_tail);
 	RUN(test_append_full);
 	RUN(test_empty_text);
 	unlink(path);
