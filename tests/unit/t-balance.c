@@ -709,6 +709,8 @@ test_hybrid(void)
 	CHECK(sum / trials <= 1.05);
 	printf("# hybrid: max/bound %.4f on average\n", sum / trials);
 	ovl_balancer_free(b);
+}
+
 /*
  * kk's wide path (past ovl_balance__kk_exact_cells) against its exact
  * path on the same steps: 4 to 32 ranks, 2 to 40 pieces a rank, both
