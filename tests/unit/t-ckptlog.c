@@ -190,6 +190,8 @@ test_empty_text(void)
 	CHECK(ovl_kvsec_parse(&s, "k v\n\nx", 7) == -1);
 	CHECK(s.n == 0);
 	ovl_kvsec_clear(&s);
+}
+
 /*
  * The index (test_roundtrip's log: bases at checkpoints 1 and 4): a read
  * from the last base holds checkpoints 4 and 5 with the states of a whole
