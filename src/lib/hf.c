@@ -734,6 +734,7 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 		return fail(h, err, errlen, path, msg), NULL;
 	h->special = OVL_BPE_PLAIN;
 	h->fast = 1;
+	ovl_hf__tables_ready(h);
 	return h;
 }
 
@@ -859,32 +860,57 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 }
 
 /*
+ * The pieces of s[0..n) cut by pt, the chain's last level: its matches and
+ * the gaps between them, merged as they are found. out has room for n
+ * more ids. 0, or -1 when the regex engine fails.
+ */
+static int
+encode_last(struct ovl_hf *h, struct ovl_pretok *pt, const unsigned char *s,
+    size_t n, struct ovl_u32vec *out)
+{
+	size_t pos = 0, ms, me;
+	uint32_t *dst = out->p + out->len;
+	int rc;
+
+	while ((rc = ovl_pretok_next(pt, s, n, pos, &ms, &me, h->errbuf,
+	    sizeof(h->errbuf))) > 0) {
+		if (ms > pos)
+			dst += ovl_hf__piece_to(h, s + pos, ms - pos, dst);
+		dst += ovl_hf__piece_to(h, s + ms, me - ms, dst);
+		pos = me;
+	}
+	if (rc == 0 && pos < n)
+		dst += ovl_hf__piece_to(h, s + pos, n - pos, dst);
+	out->len = (size_t)(dst - out->p);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
  * The pieces of s[0..n) from chain level k on (hf_text's chain): the
  * matches of its regex and the gaps between them, each cut by the next
- * level, merged at the last. 0, or -1 when the regex engine fails.
+ * level, merged at the last. out has room for n more ids. 0, or -1 when
+ * the regex engine fails.
  */
 static int
 encode_chain(struct ovl_hf *h, size_t k, const unsigned char *s, size_t n,
     struct ovl_u32vec *out)
 {
-	size_t pos = 0, prev = 0, ms, me;
+	size_t pos = 0, ms, me;
 	int rc;
 
-	if (k == h->text.nchain) {
-		ovl_hf__piece(h, s, n, out);
-		return 0;
-	}
+	if (k + 1 == h->text.nchain)
+		return encode_last(h, h->text.chain[k], s, n, out);
 	while ((rc = ovl_pretok_next(h->text.chain[k], s, n, pos, &ms, &me,
 	    h->errbuf, sizeof(h->errbuf))) > 0) {
-		if ((ms > prev && encode_chain(h, k + 1, s + prev, ms - prev,
+		if ((ms > pos && encode_chain(h, k + 1, s + pos, ms - pos,
 		    out) != 0) || encode_chain(h, k + 1, s + ms, me - ms,
 		    out) != 0)
 			return -1;
-		prev = pos = me;
+		pos = me;
 	}
 	if (rc < 0)
 		return -1;
-	return prev < n ? encode_chain(h, k + 1, s + prev, n - prev, out) : 0;
+	return pos < n ? encode_chain(h, k + 1, s + pos, n - pos, out) : 0;
 }
 
 /* 1 when a piece may be cut before the "\u2581" at p + k (k > 0). */
@@ -939,6 +965,7 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 		return 0;
 	if (h->fast && h->text.nchain > 0) {
 		ovl_hf__text_norm(&h->text, s, n, &s, &n);
+		ovl_u32vec_reserve(out, n);
 		if (encode_chain(h, 0, s, n, out) != 0) {
 			h->error = h->errbuf;
 			*bad_off = base;
