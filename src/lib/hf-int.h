@@ -197,7 +197,7 @@ struct ovl_hf {
 	size_t		 mmask;
 	/*
 	 * A byte-level model with a token for every byte (bytes_all 1; 0 not
-	 * yet known, -1 not so) has, made at its load: pair, bytes a << 8
+	 * yet known, -1 not so) has, made at its first encode: pair, bytes a << 8
 	 * | b -> the merge of their tokens (rank << 32 | id, UINT64_MAX:
 	 * none); one and two, the ids of a piece of one or two bytes
 	 * (second << 32 | first, second HF_NONE when there is one).
@@ -287,7 +287,7 @@ void	ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
  */
 size_t	ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    uint32_t *dst);
-/* Make the byte tables (bytes_all) once the vocabulary and merges are in. */
+/* Make the byte tables (bytes_all 0 before), the vocabulary and merges in. */
 void	ovl_hf__tables_ready(struct ovl_hf *h);
 
 /*

@@ -734,7 +734,6 @@ ovl_hf_open(const char *path, char *err, size_t errlen)
 		return fail(h, err, errlen, path, msg), NULL;
 	h->special = OVL_BPE_PLAIN;
 	h->fast = 1;
-	ovl_hf__tables_ready(h);
 	return h;
 }
 
@@ -1047,6 +1046,8 @@ ovl_hf_encode(struct ovl_hf *h, const char *text, size_t n,
 	size_t start = out->len, ok;
 
 	h->error = NULL;
+	if (h->bytes_all == 0)
+		ovl_hf__tables_ready(h);
 	ok = ovl_utf8_valid(text, n);
 	if (ok != n) {
 		*bad_off = ok;
