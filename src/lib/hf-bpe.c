@@ -548,8 +548,14 @@ size_t
 ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
     uint32_t *dst)
 {
+	return ovl_hf__piece_h(h, p, n, n > 2 ? ovl_bpe__hash(p, n) : 0, dst);
+}
+
+size_t
+ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
+    uint64_t hv, uint32_t *dst)
+{
 	struct ovl_bpe_cslot *c;
-	uint64_t hv;
 	uint32_t id;
 	size_t k;
 
@@ -565,7 +571,6 @@ ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
 		dst[1] = (uint32_t)(e >> 32);
 		return 2;
 	}
-	hv = ovl_bpe__hash(p, n);
 	id = vfind_h(h, p, n, hv);
 	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
 		dst[0] = id;

@@ -287,6 +287,12 @@ void	ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
  */
 size_t	ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    uint32_t *dst);
+/*
+ * ovl_hf__piece_to of a piece whose hash (ovl_hf__vocab_hash) is hv when
+ * it is longer than two bytes (hv unused else).
+ */
+size_t	ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
+	    uint64_t hv, uint32_t *dst);
 /* Make the byte tables (bytes_all 0 before), the vocabulary and merges in. */
 void	ovl_hf__tables_ready(struct ovl_hf *h);
 

@@ -860,26 +860,40 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 
 /*
  * The pieces of s[0..n) cut by pt, the chain's last level: its matches and
- * the gaps between them, merged as they are found. out has room for n
- * more ids. 0, or -1 when the regex engine fails.
+ * the gaps between them, merged as they are found, each a piece behind
+ * the pre-tokenizer: the table slot of the piece found last is fetched
+ * while the one before it merges. out has room for n more ids. 0, or -1
+ * when the regex engine fails.
  */
 static int
 encode_last(struct ovl_hf *h, struct ovl_pretok *pt, const unsigned char *s,
     size_t n, struct ovl_u32vec *out)
 {
-	size_t pos = 0, ms, me;
+	size_t pos = 0, ms, me, ws = 0, wn = 0;	/* the piece waiting */
+	uint64_t wh = 0;
 	uint32_t *dst = out->p + out->len;
 	int rc;
 
+#define PIECE(a, len) do {						\
+	uint64_t hv_ = (len) > 2 ? ovl_hf__vocab_hash(h, s + (a), (len)) : 0; \
+	if (wn > 0)							\
+		dst += ovl_hf__piece_h(h, s + ws, wn, wh, dst);		\
+	ws = (a);							\
+	wn = (len);							\
+	wh = hv_;							\
+} while (0)
 	while ((rc = ovl_pretok_next(pt, s, n, pos, &ms, &me, h->errbuf,
 	    sizeof(h->errbuf))) > 0) {
 		if (ms > pos)
-			dst += ovl_hf__piece_to(h, s + pos, ms - pos, dst);
-		dst += ovl_hf__piece_to(h, s + ms, me - ms, dst);
+			PIECE(pos, ms - pos);
+		PIECE(ms, me - ms);
 		pos = me;
 	}
 	if (rc == 0 && pos < n)
-		dst += ovl_hf__piece_to(h, s + pos, n - pos, dst);
+		PIECE(pos, n - pos);
+#undef PIECE
+	if (wn > 0)
+		dst += ovl_hf__piece_h(h, s + ws, wn, wh, dst);
 	out->len = (size_t)(dst - out->p);
 	return rc < 0 ? -1 : 0;
 }
