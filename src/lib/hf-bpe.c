@@ -571,6 +571,8 @@ ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
 		dst[1] = (uint32_t)(e >> 32);
 		return 2;
 	}
+	if (n <= 2)
+		hv = ovl_bpe__hash(p, n);
 	id = vfind_h(h, p, n, hv);
 	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
 		dst[0] = id;

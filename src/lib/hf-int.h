@@ -289,7 +289,7 @@ size_t	ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    uint32_t *dst);
 /*
  * ovl_hf__piece_to of a piece whose hash (ovl_hf__vocab_hash) is hv when
- * it is longer than two bytes (hv unused else).
+ * it is longer than two bytes (hv unused, the hash made here, else).
  */
 size_t	ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    uint64_t hv, uint32_t *dst);
