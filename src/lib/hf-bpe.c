@@ -227,13 +227,12 @@ utf8_len(unsigned char c)
 
 /* ---- merging ------------------------------------------------------------ */
 
-static inline void
-push(struct ovl_u32vec *v, uint32_t x)
-{
-	if (v->len == v->cap)
-		ovl_u32vec_reserve(v, 1);
-	v->p[v->len++] = x;
-}
+/*
+ * Every function below writes the ids of one piece of n bytes to dst, which
+ * has room for n (a piece never gives more ids than it has bytes: a symbol
+ * is a character or a byte, an unknown one a run of them), and returns
+ * their count.
+ */
 
 static void
 sym_add(struct ovl_hf *h, size_t *n, uint32_t id, uint32_t len)
@@ -358,10 +357,10 @@ initial_symbols(struct ovl_hf *h, const unsigned char *p, size_t n)
  * rank first, the leftmost among equals (HF's heap orders by rank, then
  * position), a heap of candidates; stale entries are dropped when popped.
  */
-static void
-merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
+static size_t
+merge_heap(struct ovl_hf *h, size_t ns, uint32_t *dst)
 {
-	size_t nh = 0, i;
+	size_t nh = 0, i, k = 0;
 	uint32_t rank, id;
 
 	for (i = 0; i + 1 < ns; i++)
@@ -394,7 +393,8 @@ merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
 	}
 	for (i = 0; i < ns; i++)
 		if (h->sym[i].len != 0)
-			push(out, h->sym[i].id);
+			dst[k++] = h->sym[i].id;
+	return k;
 }
 
 /*
@@ -402,13 +402,12 @@ merge_heap(struct ovl_hf *h, size_t ns, struct ovl_u32vec *out)
  * the piece's bytes (ns of them) in a byte-level model with a token for
  * every byte, which are the symbols; else NULL, the symbols in h->sym.
  */
-static void
+static size_t
 merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
-    struct ovl_u32vec *out)
+    uint32_t *dst)
 {
 	uint32_t tk[SCAN_MAX], rk[SCAN_MAX], nid[SCAN_MAX], r, id, min;
 	size_t m = ns, i, j, best;
-	uint32_t *dst;
 
 	if (p != NULL)
 		/* the bytes of a byte-level piece: their tokens, one table */
@@ -452,34 +451,33 @@ merge_scan(const struct ovl_hf *h, const unsigned char *p, size_t ns,
 		rk[i] = i + 1 < m && merge_find(h, tk[i], tk[i + 1], &r, &id) ?
 		    (nid[i] = id, r) : HF_NONE;
 	}
-	dst = ovl_u32vec_reserve(out, m);
 	memcpy(dst, tk, m * sizeof(*tk));
-	out->len += m;
+	return m;
 }
 
-/* HF's BPE::tokenize of one piece: fast picks the merge algorithm. */
-static void
+/*
+ * HF's BPE::tokenize of one piece: fast picks the merge algorithm; known:
+ * the piece is known not to be a token (so ignore_merges changes nothing).
+ */
+static size_t
 bpe_piece(struct ovl_hf *h, const unsigned char *p, size_t n, int fast,
-    struct ovl_u32vec *out)
+    int known, uint32_t *dst)
 {
 	size_t ns;
 	uint32_t id;
 
-	if (h->ignore_merges && (id = vfind(h, p, n)) != HF_NONE) {
-		push(out, id);
-		return;
+	if (h->ignore_merges && !known && (id = vfind(h, p, n)) != HF_NONE) {
+		dst[0] = id;
+		return 1;
 	}
-	if (fast && h->bytes_all == 1 && n <= SCAN_MAX) {
-		merge_scan(h, p, n, out);
-		return;
-	}
+	if (fast && h->bytes_all == 1 && n <= SCAN_MAX)
+		return merge_scan(h, p, n, dst);
 	ns = initial_symbols(h, p, n);
 	if (ns == 0)
-		return;
+		return 0;
 	if (fast && ns <= SCAN_MAX)
-		merge_scan(h, NULL, ns, out);
-	else
-		merge_heap(h, ns, out);
+		return merge_scan(h, NULL, ns, dst);
+	return merge_heap(h, ns, dst);
 }
 
 /* The tables of a byte-level model with a token for every byte. */
@@ -527,62 +525,77 @@ make_byte_tables(struct ovl_hf *h)
 	h->bytes_all = 1;
 }
 
+void
+ovl_hf__tables_ready(struct ovl_hf *h)
+{
+	if (h->bytes_all == 0)
+		make_byte_tables(h);
+}
+
 /* 1 when the piece of token id's bytes p[0..n) merges to id itself. */
 static int
 self_merges(struct ovl_hf *h, uint32_t id, const unsigned char *p, size_t n)
 {
 	if (h->self[id] == 0) {
-		h->tmp.len = 0;
-		bpe_piece(h, p, n, 1, &h->tmp);
-		h->self[id] = h->tmp.len == 1 && h->tmp.p[0] == id ? 1 : 2;
+		ovl_u32vec_reserve(&h->tmp, n);
+		h->self[id] = bpe_piece(h, p, n, 1, 0, h->tmp.p) == 1 &&
+		    h->tmp.p[0] == id ? 1 : 2;
 	}
 	return h->self[id] == 1;
+}
+
+size_t
+ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
+    uint32_t *dst)
+{
+	return ovl_hf__piece_h(h, p, n, n > 2 ? ovl_bpe__hash(p, n) : 0, dst);
+}
+
+size_t
+ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
+    uint64_t hv, uint32_t *dst)
+{
+	struct ovl_bpe_cslot *c;
+	uint32_t id;
+	size_t k;
+
+	if (!h->fast)
+		return bpe_piece(h, p, n, 0, 0, dst);
+	if (n <= 2 && h->bytes_all == 1) {
+		uint64_t e = n == 1 ? (uint64_t)HF_NONE << 32 | h->one[p[0]] :
+		    h->two[p[0] << 8 | p[1]];
+
+		dst[0] = (uint32_t)e;
+		if (e >> 32 == HF_NONE)
+			return 1;
+		dst[1] = (uint32_t)(e >> 32);
+		return 2;
+	}
+	if (n <= 2)
+		hv = ovl_bpe__hash(p, n);
+	id = vfind_h(h, p, n, hv);
+	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
+		dst[0] = id;
+		return 1;
+	}
+	if (n > OVL_BPE_CACHE_KEY)
+		return bpe_piece(h, p, n, 1, 1, dst);
+	c = ovl_bpe__cslot(h->cache, hv);
+	if (ovl_bpe__chit(c, hv, p, n)) {
+		memcpy(dst, c->tok, c->ntok * sizeof(uint32_t));
+		return c->ntok;
+	}
+	k = bpe_piece(h, p, n, 1, 1, dst);
+	/* a piece of no token (bytes the vocabulary lacks) is not cached */
+	if (k > 0)
+		ovl_bpe__cput(c, hv, p, n, dst, k);
+	return k;
 }
 
 void
 ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
     struct ovl_u32vec *out)
 {
-	struct ovl_bpe_cslot *c;
-	uint64_t hv;
-	uint32_t id, *dst;
-	size_t start;
-
-	if (!h->fast) {
-		bpe_piece(h, p, n, 0, out);
-		return;
-	}
-	if (h->bytes_all == 0)
-		make_byte_tables(h);
-	if (n <= 2 && h->bytes_all == 1) {
-		uint64_t e = n == 1 ? (uint64_t)HF_NONE << 32 | h->one[p[0]] :
-		    h->two[p[0] << 8 | p[1]];
-
-		push(out, (uint32_t)e);
-		if (e >> 32 != HF_NONE)
-			push(out, (uint32_t)(e >> 32));
-		return;
-	}
-	hv = ovl_bpe__hash(p, n);
-	id = vfind_h(h, p, n, hv);
-	if (id != HF_NONE && (h->ignore_merges || self_merges(h, id, p, n))) {
-		push(out, id);
-		return;
-	}
-	if (n > OVL_BPE_CACHE_KEY) {
-		bpe_piece(h, p, n, 1, out);
-		return;
-	}
-	c = ovl_bpe__cslot(h->cache, hv);
-	if (ovl_bpe__chit(c, hv, p, n)) {
-		dst = ovl_u32vec_reserve(out, c->ntok);
-		memcpy(dst, c->tok, c->ntok * sizeof(uint32_t));
-		out->len += c->ntok;
-		return;
-	}
-	start = out->len;
-	bpe_piece(h, p, n, 1, out);
-	/* a piece of no token (bytes the vocabulary lacks) is not cached */
-	if (out->len > start)
-		ovl_bpe__cput(c, hv, p, n, out->p + start, out->len - start);
+	ovl_u32vec_reserve(out, n);
+	out->len += ovl_hf__piece_to(h, p, n, out->p + out->len);
 }

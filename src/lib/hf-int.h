@@ -197,7 +197,7 @@ struct ovl_hf {
 	size_t		 mmask;
 	/*
 	 * A byte-level model with a token for every byte (bytes_all 1; 0 not
-	 * yet known, -1 not so) has, made on first use: pair, bytes a << 8
+	 * yet known, -1 not so) has, made at its first encode: pair, bytes a << 8
 	 * | b -> the merge of their tokens (rank << 32 | id, UINT64_MAX:
 	 * none); one and two, the ids of a piece of one or two bytes
 	 * (second << 32 | first, second HF_NONE when there is one).
@@ -281,6 +281,20 @@ void	ovl_hf__merge_put(struct ovl_hf *h, uint32_t a, uint32_t b,
  */
 void	ovl_hf__piece(struct ovl_hf *h, const unsigned char *p, size_t n,
 	    struct ovl_u32vec *out);
+/*
+ * The same ids written to dst, which has room for n (a piece gives at
+ * most one id a byte): their count.
+ */
+size_t	ovl_hf__piece_to(struct ovl_hf *h, const unsigned char *p, size_t n,
+	    uint32_t *dst);
+/*
+ * ovl_hf__piece_to of a piece whose hash (ovl_hf__vocab_hash) is hv when
+ * it is longer than two bytes (hv unused, the hash made here, else).
+ */
+size_t	ovl_hf__piece_h(struct ovl_hf *h, const unsigned char *p, size_t n,
+	    uint64_t hv, uint32_t *dst);
+/* Make the byte tables (bytes_all 0 before), the vocabulary and merges in. */
+void	ovl_hf__tables_ready(struct ovl_hf *h);
 
 /*
  * Read the post_processor (null, ByteLevel, TemplateProcessing,

@@ -626,16 +626,39 @@ rewrite(const struct hf_pre *p, const unsigned char *base,
 	}
 }
 
+/* 1 when s[0..n) is ASCII, which Unicode normalization leaves as it is. */
+static int
+all_ascii(const unsigned char *s, size_t n)
+{
+	uint64_t w, acc = 0;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= s[i];
+	return (acc & 0x8080808080808080ull) == 0;
+}
+
 void
 ovl_hf__text_norm(struct hf_text *t, const unsigned char *s, size_t n,
     const unsigned char **out, size_t *outlen)
 {
 	size_t i;
-	int b = 0;
+	int b = 0, ascii = -1;
 
 	*out = s;
 	*outlen = n;
 	for (i = 0; i < t->nnorm; i++) {
+		if (t->norm[i].kind <= HN_NFKD) {
+			if (ascii < 0)
+				ascii = all_ascii(*out, *outlen);
+			if (ascii)
+				continue;
+		} else
+			ascii = -1;
 		norm_one(t, &t->norm[i], *out, *outlen, &t->buf[b]);
 		*out = t->buf[b].p;
 		*outlen = t->buf[b].len;

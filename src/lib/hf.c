@@ -859,32 +859,71 @@ added_at(const struct ovl_hf *h, const unsigned char *s, size_t n, int pass)
 }
 
 /*
+ * The pieces of s[0..n) cut by pt, the chain's last level: its matches and
+ * the gaps between them, merged as they are found, each a piece behind
+ * the pre-tokenizer: the table slot of the piece found last is fetched
+ * while the one before it merges. out has room for n more ids. 0, or -1
+ * when the regex engine fails.
+ */
+static int
+encode_last(struct ovl_hf *h, struct ovl_pretok *pt, const unsigned char *s,
+    size_t n, struct ovl_u32vec *out)
+{
+	size_t pos = 0, ms, me, ws = 0, wn = 0;	/* the piece waiting */
+	uint64_t wh = 0;
+	uint32_t *dst = out->p + out->len;
+	int rc;
+
+#define PIECE(a, len) do {						\
+	uint64_t hv_ = (len) > 2 ? ovl_hf__vocab_hash(h, s + (a), (len)) : 0; \
+	if (wn > 0)							\
+		dst += ovl_hf__piece_h(h, s + ws, wn, wh, dst);		\
+	ws = (a);							\
+	wn = (len);							\
+	wh = hv_;							\
+} while (0)
+	while ((rc = ovl_pretok_next(pt, s, n, pos, &ms, &me, h->errbuf,
+	    sizeof(h->errbuf))) > 0) {
+		if (ms > pos)
+			PIECE(pos, ms - pos);
+		PIECE(ms, me - ms);
+		pos = me;
+	}
+	if (rc == 0 && pos < n)
+		PIECE(pos, n - pos);
+#undef PIECE
+	if (wn > 0)
+		dst += ovl_hf__piece_h(h, s + ws, wn, wh, dst);
+	out->len = (size_t)(dst - out->p);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
  * The pieces of s[0..n) from chain level k on (hf_text's chain): the
  * matches of its regex and the gaps between them, each cut by the next
- * level, merged at the last. 0, or -1 when the regex engine fails.
+ * level, merged at the last. out has room for n more ids. 0, or -1 when
+ * the regex engine fails.
  */
 static int
 encode_chain(struct ovl_hf *h, size_t k, const unsigned char *s, size_t n,
     struct ovl_u32vec *out)
 {
-	size_t pos = 0, prev = 0, ms, me;
+	size_t pos = 0, ms, me;
 	int rc;
 
-	if (k == h->text.nchain) {
-		ovl_hf__piece(h, s, n, out);
-		return 0;
-	}
+	if (k + 1 == h->text.nchain)
+		return encode_last(h, h->text.chain[k], s, n, out);
 	while ((rc = ovl_pretok_next(h->text.chain[k], s, n, pos, &ms, &me,
 	    h->errbuf, sizeof(h->errbuf))) > 0) {
-		if ((ms > prev && encode_chain(h, k + 1, s + prev, ms - prev,
+		if ((ms > pos && encode_chain(h, k + 1, s + pos, ms - pos,
 		    out) != 0) || encode_chain(h, k + 1, s + ms, me - ms,
 		    out) != 0)
 			return -1;
-		prev = pos = me;
+		pos = me;
 	}
 	if (rc < 0)
 		return -1;
-	return prev < n ? encode_chain(h, k + 1, s + prev, n - prev, out) : 0;
+	return pos < n ? encode_chain(h, k + 1, s + pos, n - pos, out) : 0;
 }
 
 /* 1 when a piece may be cut before the "\u2581" at p + k (k > 0). */
@@ -939,6 +978,7 @@ encode_text(struct ovl_hf *h, const unsigned char *s, size_t n, int first,
 		return 0;
 	if (h->fast && h->text.nchain > 0) {
 		ovl_hf__text_norm(&h->text, s, n, &s, &n);
+		ovl_u32vec_reserve(out, n);
 		if (encode_chain(h, 0, s, n, out) != 0) {
 			h->error = h->errbuf;
 			*bad_off = base;
@@ -1020,6 +1060,8 @@ ovl_hf_encode(struct ovl_hf *h, const char *text, size_t n,
 	size_t start = out->len, ok;
 
 	h->error = NULL;
+	if (h->bytes_all == 0)
+		ovl_hf__tables_ready(h);
 	ok = ovl_utf8_valid(text, n);
 	if (ok != n) {
 		*bad_off = ok;

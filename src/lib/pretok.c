@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "buf.h"
 #include "pcre.h"
 
@@ -516,6 +520,35 @@ scan_cl100k(const unsigned char *cls, const unsigned char *s, size_t pos,
 }
 
 /*
+ * The first i at or after pos (n: none) where s[i] is not ASCII, or, with
+ * digits, is an ASCII digit: what the searching scanners below look for,
+ * 16 bytes at a time.
+ */
+static size_t
+skip_to(const unsigned char *s, size_t pos, size_t n, int digits)
+{
+	size_t i = pos;
+#ifdef __SSE2__
+	const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		int m = _mm_movemask_epi8(v);
+
+		if (digits)
+			m |= _mm_movemask_epi8(_mm_and_si128(
+			    _mm_cmpgt_epi8(v, lo), _mm_cmpgt_epi8(hi, v)));
+		if (m != 0)
+			return i + (size_t)__builtin_ctz((unsigned)m);
+	}
+#endif
+	for (; i < n; i++)
+		if (s[i] >= 0x80 || (digits && s[i] >= '0' && s[i] <= '9'))
+			return i;
+	return n;
+}
+
+/*
  * The scanners of patterns that do not match at every position search:
  * 1 with the first match at or after pos in [*ms, *me), 0 when there is
  * none, -1 when a non-ASCII character decides it, with *ms a position
@@ -529,7 +562,7 @@ scan_digits3(const unsigned char *cls, const unsigned char *s, size_t pos,
 {
 	size_t i, e;
 
-	for (i = pos; i < n; i++) {
+	for (i = skip_to(s, pos, n, 1); i < n; i++) {
 		if (cls[s[i]] & C_HI)
 			break;
 		if (cls[s[i]] & C_DIG) {
@@ -562,7 +595,7 @@ scan_ds_cjk(const unsigned char *s, size_t pos, size_t n, size_t *ms,
 
 	while (i < n) {
 		if (s[i] < 0x80) {
-			i++;
+			i = skip_to(s, i, n, 0);
 			continue;
 		}
 		if ((s[i] & 0xf0) != 0xe0 || !DS_CJK(CP3(s + i))) {

