@@ -110,11 +110,12 @@ log_past() { [ "$(stat -c %s ck/ckpt.log 2>/dev/null || echo 0)" -gt "$1" ]; }
 log_past_or_ckpt_gone() { log_past "$1" || ! kill -0 "${PL_PID[ckpt]}" 2>/dev/null; }
 
 @test "SIGTERM to ovl-ckpt: a clean checkpoint, exit 143, and an exact resume" {
-	# the same plan with a throttled source (the same bytes, more slowly), so
+	# the same plan with a slower source (the same bytes, more slowly), so
 	# the stream cannot end between the first checkpoint and the signal; the
 	# reference from it too (the manifest names the files as the plan does)
-	sed -e "s|\.\./\.\./samples|$SAMPLES|" -e 's|^source web .*|& throttle=100K|' \
+	sed -e "s|\.\./\.\./samples|$SAMPLES|" -e '/^source web /s|throttle=[^ ]*|throttle=100K|' \
 	    "$PLAN" > slow.plan
+	grep -q '^source web .*throttle=100K' slow.plan
 	PLAN=$PWD/slow.plan reference
 	rm -rf ck out fifo
 	pl_start slow.plan ck "" "${OUT[@]}"
