@@ -50,6 +50,7 @@ KIND_NAMES = {META: "META", DOC: "DOC", CHUNK_END: "CHUNK_END", SEQ: "SEQ",
 FRAME_MAX_DEFAULT = 256 << 20
 _HDR = struct.Struct("<IBBHI")          # len, kind, flags, reserved, crc
 _SEQ = struct.Struct("<QIIIIII")        # step rank mb ntokens npieces seq_len flags
+SEQ_FLAGS_AT = _SEQ.size - 4            # a SEQ payload's flags word (a hybrid CP group)
 _SEQ_COUNTS = struct.Struct("<II")      # ntokens npieces, at byte 16 of a SEQ
 _BARRIER = struct.Struct("<QQQQI")      # n step mix_pos tokens offset
 _STEP = struct.Struct("<QII")           # step rank seqs

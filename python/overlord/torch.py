@@ -447,7 +447,8 @@ def _run(fill, run, rows, i, j, ign, dtype, grp=False):
         raddr += _ROW
         mb = {"input_ids": t0, "position_ids": t1, "cu_seqlens": t2, "labels": t3}
         if grp:     # the SEQ's flags word: its CP group (cp-balance hybrid)
-            mb["_flags"] = int.from_bytes(words[r[1] + 28:r[1] + 32], "little")
+            at = r[frames.ROW_OFFSET] + frames.SEQ_FLAGS_AT
+            mb["_flags"] = int.from_bytes(words[at:at + 4], "little")
         out.append(mb)
     return out
 
