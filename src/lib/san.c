@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22
@@ -17,7 +18,7 @@ static int
 populate(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	const ElfW(Phdr) *ph;
-	uintptr_t b, e, page = 4096;
+	uintptr_t b, e, page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	int i;
 
 	(void)size;
